@@ -1,0 +1,36 @@
+"""Agents: the protocol, the built-in agents (random, naive, careful) and the LLM agent.
+
+Built-in agents need no network. ``naive`` applies the task's red-flag rule without reading the
+documents that clear decoys; ``careful`` is the reference solver. Both are strategies defined in
+each task's module and see only the brief, the tool schemas and the observations.
+"""
+
+from __future__ import annotations
+
+from jeval_ray.agents._base import Action, Agent, Observation, Turn
+from jeval_ray.agents._script import Kit, ScriptedAgent, entries_of
+from jeval_ray.agents.random_agent import random_strategy
+from jeval_ray.errors import ConfigError
+
+BUILTIN_AGENTS: tuple[str, ...] = ("random", "naive", "careful")
+
+
+def _task_strategy(kind: str):
+    def pick(task_id: str):
+        from jeval_ray.tasks import task_module
+
+        return getattr(task_module(task_id), kind)
+
+    return pick
+
+
+def make_agent(name: str, seed: int = 0) -> Agent:
+    """A built-in agent by name (``random``, ``naive``, ``careful``)."""
+    if name == "random":
+        return ScriptedAgent("random", lambda _task: random_strategy, seed)
+    if name in ("naive", "careful"):
+        return ScriptedAgent(name, _task_strategy(name), seed)
+    raise ConfigError(f"unknown built-in agent {name!r}; choose one of {', '.join(BUILTIN_AGENTS)}")
+
+
+__all__ = ["Action", "Agent", "BUILTIN_AGENTS", "Kit", "Observation", "ScriptedAgent", "Turn", "entries_of", "make_agent"]

@@ -1,0 +1,163 @@
+"""Scripted agents: strategies written as generators over the agent's tool interface.
+
+A strategy is ``def strategy(kit) -> Generator[Action, str, None]``. It calls tools with
+``obs = yield from kit.call("get_entry", entry_id=...)`` and receives exactly the observation
+text an LLM would receive (parsed from JSON). It never sees the world object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+
+from jeval_ray.agents._base import Action, Agent, Observation, Turn
+
+Strategy = Callable[["Kit"], Generator[Action, str, None]]
+
+
+class Kit:
+    """What a scripted strategy holds: the brief, the tool names, a seeded RNG and tool-call helpers."""
+
+    def __init__(self, brief: str, tools: list[dict], seed: int, rng: np.random.Generator):
+        self.brief = brief
+        self.tools = [t["function"]["name"] for t in tools]
+        self.seed = seed
+        self.rng = rng
+        self.calls_left = _budget(brief)
+        self.errors = 0
+
+    def has(self, tool: str) -> bool:
+        return tool in self.tools
+
+    def call(self, tool: str, **args: Any) -> Generator[Action, str, dict]:
+        """Call a tool; returns the parsed observation (``{"error": ...}`` on an error)."""
+        text = yield Action(tool=tool, args=args)
+        self.calls_left -= 1
+        try:
+            obs = json.loads(text)
+        except (TypeError, json.JSONDecodeError):
+            obs = {"error": "unparseable observation"}
+        if isinstance(obs, dict) and "error" in obs:
+            self.errors += 1
+        return obs
+
+    def ledger(self, filters: list[dict] | None = None, columns: list[str] | None = None,
+               max_pages: int = 20) -> Generator[Action, str, list[dict]]:
+        """All ledger lines matching ``filters`` (paging through ``query_ledger``)."""
+        rows: list[dict] = []
+        offset = 0
+        for _ in range(max_pages):
+            obs = yield from self.call("query_ledger", filters=filters or [], columns=columns, limit=500, offset=offset)
+            rows += obs.get("rows", [])
+            if "next_offset" not in obs:
+                break
+            offset = obs["next_offset"]
+        return rows
+
+    def master(self, table: str) -> Generator[Action, str, list[dict]]:
+        rows: list[dict] = []
+        offset = 0
+        while True:
+            obs = yield from self.call("get_master_data", table=table, limit=500, offset=offset)
+            rows += obs.get("rows", [])
+            if "next_offset" not in obs:
+                return rows
+            offset = obs["next_offset"]
+
+    def documents(self, doc_type: str | None = None) -> Generator[Action, str, list[dict]]:
+        docs: list[dict] = []
+        offset = 0
+        while True:
+            args = {"limit": 200, "offset": offset}
+            if doc_type:
+                args["doc_type"] = doc_type
+            obs = yield from self.call("list_documents", **args)
+            docs += obs.get("documents", [])
+            if "next_offset" not in obs:
+                return docs
+            offset = obs["next_offset"]
+
+    def open(self, doc_id: str) -> Generator[Action, str, dict]:
+        return (yield from self.call("open_document", doc_id=doc_id))
+
+    def flag(self, entry_id: str, criteria: str, evidence: list[str], rationale: str, amount: float | None = None):
+        args = {"entry_id": entry_id, "criteria": criteria, "evidence": evidence, "rationale": rationale}
+        if amount is not None:
+            args["amount"] = round(float(amount), 2)
+        return (yield from self.call("flag_entry", **args))
+
+    def clear(self, entry_id: str, evidence: list[str], rationale: str):
+        return (yield from self.call("clear_entry", entry_id=entry_id, evidence=evidence, rationale=rationale))
+
+    def submit(self, summary: str):
+        return (yield from self.call("submit", summary=summary))
+
+    def criteria(self) -> list[str]:
+        return re.findall(r"^\s+- ([A-Z_]+):", self.brief, flags=re.M)
+
+    def entry_range(self) -> tuple[int, int]:
+        m = re.search(r"ids (\d+) to (\d+)", self.brief)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, -1)
+
+
+def entries_of(rows: list[dict]) -> dict[str, dict]:
+    """Group ledger lines by entry: header fields from line 1, plus debit/credit totals."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        e = out.get(r["entry_id"])
+        if e is None:
+            e = out[r["entry_id"]] = {**r, "total_debit": 0.0, "total_credit": 0.0, "accounts": []}
+        e["total_debit"] = round(e["total_debit"] + (r.get("debit") or 0.0), 2)
+        e["total_credit"] = round(e["total_credit"] + (r.get("credit") or 0.0), 2)
+        if "account" in r:
+            e["accounts"].append(r["account"])
+    return out
+
+
+def _budget(brief: str) -> int:
+    m = re.search(r"You have (\d+) tool calls", brief)
+    return int(m.group(1)) if m else 10**9
+
+
+class ScriptedAgent(Agent):
+    """Runs a strategy generator; one action per turn, no tokens, no latency."""
+
+    def __init__(self, name: str, strategy_for: Callable[[str], Strategy], seed: int = 0):
+        self.name = name
+        self._strategy_for = strategy_for
+        self._seed = seed
+        self._gen: Generator[Action, str, None] | None = None
+        self._pending: Action | None = None
+
+    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+        from jeval_ray.world import rng_for
+
+        task_id = _task_of(brief)
+        kit = Kit(brief, tools, seed, rng_for(task_id, seed, f"agent:{self.name}"))
+        self._gen = self._strategy_for(task_id)(kit)
+        self._started = False
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        return self.act_sync(observations)
+
+    def act_sync(self, observations: list[Observation]) -> Turn:
+        assert self._gen is not None, "reset() first"
+        try:
+            if not self._started:
+                self._started = True
+                action = next(self._gen)
+            else:
+                text = observations[-1].text if observations else "{}"
+                action = self._gen.send(text)
+        except StopIteration:
+            action = Action(tool="submit", args={"summary": "done"})
+        return Turn(actions=[action])
+
+
+def _task_of(brief: str) -> str:
+    m = re.search(r"Engagement: (JE-\d+)", brief)
+    return m.group(1) if m else "JE-1"

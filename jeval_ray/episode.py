@@ -1,0 +1,101 @@
+"""The episode loop: one agent plays one world until ``submit`` or the step budget, then it is scored."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from jeval_ray.agents._base import Action, Agent, Observation, Turn
+from jeval_ray.env import JEEnv, StepLog
+from jeval_ray.scoring import EpisodeScore, build_judge_packet
+
+NO_TOOL_REMINDER = ("You replied without calling a tool. Continue the engagement by calling one of the tools; "
+                    "call submit(summary) when you are done.")
+FAILED_PREFIXES = ("model_error", "error", "timeout")
+
+
+@dataclass
+class EpisodeOutcome:
+    """Everything an episode produced, before keys and records are attached."""
+
+    task_id: str
+    seed: int
+    world_hash: str
+    brief: str
+    steps: list[StepLog]
+    score: EpisodeScore
+    termination: str
+    status: str  # completed | failed
+    judge_packet: dict
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+    error: str | None = None
+    dispositions: list[dict] = field(default_factory=list)
+
+
+def _account(step: StepLog, turn: Turn) -> None:
+    step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
+    step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
+
+
+async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float | None = None) -> EpisodeOutcome:
+    """Play one episode; per-turn accounting lands on the first step of each turn."""
+    t0 = time.perf_counter()
+    brief, info = env.reset(seed)
+    agent.reset(brief, info["tools"], seed)
+    observations: list[Observation] = []
+    totals = [0, 0, 0.0]
+    error = None
+    try:
+        while not env.done:
+            remaining = None if timeout_s is None else timeout_s - (time.perf_counter() - t0)
+            if remaining is not None and remaining <= 0:
+                env.end(f"timeout: episode exceeded {timeout_s:.0f} s")
+                break
+            turn = await (agent.act(observations) if remaining is None else asyncio.wait_for(agent.act(observations), remaining))
+            totals[0] += turn.tokens_in
+            totals[1] += turn.tokens_out
+            totals[2] += turn.cost_usd
+            if turn.stop_reason:
+                env.end(turn.stop_reason)
+                break
+            actions = turn.actions or [Action(tool="", args={"reply": (turn.text or "")[:2000]})]
+            observations = []
+            for i, action in enumerate(actions):
+                text, _r, _term, _trunc, step_info = env.step(action)
+                if i == 0:
+                    _account(env.steps[-1], turn)
+                if action.tool == "":
+                    text = NO_TOOL_REMINDER
+                observations.append(Observation(action.call_id, action.tool, text, step_info["is_error"]))
+                if env.done:
+                    break
+    except asyncio.TimeoutError:
+        env.end(f"timeout: episode exceeded {timeout_s:.0f} s")
+    finally:
+        await agent.aclose()
+    termination = env.termination or "unknown"
+    status = "failed" if termination.startswith(FAILED_PREFIXES) else "completed"
+    if status == "failed":
+        error = termination
+    score = env.score()
+    packet = build_judge_packet(env.spec, env.world, env.state, brief)
+    return EpisodeOutcome(
+        task_id=env.spec.id, seed=seed, world_hash=env.world.world_hash, brief=brief, steps=env.steps, score=score,
+        termination=termination, status=status, judge_packet=packet, tokens_in=totals[0], tokens_out=totals[1],
+        cost_usd=totals[2], wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
+    )
+
+
+def play(task_id: str, agent: Agent | str, seed: int = 0, knobs: dict | None = None,
+         tools_withheld: tuple[str, ...] = (), **kw) -> EpisodeOutcome:
+    """Synchronous convenience: play one episode of ``task_id`` with a built-in agent name or an Agent."""
+    from jeval_ray.agents import make_agent
+
+    if isinstance(agent, str):
+        agent = make_agent(agent, seed)
+    env = JEEnv(task_id, knobs, tools_withheld)
+    return asyncio.run(play_episode(env, agent, seed, **kw))

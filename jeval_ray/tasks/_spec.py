@@ -1,0 +1,169 @@
+"""The task catalogue's data model: one ``TaskSpec`` per task, and the difficulty ``Knobs``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Tier = Literal["L1", "L2", "L3", "L4"]
+
+#: Every tool the environment knows; a task exposes a subset (DESIGN §5).
+ALL_TOOLS: tuple[str, ...] = (
+    "list_documents",
+    "open_document",
+    "search_documents",
+    "query_ledger",
+    "get_entry",
+    "get_master_data",
+    "compute_stats",
+    "get_balances",
+    "flag_entry",
+    "clear_entry",
+    "submit",
+)
+
+#: Tools without which an episode cannot be played or ended; they can never be withheld.
+ESSENTIAL_TOOLS: frozenset[str] = frozenset({"flag_entry", "clear_entry", "submit"})
+
+DEFAULT_SIZE = {"L1": 200, "L2": 300, "L3": 400, "L4": 600}
+DEFAULT_BUDGET = {"L1": 40, "L2": 60, "L3": 80, "L4": 120}
+DEFAULT_WEIGHTS = {
+    "L1": (0.70, 0.20, 0.10),
+    "L2": (0.60, 0.25, 0.15),
+    "L3": (0.50, 0.25, 0.25),
+    "L4": (0.40, 0.30, 0.30),
+}
+
+
+class Weights(BaseModel):
+    """Scoring weights; they must sum to 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    outcome: float = Field(ge=0, le=1)
+    process: float = Field(ge=0, le=1)
+    rationale: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> "Weights":
+        total = self.outcome + self.process + self.rationale
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"outcome + process + rationale must sum to 1, got {total:.4f}")
+        return self
+
+
+class Criterion(BaseModel):
+    """A criteria code an agent may cite when flagging, with the words that define it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code: str
+    description: str
+
+
+class Knobs(BaseModel):
+    """Difficulty knobs of one world (the run config's ``generator`` block, DESIGN §4).
+
+    ``None`` means "the task's default": slice size by tier, 3-8 defects drawn from the seed,
+    as many decoys as defects.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    n_entries: int | None = Field(default=None, ge=20, le=5_000_000, description="ledger slice size (entries)")
+    n_defects: int | None = Field(default=None, ge=0, le=200, description="planted defects; default 3-8 from the seed")
+    n_decoys: int | None = Field(default=None, ge=0, le=200, description="legitimate look-alikes; default = n_defects")
+    noise_documents: int = Field(default=8, ge=0, le=500, description="unrelated documents in the support pack")
+    near_miss: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="how close decoys sit to the red-flag threshold (1 = closest)"
+    )
+    description_quality: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="share of entries with a clear description (the rest are terse)"
+    )
+    prompt_injection: bool = Field(
+        default=False, description="add documents whose text tries to instruct the agent"
+    )
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return list(cls.model_fields)
+
+
+class TaskSpec(BaseModel):
+    """One task of the catalogue (DESIGN §3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    tier: Tier
+    title: str
+    objective: str
+    defect: str
+    decoys: str
+    required_evidence: str
+    sources: tuple[str, ...]
+    tools: tuple[str, ...]
+    criteria: tuple[Criterion, ...]
+    step_budget: int = Field(ge=1)
+    weights: Weights
+    default_knobs: Knobs = Knobs()
+    #: tools removed in the sweep's default withheld-tool condition
+    withheld_variant: tuple[str, ...] = ()
+    asks_amount: bool = False
+    #: process-score penalty per premature disposition (JE-16 scores premature dispositions)
+    premature_penalty: float = Field(default=0.0, ge=0.0, le=1.0)
+    available: bool = False
+
+    @property
+    def judges_per_episode(self) -> int:
+        """The spec's rule: 3 judges if tier == L4 else 1."""
+        return 3 if self.tier == "L4" else 1
+
+    @property
+    def criteria_codes(self) -> tuple[str, ...]:
+        return tuple(c.code for c in self.criteria)
+
+    def resolve_knobs(self, overrides: dict | Knobs | None = None) -> Knobs:
+        """The task's default knobs with ``overrides`` applied and validated."""
+        base = self.default_knobs.model_dump()
+        if isinstance(overrides, Knobs):
+            overrides = overrides.model_dump(exclude_unset=True)
+        base.update(overrides or {})
+        if base["n_entries"] is None:
+            base["n_entries"] = DEFAULT_SIZE[self.tier]
+        return Knobs.model_validate(base)
+
+    def summary(self) -> dict:
+        d = self.model_dump(mode="json")
+        d["judges_per_episode"] = self.judges_per_episode
+        return d
+
+
+def spec(
+    id: str,
+    tier: Tier,
+    title: str,
+    *,
+    objective: str,
+    defect: str,
+    decoys: str,
+    required_evidence: str,
+    sources: tuple[str, ...],
+    tools: tuple[str, ...],
+    criteria: tuple[tuple[str, str], ...],
+    **extra,
+) -> TaskSpec:
+    """Build a TaskSpec with the tier's default budget and weights."""
+    o, p, r = DEFAULT_WEIGHTS[tier]
+    return TaskSpec(
+        id=id,
+        tier=tier,
+        title=title,
+        objective=objective,
+        defect=defect,
+        decoys=decoys,
+        required_evidence=required_evidence,
+        sources=sources,
+        tools=tools,
+        criteria=tuple(Criterion(code=c, description=d) for c, d in criteria),
+        step_budget=extra.pop("step_budget", DEFAULT_BUDGET[tier]),
+        weights=extra.pop("weights", Weights(outcome=o, process=p, rationale=r)),
+        **extra,
+    )

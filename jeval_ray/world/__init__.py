@@ -1,0 +1,19 @@
+"""World generation: ``generate_world(task_id, seed, knobs)`` is a pure, deterministic function."""
+
+from jeval_ray.world._base import WorldBuilder
+from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
+from jeval_ray.world._rng import rng_for, stable_int
+
+
+def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
+    """Generate the world of ``(task_id, seed, knobs)``; raises ``ConfigError`` on bad input."""
+    from jeval_ray.tasks import get_task, resolve_knobs, task_module
+
+    spec = get_task(task_id, require_available=True)
+    resolved = resolve_knobs(spec.id, knobs)
+    builder = WorldBuilder(spec, seed, resolved)
+    task_module(task_id).plant(builder)
+    return builder.build()
+
+
+__all__ = ["generate_world", "World", "WorldBuilder", "Document", "DefectRecord", "DecoyRecord", "rng_for", "stable_int"]

@@ -1,0 +1,56 @@
+"""``world_hash``: sha256 of a canonical serialisation of a world (same inputs, same hash, anywhere)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pyarrow as pa
+
+
+def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    h.update(str(arr.type).encode())
+    h.update(len(arr).to_bytes(8, "little"))
+    if arr.null_count:
+        h.update(np.asarray(arr.is_null(), dtype=np.uint8).tobytes())
+        arr = arr.fill_null(arr.type == pa.string() and "" or 0) if arr.type != pa.null() else arr
+    if pa.types.is_string(arr.type):
+        # offsets relative to the first, then exactly the used data bytes (padding ignored)
+        buf = arr.buffers()
+        offs = np.frombuffer(buf[1], dtype="<i4", count=len(arr) + 1, offset=arr.offset * 4)
+        h.update((offs - offs[0]).astype("<i8").tobytes())
+        h.update(memoryview(buf[2])[offs[0] : offs[-1]])
+    elif pa.types.is_null(arr.type):
+        return
+    elif pa.types.is_date32(arr.type) or pa.types.is_timestamp(arr.type):
+        ints = arr.view(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
+        h.update(np.asarray(ints).astype("<i8").tobytes())
+    elif pa.types.is_boolean(arr.type):
+        h.update(np.asarray(arr, dtype=np.uint8).tobytes())
+    else:
+        h.update(np.asarray(arr).astype(np.dtype(arr.type.to_pandas_dtype()).newbyteorder("<")).tobytes())
+
+
+def table_digest(h: "hashlib._Hash", table: pa.Table) -> None:
+    h.update(json.dumps(table.column_names).encode())
+    for name in table.column_names:
+        _column_bytes(h, table.column(name))
+
+
+def world_hash(world) -> str:
+    """sha256 over task, seed, knobs, ledger, master data, documents and the defect/decoy ledgers."""
+    h = hashlib.sha256()
+    head = {"task_id": world.task_id, "seed": world.seed, "knobs": world.knobs, "facts": world.facts}
+    h.update(json.dumps(head, sort_keys=True, default=str).encode())
+    table_digest(h, world.ledger)
+    for name in sorted(world.master):
+        h.update(name.encode())
+        table_digest(h, world.master[name])
+    docs = [[d.doc_id, d.doc_type, d.title, d.date, d.body] for d in world.documents]
+    h.update(json.dumps(docs).encode())
+    h.update(json.dumps([list(map(str, (d.entry_id, d.defect_type, d.criteria, d.required_evidence, d.misstatement))) for d in world.defects]).encode())
+    h.update(json.dumps([[d.entry_id, d.decoy_type, list(d.clearing_evidence)] for d in world.decoys]).encode())
+    h.update(json.dumps(list(world.hidden_entries)).encode())
+    return h.hexdigest()

@@ -1,0 +1,58 @@
+"""The task catalogue and its CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jeval_ray.errors import TaskNotAvailableError
+from jeval_ray.env._tools import TOOLS
+from jeval_ray.tasks import ALL_TOOLS, TASK_IDS, all_tasks, get_task
+
+
+def test_catalogue_lists_all_sixteen_tasks_with_tiers_budgets_and_weights():
+    tasks = all_tasks()
+    assert [t.id for t in tasks] == [f"JE-{i}" for i in range(1, 17)]
+    budgets = {"L1": 40, "L2": 60, "L3": 80, "L4": 120}
+    weights = {"L1": (0.7, 0.2, 0.1), "L2": (0.6, 0.25, 0.15), "L3": (0.5, 0.25, 0.25), "L4": (0.4, 0.3, 0.3)}
+    for t in tasks:
+        assert t.tier == ("L1", "L2", "L3", "L4")[(int(t.id[3:]) - 1) // 4]
+        assert t.step_budget == budgets[t.tier]
+        assert (t.weights.outcome, t.weights.process, t.weights.rationale) == weights[t.tier]
+        assert t.judges_per_episode == (3 if t.tier == "L4" else 1)
+        assert t.sources and t.sources[0] == "general_ledger"
+        assert set(t.tools) <= set(ALL_TOOLS)
+        assert {"flag_entry", "clear_entry", "submit"} <= set(t.tools)
+        assert set(t.withheld_variant) <= set(t.tools)
+
+
+def test_every_catalogued_tool_has_an_implementation_with_a_schema():
+    assert set(ALL_TOOLS) == set(TOOLS)
+    for name, tool in TOOLS.items():
+        s = tool.schema()
+        assert s["type"] == "function" and s["function"]["name"] == name
+        assert s["function"]["parameters"]["type"] == "object"
+
+
+def test_task_ids_are_normalised():
+    assert get_task("je3").id == "JE-3" and get_task("JE-03").id == "JE-3"
+
+
+def test_playing_an_unavailable_task_says_so():
+    unavailable = [t for t in all_tasks() if not t.available]
+    if not unavailable:
+        pytest.skip("every task is available")
+    with pytest.raises(TaskNotAvailableError, match="not yet available"):
+        get_task(unavailable[0].id, require_available=True)
+
+
+def test_tasks_cli_prints_the_catalogue_and_json():
+    out = subprocess.run([sys.executable, "-m", "jeval_ray.tasks"], capture_output=True, text=True, check=True).stdout
+    for tid in TASK_IDS:
+        assert tid in out
+    data = json.loads(subprocess.run([sys.executable, "-m", "jeval_ray.tasks", "--json"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert [d["id"] for d in data] == list(TASK_IDS)
+    assert {"tier", "objective", "sources", "tools", "step_budget", "weights", "judges_per_episode", "default_knobs",
+            "available"} <= set(data[0])
