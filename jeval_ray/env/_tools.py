@@ -103,13 +103,13 @@ class SearchDocumentsArgs(_Args):
     limit: int = Field(default=SEARCH_HITS, ge=1, le=50)
 
 
-Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "contains", "startswith"]
+Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "startswith"]
 
 
 class Filter(_Args):
     column: str = Field(max_length=40)
     op: Op = "eq"
-    value: Any = Field(description="a string, number, bool, or a list for 'in'")
+    value: Any = Field(description="a string, number, bool, or a list for 'in' / 'not_in'")
 
 
 class QueryLedgerArgs(_Args):
@@ -207,10 +207,11 @@ def _scalar(col: pa.ChunkedArray, v: Any):
 
 def _apply(col: pa.ChunkedArray, f: Filter):
     op, v = f.op, f.value
-    if op == "in":
+    if op in ("in", "not_in"):
         if not isinstance(v, list) or len(v) > 500:
-            raise ValueError("'in' needs a list of at most 500 values")
-        return pc.is_in(col, value_set=pa.array([_scalar(col, x).as_py() for x in v], col.type))
+            raise ValueError(f"'{op}' needs a list of at most 500 values")
+        m = pc.is_in(col, value_set=pa.array([_scalar(col, x).as_py() for x in v], col.type))
+        return pc.invert(m) if op == "not_in" else m
     if op in ("contains", "startswith"):
         if not pa.types.is_string(col.type):
             raise ValueError(f"'{op}' works on text columns")

@@ -87,7 +87,8 @@ def reference_judge(packet: dict, rubric_id: str = "global_rubric_v1") -> Judgme
             crit = 4 if ref["is_exception"] and d["criteria"] == ref.get("criteria") else (2 if ref["is_exception"] else 0)
         else:
             crit = 0 if ref["is_exception"] else (4 if (not need or need & cited) else 2)
-        ev = 4 if need and need <= cited else (2 if need & cited else (2 if not need and cited else 0))
+        # nothing required (an ordinary entry examined and cleared): citing what was opened is enough
+        ev = 4 if (need and need <= cited) or (not need and cited) else (2 if need & cited else 0)
         has_source = any(e.startswith(("DOC-", "master:")) for e in cited)
         scep = (2 if has_source else 0) + (2 if len(rationale) >= 40 else 0)
         figures = len(_NUMBER.findall(rationale))

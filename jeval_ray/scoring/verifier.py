@@ -134,7 +134,7 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
         for i in tp_ids:
             true, got = defects[i].misstatement, final[i].amount
             errs.append(1.0 if got is None or true == 0 else min(1.0, abs(abs(got) - abs(true)) / abs(true)))
-        mis_err = sum(errs) / len(errs) if errs else 1.0
+        mis_err = sum(errs) / len(errs) if errs else (1.0 if defects else 0.0)
         outcome = 0.7 * f2 + 0.15 * crit_acc + 0.15 * (1 - mis_err)
     else:
         outcome = 0.8 * f2 + 0.2 * crit_acc

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, TaskSpec
@@ -117,6 +118,44 @@ CUSTOMER_NAMES = (
 )
 
 
+class TextColumn:
+    """An entry-level text column: an Arrow array plus single-entry overrides set by tasks.
+
+    ``col[i]`` reads and ``col[i] = text`` overwrites one entry; ``to_arrow()`` applies the
+    overrides in one vectorised pass. Building a million Python strings is what this avoids.
+    """
+
+    def __init__(self, values: pa.Array):
+        self._values = values
+        self._over: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, i):
+        if isinstance(i, (int, np.integer)):
+            i = int(i)
+            return self._over[i] if i in self._over else self._values[i].as_py()
+        return np.array([self[int(j)] for j in np.arange(len(self))[i]], dtype=object)
+
+    def __setitem__(self, i, value) -> None:
+        if isinstance(i, (int, np.integer)):
+            self._over[int(i)] = str(value)
+            return
+        idx = np.arange(len(self))[i]
+        vals = [value] * len(idx) if isinstance(value, str) else list(value)
+        for j, v in zip(idx, vals):
+            self._over[int(j)] = str(v)
+
+    def to_arrow(self) -> pa.Array:
+        if not self._over:
+            return self._values
+        mask = np.zeros(len(self), dtype=bool)
+        keys = sorted(self._over)
+        mask[keys] = True
+        return pc.replace_with_mask(self._values, pa.array(mask), pa.array([self._over[k] for k in keys], pa.string()))
+
+
 @dataclass(frozen=True)
 class _Template:
     name: str
@@ -200,7 +239,8 @@ class WorldBuilder:
             "year_end_close": YEAR_END_CLOSE,
         }
         self.accounts = [
-            {"account": a, "name": nm, "type": t, "status": "active", "opened": "2015-01-01", "closed": None}
+            {"account": a, "name": nm, "type": t, "status": "active", "opened": "2015-01-01", "closed": None,
+             "blocked_on": None}
             for a, nm, t in ACCOUNTS
         ]
         self.users = [
@@ -322,31 +362,34 @@ class WorldBuilder:
             "credit_cents": cents.copy(),
             "vendor_id": vend.astype("<U8"),
         }
-        # references and descriptions: object arrays (tasks overwrite single entries by index)
-        serial = (rng.permutation(n) + 10_000).tolist()
-        prefixes = ("INV-", "PAY-", "SO-", "RC-", "ACR-", "RCL-", "DEP-", "PAY-", "DEL-")
-        tpl_list = tpl.tolist()
-        ref = np.array([f"{prefixes[t]}{s}" for t, s in zip(tpl_list, serial)], dtype=object)
-        self.e["reference"] = ref
-        month_idx = (post.astype("datetime64[M]").astype(np.int64) % 12).tolist()
-        vendor_names = {v["vendor_id"]: v["name"] for v in self.vendors}
-        vend_list = vend.tolist()
-        cust_list = cust.tolist()
-        what_list = rng.integers(0, len(_WHAT), n).tolist()
-        fmts = [t.text for t in TEMPLATES]
-        kinds = [t.party for t in TEMPLATES]
-        months = _MONTHS.tolist()
-        whats = _WHAT.tolist()
-        desc = [
-            fmts[t].format(ref=r, month=months[mo], what=whats[w],
-                           party=vendor_names.get(v, "") if kinds[t] == "vendor" else (CUSTOMER_NAMES[c] if kinds[t] == "customer" else ""))
-            for t, r, mo, w, v, c in zip(tpl_list, ref.tolist(), month_idx, what_list, vend_list, cust_list)
-        ]
-        desc = np.array(desc, dtype=object)
+        # references and descriptions: built vectorised in Arrow at build time; tasks read and
+        # overwrite single entries by index (``TextColumn``)
+        prefixes = pa.array(["INV-", "PAY-", "SO-", "RC-", "ACR-", "RCL-", "DEP-", "PAY-", "DEL-"])
+        tpl_a = pa.array(tpl.astype(np.int32))
+        ref = pc.binary_join_element_wise(prefixes.take(tpl_a), pa.array(rng.permutation(n) + 10_000).cast(pa.string()), "")
+        self.e["reference"] = TextColumn(ref)
+        vendor_ids = [v["vendor_id"] for v in self.vendors]
+        vendor_pos = np.searchsorted(np.array(vendor_ids), np.where(vend == "", vendor_ids[0], vend)).astype(np.int32)
+        party_vendor = pa.array([v["name"] for v in self.vendors]).take(pa.array(vendor_pos))
+        party_customer = pa.array(list(CUSTOMER_NAMES)).take(pa.array(cust.astype(np.int32)))
+        month = pa.array(_MONTHS.tolist()).take(pa.array((post.astype("datetime64[M]").astype(np.int64) % 12).astype(np.int32)))
+        what = pa.array(_WHAT.tolist()).take(pa.array(rng.integers(0, len(_WHAT), n).astype(np.int32)))
+        fields = {"ref": ref, "month": month, "what": what}
+        # join each template's text over its own rows only, then put the rows back in entry order
+        order = np.argsort(tpl, kind="stable")
+        chunks = []
+        for k, t in enumerate(TEMPLATES):
+            rows = pa.array(order[np.searchsorted(tpl[order], k, "left"):np.searchsorted(tpl[order], k, "right")])
+            fields["party"] = party_vendor if t.party == "vendor" else party_customer
+            parts = [fields[p[1:-1]].take(rows) if p.startswith("{") else pa.scalar(p) for p in re.split(r"(\{\w+\})", t.text) if p]
+            chunks.append(pc.binary_join_element_wise(*parts, "") if len(rows) else pa.array([], pa.string()))
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        desc = pa.concat_arrays(chunks).take(pa.array(inverse))
         terse = (rng.random(n) >= self.knobs.description_quality) & manual
         if terse.any():
-            desc[terse] = _TERSE[rng.integers(0, len(_TERSE), int(terse.sum()))].astype(object)
-        self.e["description"] = desc
+            desc = pc.replace_with_mask(desc, pa.array(terse), pa.array(_TERSE[rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
+        self.e["description"] = TextColumn(desc)
 
     def _add_noise_documents(self, k: int) -> None:
         rng = self.rng
@@ -503,6 +546,7 @@ class WorldBuilder:
         sel = order[visible[order]]
         m = len(sel)
         rep = pa.array(np.repeat(np.arange(m, dtype=np.int64), 2))
+        lines_of = pa.array(np.repeat(sel, 2))  # entry index of every line
         line = np.tile(np.array([1, 2], dtype=np.int32), m)
         is_dr = line == 1
 
@@ -532,8 +576,8 @@ class WorldBuilder:
             "source": pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.where(e["manual"][sel], 0, 1).astype(np.int32), 2)),
                                                      pa.array(["manual", "automated"])).cast(pa.string()),
             "document_type": per_entry(e["doc_type"]),
-            "description": per_entry(e["description"]),
-            "reference": per_entry(e["reference"]),
+            "description": e["description"].to_arrow().take(lines_of),
+            "reference": e["reference"].to_arrow().take(lines_of),
             "vendor_id": per_entry(e["vendor_id"]),
         }
         cols["company"] = _constant(COMPANY, 2 * m)

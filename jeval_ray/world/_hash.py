@@ -15,7 +15,9 @@ def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
     h.update(len(arr).to_bytes(8, "little"))
     if arr.null_count:
         h.update(np.asarray(arr.is_null(), dtype=np.uint8).tobytes())
-        arr = arr.fill_null(arr.type == pa.string() and "" or 0) if arr.type != pa.null() else arr
+        if not pa.types.is_null(arr.type):
+            default = "" if pa.types.is_string(arr.type) else (False if pa.types.is_boolean(arr.type) else 0)
+            arr = arr.fill_null(pa.scalar(default, arr.type))
     if pa.types.is_string(arr.type):
         # offsets relative to the first, then exactly the used data bytes (padding ignored)
         buf = arr.buffers()

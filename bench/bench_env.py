@@ -1,0 +1,65 @@
+"""Environment benchmarks: world generation, reset time per task, careful-agent episodes per second.
+
+Run: python bench/bench_env.py            (add --quick for a smoke run)
+Targets (issue 2/3): 1e6-entry world < 5 s; default reset < 50 ms (L4 < 100 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+
+from jeval_ray.agents import make_agent
+from jeval_ray.env import JEEnv
+from jeval_ray.episode import play_episode
+from jeval_ray.tasks import available_tasks
+from jeval_ray.world import generate_world
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    generate_world("JE-1", 0)  # warm imports
+
+    print("## World generation (JE-1 planting on the base population)")
+    print("| entries | lines | median s | min s |")
+    print("|---:|---:|---:|---:|")
+    for n, rep in ((1_000, 5), (100_000, 3), (1_000_000, 1 if args.quick else 3)):
+        ts = timed(lambda: generate_world("JE-1", 0, {"n_entries": n}), rep)
+        print(f"| {n:,} | {2 * n:,} | {statistics.median(ts):.3f} | {min(ts):.3f} |")
+
+    print("\n## Reset time at default knobs (world generation + brief)")
+    print("| task | tier | entries | median ms | max ms |")
+    print("|---|---|---:|---:|---:|")
+    for t in available_tasks():
+        env = JEEnv(t.id)
+        ts = timed(lambda: env.reset(seed=1), 3 if args.quick else 10)
+        print(f"| {t.id} | {t.tier} | {env.world.n_entries} | {1000 * statistics.median(ts):.1f} | {1000 * max(ts):.1f} |")
+
+    print("\n## Careful agent, one process, sequential")
+    n = 0
+    t0 = time.perf_counter()
+    rounds = 1 if args.quick else 3
+    for _ in range(rounds):
+        for t in available_tasks():
+            for seed in range(5):
+                asyncio.run(play_episode(JEEnv(t.id), make_agent("careful", seed), seed))
+                n += 1
+    dt = time.perf_counter() - t0
+    print(f"{n} episodes in {dt:.2f} s = {n / dt:.1f} episodes/s ({1000 * dt / n:.1f} ms per episode, reset included)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""JE-2 (self-approved manual entries): planting, the clean base, determinism and the built-in agents."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+import pyarrow.compute as pc
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.tasks import get_task
+from jeval_ray.world import generate_world
+
+TASK = "JE-2"
+SEEDS = range(5)
+LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
+
+
+def headers(world) -> dict[str, dict]:
+    """One row per entry (its debit line carries the header fields)."""
+    led = world.ledger
+    return {r["entry_id"]: r for r in led.filter(pc.equal(led["line_no"], 1)).to_pylist()}
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return {s: generate_world(TASK, s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
+
+
+def test_spec_is_available():
+    spec = get_task(TASK)
+    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
+    assert spec.criteria_codes == ("SELF_APPROVAL",)
+
+
+def test_defects_are_manual_self_approvals_with_required_evidence(worlds):
+    for w in worlds.values():
+        h = headers(w)
+        assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
+        for d in w.defects:
+            r = h[d.entry_id]
+            assert r["source"] == "manual" and r["approver"] == r["preparer"]
+            assert d.criteria == "SELF_APPROVAL"
+            assert "master:users" in d.required_evidence
+            policy = [e for e in d.required_evidence if e.startswith("DOC-")]
+            assert len(policy) == 1 and "approval policy" in w.document(policy[0]).title.lower()
+
+
+def test_decoys_are_system_releases_cleared_by_the_policy(worlds):
+    for w in worlds.values():
+        h = headers(w)
+        roles = {u["user_id"]: u["role"] for u in w.master["users"].to_pylist()}
+        for d in w.decoys:
+            r = h[d.entry_id]
+            assert r["source"] == "automated" and r["approver"] == r["preparer"]
+            assert roles[r["preparer"]] == "System"
+            assert "master:users" in d.clearing_evidence
+            doc = w.document(next(e for e in d.clearing_evidence if e.startswith("DOC-")))
+            assert r["preparer"] in doc.body and "not a self-approval" in doc.body
+
+
+def test_base_population_never_trips_the_rule(worlds):
+    for w in worlds.values():
+        tripped = {k for k, r in headers(w).items() if r["approver"] and r["approver"] == r["preparer"]}
+        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+
+
+def test_nothing_visible_reveals_the_defect_ledger(worlds):
+    for w in worlds.values():
+        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
+        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
+        text += " ".join(w.ledger["description"].to_pylist())
+        assert not LEAK.search(text)
+
+
+def test_world_is_deterministic():
+    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
+    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
+    assert generate_world(TASK, 4).world_hash != a.world_hash
+
+
+def test_agents_discriminate(episodes):
+    for o in episodes["careful"]:
+        assert o.termination == "submitted" and o.score.outcome >= 0.95
+        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
+    for o in episodes["naive"]:
+        assert o.score.outcome < 0.9
+    mean = {a: statistics.fmean(o.score.score for o in os) for a, os in episodes.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"]
+
+
+@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
+def test_careful_within_budget_at_maximum_counts(withheld):
+    for s in (0, 1):
+        o = play(TASK, "careful", s, {"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
+        assert o.termination == "submitted" and len(o.steps) <= get_task(TASK).step_budget
+        assert o.score.outcome >= 0.95

@@ -1,0 +1,118 @@
+"""JE-3 (postings to invalid accounts): planting, the clean base, determinism and the built-in agents."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+import pytest
+
+from jeval_ray.agents import entries_of
+from jeval_ray.episode import play
+from jeval_ray.tasks import get_task
+from jeval_ray.tasks.je03 import _standing, _valid
+from jeval_ray.world import generate_world
+
+TASK = "JE-3"
+SEEDS = range(5)
+LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
+
+
+def entries(world) -> dict[str, dict]:
+    return entries_of([{**r, "posting_date": str(r["posting_date"])} for r in world.ledger.to_pylist()])
+
+
+def chart(world) -> dict[str, dict]:
+    return {a["account"]: a for a in world.master["accounts"].to_pylist()}
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return {s: generate_world(TASK, s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
+
+
+def test_spec_is_available():
+    spec = get_task(TASK)
+    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
+    assert spec.criteria_codes == ("INVALID_ACCOUNT",)
+
+
+def test_chart_carries_status_and_dates(worlds):
+    for w in worlds.values():
+        rows = w.master["accounts"].to_pylist()
+        assert {"account", "status", "opened", "closed", "blocked_on"} <= set(rows[0])
+        assert {r["status"] for r in rows} == {"active", "closed", "blocked"}
+        assert any("2025-01-01" < r["opened"] <= "2025-12-31" for r in rows)
+
+
+def test_defects_post_to_accounts_invalid_at_the_posting_date(worlds):
+    kinds = set()
+    for w in worlds.values():
+        ents, ch = entries(w), chart(w)
+        for d in w.defects:
+            e = ents[d.entry_id]
+            bad = [a for a in e["accounts"] if not _valid(ch.get(a), e["posting_date"])[0]]
+            assert len(bad) == 1 and d.criteria == "INVALID_ACCOUNT" and d.required_evidence == ("master:accounts",)
+            kinds.add(d.defect_type)
+    assert kinds == {"posting_to_blocked_account", "posting_to_closed_account", "posting_before_account_opened",
+                     "posting_to_nonexistent_account"}
+
+
+def test_decoys_post_to_changed_accounts_active_at_the_posting_date(worlds):
+    for w in worlds.values():
+        ents, ch = entries(w), chart(w)
+        for d in w.decoys:
+            e = ents[d.entry_id]
+            odd = [a for a in e["accounts"] if not _standing(ch.get(a))]
+            assert odd, "a decoy must look like an exception"
+            assert all(_valid(ch[a], e["posting_date"])[0] for a in odd)
+            a = ch[odd[0]]
+            # opened during the year before the posting, or closed during the year after it
+            assert (a["opened"] >= "2025-01-01" and a["opened"] < e["posting_date"]) or \
+                ("2025-01-01" <= a["closed"] and e["posting_date"] < a["closed"])
+            assert d.clearing_evidence == ("master:accounts",)
+
+
+def test_base_population_never_trips_the_rule(worlds):
+    for w in worlds.values():
+        ch = chart(w)
+        tripped = {k for k, e in entries(w).items() if any(not _standing(ch.get(a)) for a in e["accounts"])}
+        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+
+
+def test_nothing_visible_reveals_the_defect_ledger(worlds):
+    for w in worlds.values():
+        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
+        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
+        text += " ".join(w.ledger["description"].to_pylist())
+        assert not LEAK.search(text)
+
+
+def test_world_is_deterministic():
+    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
+    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
+    assert generate_world(TASK, 4).world_hash != a.world_hash
+
+
+def test_agents_discriminate(episodes):
+    for o in episodes["careful"]:
+        assert o.termination == "submitted" and o.score.outcome >= 0.95
+        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
+    for o in episodes["naive"]:
+        assert o.score.outcome < 0.9
+    mean = {a: statistics.fmean(o.score.score for o in os) for a, os in episodes.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"]
+
+
+@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
+def test_careful_within_budget_at_maximum_counts(withheld):
+    for s in (0, 1):
+        o = play(TASK, "careful", s, {"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
+        assert o.termination == "submitted" and len(o.steps) <= get_task(TASK).step_budget
+        assert o.score.outcome >= 0.95

@@ -1,0 +1,121 @@
+"""JE-4 (unauthorised posters): planting, the clean base, determinism and the built-in agents."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+import pyarrow.compute as pc
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.tasks import get_task
+from jeval_ray.world import generate_world
+
+TASK = "JE-4"
+SEEDS = range(5)
+LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
+
+
+def headers(world) -> dict[str, dict]:
+    led = world.ledger
+    return {r["entry_id"]: {**r, "posting_date": str(r["posting_date"])}
+            for r in led.filter(pc.equal(led["line_no"], 1)).to_pylist()}
+
+
+def users(world) -> dict[str, dict]:
+    return {u["user_id"]: u for u in world.master["users"].to_pylist()}
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return {s: generate_world(TASK, s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
+
+
+def test_spec_is_available():
+    spec = get_task(TASK)
+    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
+    assert spec.criteria_codes == ("UNAUTHORISED_USER",)
+
+
+def test_user_master_has_leavers(worlds):
+    for w in worlds.values():
+        us = users(w)
+        leavers = [u for u in us.values() if u["status"] == "terminated"]
+        assert len(leavers) == 2 and all("2025-01-01" < u["termination_date"] < "2025-12-31" for u in leavers)
+        assert {"KLEE", "LGARCIA", "MCHEN"} == {k for k, u in us.items() if not u["posting_rights"]}
+
+
+def test_defects_are_posted_without_rights_or_after_termination(worlds):
+    kinds = set()
+    for w in worlds.values():
+        h, us = headers(w), users(w)
+        for d in w.defects:
+            r = h[d.entry_id]
+            u = us[r["preparer"]]
+            assert r["source"] == "manual" and r["approver"] != r["preparer"]
+            if d.defect_type == "no_posting_rights":
+                assert not u["posting_rights"]
+            else:
+                assert d.defect_type == "posted_after_termination"
+                assert u["posting_rights"] and r["posting_date"] > u["termination_date"]
+            assert d.criteria == "UNAUTHORISED_USER" and d.required_evidence == ("master:users",)
+            kinds.add(d.defect_type)
+    assert kinds == {"no_posting_rights", "posted_after_termination"}
+
+
+def test_decoys_are_posted_before_termination(worlds):
+    for w in worlds.values():
+        h, us = headers(w), users(w)
+        for d in w.decoys:
+            r = h[d.entry_id]
+            u = us[r["preparer"]]
+            assert u["status"] == "terminated" and u["posting_rights"]
+            assert r["posting_date"] < u["termination_date"]
+            assert d.clearing_evidence == ("master:users",)
+
+
+def test_base_population_never_trips_the_rule(worlds):
+    for w in worlds.values():
+        us = users(w)
+        tripped = {k for k, r in headers(w).items()
+                   if not us[r["preparer"]]["posting_rights"] or us[r["preparer"]]["status"] != "active"}
+        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+
+
+def test_nothing_visible_reveals_the_defect_ledger(worlds):
+    for w in worlds.values():
+        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
+        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
+        text += " ".join(w.ledger["description"].to_pylist())
+        assert not LEAK.search(text)
+
+
+def test_world_is_deterministic():
+    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
+    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
+    assert generate_world(TASK, 4).world_hash != a.world_hash
+
+
+def test_agents_discriminate(episodes):
+    for o in episodes["careful"]:
+        assert o.termination == "submitted" and o.score.outcome >= 0.95
+        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
+    for o in episodes["naive"]:
+        assert o.score.outcome < 0.9
+    mean = {a: statistics.fmean(o.score.score for o in os) for a, os in episodes.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"]
+
+
+@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
+def test_careful_within_budget_at_maximum_counts(withheld):
+    for s in (0, 1):
+        o = play(TASK, "careful", s, {"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
+        assert o.termination == "submitted" and len(o.steps) <= get_task(TASK).step_budget
+        assert o.score.outcome >= 0.95

@@ -1,0 +1,124 @@
+"""JE-10 (three-way match): the planted world obeys the rule, the base is clean, the built-in agents discriminate."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.world import generate_world
+
+SEEDS = range(5)
+
+
+def _money(label: str, text: str) -> float:
+    m = re.search(label + r"\s*USD ([\d,]+\.\d\d)", text)
+    assert m, label
+    return float(m.group(1).replace(",", ""))
+
+
+def _tolerance(world) -> tuple[float, float]:
+    pol = next(d for d in world.documents if d.doc_type == "policy" and "three-way" in d.title.lower())
+    m = re.search(r"no more than ([\d.]+)% of the PO value or USD ([\d,]+\.\d\d)", pol.body)
+    return float(m.group(1)), float(m.group(2).replace(",", ""))
+
+
+def _pairs(world) -> dict[str, dict]:
+    """Invoice reference -> invoice fields and the total of the PO it quotes."""
+    pos = {}
+    for d in world.documents:
+        if d.doc_type == "purchase_order":
+            pos[re.search(r"PO-\d+", d.title).group(0)] = _money("PO total:", d.body)
+    out = {}
+    for d in world.documents:
+        if d.doc_type == "invoice":
+            body = d.body
+            out[re.search(r"INV-\d+", d.title).group(0)] = {
+                "doc_id": d.doc_id,
+                "total": _money("Invoice total:", body),
+                "po_total": pos[re.search(r"purchase order:\s*(PO-\d+)", body).group(1)],
+                "vendor_id": re.search(r"vendor no\. (V\d+)", body).group(1),
+                "bank": re.search(r"Remit payment to:.*account (\S+)", body).group(1),
+            }
+    return out
+
+
+def _entries(world) -> dict[str, dict]:
+    """Entry id -> line 1 (reference, amount, vendor)."""
+    return {r["entry_id"]: r for r in world.ledger.to_pylist() if r["line_no"] == 1}
+
+
+def _breaks_rule(inv: dict, banks: dict, pct: float, cap: float) -> bool:
+    tol = min(inv["po_total"] * pct / 100, cap)
+    return inv["bank"] != banks[inv["vendor_id"]] or inv["total"] - inv["po_total"] > tol + 0.004
+
+
+@pytest.fixture(scope="module", params=list(SEEDS))
+def world(request):
+    return generate_world("JE-10", request.param)
+
+
+def test_defects_satisfy_the_rule_and_decoys_are_cleared(world):
+    pct, cap = _tolerance(world)
+    banks = {v["vendor_id"]: v["bank_account"] for v in world.master["vendors"].to_pylist()}
+    pairs, ents = _pairs(world), _entries(world)
+    assert world.defects and world.decoys
+    for d in world.defects:
+        row = ents[d.entry_id]
+        inv = pairs[row["reference"]]
+        assert inv["total"] == pytest.approx(row["debit"])  # the posted amount is the invoice total
+        assert _breaks_rule(inv, banks, pct, cap)
+        assert inv["doc_id"] in d.required_evidence and d.criteria == "THREE_WAY_MISMATCH"
+        if d.defect_type == "bank_account_mismatch":
+            assert "master:vendors" in d.required_evidence and inv["bank"] != banks[inv["vendor_id"]]
+        else:
+            assert d.defect_type == "price_over_po"
+            assert d.misstatement == pytest.approx(inv["total"] - inv["po_total"])
+    for d in world.decoys:
+        inv = pairs[ents[d.entry_id]["reference"]]
+        assert inv["total"] > inv["po_total"]  # looks like a mismatch ...
+        assert not _breaks_rule(inv, banks, pct, cap)  # ... but the policy tolerates it
+        assert inv["doc_id"] in d.clearing_evidence and len(d.clearing_evidence) == 3
+
+
+def test_base_population_does_not_trip_the_rule(world):
+    pct, cap = _tolerance(world)
+    banks = {v["vendor_id"]: v["bank_account"] for v in world.master["vendors"].to_pylist()}
+    planted = world.defect_ids | {d.entry_id for d in world.decoys}
+    by_ref = {r["reference"]: eid for eid, r in _entries(world).items()}
+    for ref, inv in _pairs(world).items():
+        eid = by_ref[ref]  # every invoice in the pack belongs to an entry of the slice
+        if eid not in planted:
+            assert not _breaks_rule(inv, banks, pct, cap), eid
+            assert inv["total"] <= inv["po_total"]
+
+
+def test_no_hidden_labels_in_visible_text(world):
+    words = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
+    for d in world.documents:
+        assert not words.search(d.title + d.body), d.doc_id
+
+
+def test_world_is_deterministic():
+    assert generate_world("JE-10", 2).world_hash == generate_world("JE-10", 2).world_hash
+
+
+def test_agents_discriminate():
+    runs = {a: [play("JE-10", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
+    for o in runs["careful"]:
+        assert o.score.outcome >= 0.95, (o.seed, o.score.verification)
+        assert o.termination == "submitted"
+    assert all(o.score.outcome < 0.9 for o in runs["naive"])
+    mean = {a: statistics.mean(o.score.score for o in outs) for a, outs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"], mean
+
+
+@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
+def test_careful_within_budget_at_maximum_counts(withheld):
+    for seed in (0, 1):
+        o = play("JE-10", "careful", seed, knobs={"n_defects": 8, "n_decoys": 8, "near_miss": 1.0}, tools_withheld=withheld)
+        assert o.termination == "submitted" and len(o.steps) <= 80
+        assert o.score.outcome >= 0.95
+        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
