@@ -1,0 +1,122 @@
+"""JE-11 (related parties and non-standard pairings): the planted world obeys the rule, the base is
+clean, the board minutes clear exactly the decoys, and the built-in agents discriminate."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.tasks.je11 import PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
+from jeval_ray.world import generate_world
+
+SEEDS = range(5)
+
+
+def _heads(world) -> dict[str, dict]:
+    """Entry id -> its debit line, with the credit account added."""
+    out = {}
+    for r in world.ledger.to_pylist():
+        if r["line_no"] == 1:
+            out.setdefault(r["entry_id"], {}).update(r)
+        else:
+            out.setdefault(r["entry_id"], {})["credit_account"] = r["account"]
+    return out
+
+
+def _rule(world) -> set[str]:
+    """Entries with a related vendor or a pairing listed in the policy (the red-flag rule)."""
+    names = {r["party"] for r in world.master["related_parties"].to_pylist()}
+    rp_ids = {v["vendor_id"] for v in world.master["vendors"].to_pylist() if v["name"] in names}
+    policy = next(d for d in world.documents if d.title == PAIR_POLICY_TITLE)
+    pairs = parse_pairs(policy.body)
+    assert len(pairs) >= 4
+    return {eid for eid, h in _heads(world).items()
+            if h["vendor_id"] in rp_ids or (h["account"], h["credit_account"]) in pairs}
+
+
+def _items(world) -> list[tuple[str, str, str]]:
+    """(doc id, meeting date, item text) of every board-minutes item."""
+    return [(d.doc_id, d.date, item) for d in world.documents if d.doc_type == "board_minutes"
+            for item in d.body.split("\n\n")]
+
+
+def _approved(item: str) -> bool:
+    return bool(re.search(r"RESOLVED that the \w+ be approved", item))
+
+
+@pytest.fixture(scope="module", params=list(SEEDS))
+def world(request):
+    return generate_world("JE-11", request.param)
+
+
+def test_rule_hits_exactly_the_planted_entries(world):
+    planted = world.defect_ids | {d.entry_id for d in world.decoys}
+    assert world.defects and world.decoys
+    assert _rule(world) == planted  # the base population never trips the rule
+
+
+def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
+    heads = _heads(world)
+    items = _items(world)
+    rp = next(d.doc_id for d in world.documents if d.title == RP_POLICY_TITLE)
+    pair = next(d.doc_id for d in world.documents if d.title == PAIR_POLICY_TITLE)
+    for d in world.defects:
+        h = heads[d.entry_id]
+        assert d.criteria == "RELATED_PARTY" and d.entry_id in d.required_evidence
+        assert not any(h["reference"] in text and _approved(text) for _doc, _day, text in items)
+        if d.defect_type == "related_party_unapproved":
+            assert {"master:related_parties", rp} <= set(d.required_evidence)
+        else:
+            assert d.defect_type.startswith("unusual_pairing_unapproved") and pair in d.required_evidence
+    for c in world.decoys:
+        h = heads[c.entry_id]
+        doc = c.clearing_evidence[0]
+        hits = [(day, text) for did, day, text in items if did == doc and h["reference"] in text]
+        assert len(hits) == 1 and _approved(hits[0][1])
+        day, text = hits[0]
+        assert f"USD {h['debit']:,.2f}" in text  # the minutes state the amount posted
+        assert day < str(h["posting_date"])  # prior approval
+        assert ("master:related_parties" if c.decoy_type == "related_party_approved" else pair) in c.clearing_evidence
+
+
+def test_documents_do_not_give_the_game_away(world):
+    for d in world.documents:
+        assert not re.search(r"decoy|defect|planted|red flag|exception", d.title + d.body, re.I)
+    minutes = [d for d in world.documents if d.doc_type == "board_minutes"]
+    assert all(d.date[:4] in ("2024", "2025") for d in minutes)
+
+
+def test_world_is_deterministic():
+    a, b = generate_world("JE-11", 7), generate_world("JE-11", 7)
+    assert a.world_hash == b.world_hash
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {(a, s): play("JE-11", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
+
+
+def test_careful_solves_every_seed_and_naive_is_fooled(results):
+    for s in SEEDS:
+        c = results[("careful", s)]
+        assert c.score.outcome >= 0.95, (s, c.score.verification)
+        assert c.termination == "submitted" and c.score.verification.fabrications == 0
+        assert c.score.verification.premature_disposition == 0
+        assert results[("naive", s)].score.outcome < 0.9
+    mean = {a: statistics.fmean(results[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
+    assert mean["random"] < mean["naive"] < mean["careful"], mean
+
+
+def test_careful_fits_the_budget_at_maximum_counts():
+    for s in (0, 1):
+        o = play("JE-11", "careful", s, {"n_defects": 8, "n_decoys": 8})
+        assert o.termination == "submitted" and len(o.steps) <= 80
+        assert o.score.outcome >= 0.95
+
+
+def test_careful_without_search_documents():
+    o = play("JE-11", "careful", 2, tools_withheld=("search_documents",))
+    assert o.score.outcome >= 0.95
