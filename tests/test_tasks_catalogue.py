@@ -56,3 +56,12 @@ def test_tasks_cli_prints_the_catalogue_and_json():
     assert [d["id"] for d in data] == list(TASK_IDS)
     assert {"tier", "objective", "sources", "tools", "step_budget", "weights", "judges_per_episode", "default_knobs",
             "available"} <= set(data[0])
+
+
+def test_catalogue_document_is_up_to_date():
+    from pathlib import Path
+
+    from jeval_ray.tasks._doc import catalogue_markdown
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "tasks.md"
+    assert doc.read_text() == catalogue_markdown(), "regenerate: python -m jeval_ray.tasks --markdown > docs/tasks.md"

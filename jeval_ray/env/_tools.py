@@ -339,7 +339,11 @@ def digit_test(amounts: np.ndarray, kind: str) -> dict:
     verdict = next((label for limit, label in bands if mad < limit), "nonconformity")
     dist = {str(int(k)): {"count": int(c), "observed": round(float(o), 4), "expected": round(float(e), 4)}
             for k, c, o, e in zip(digits, counts, observed, expected)}
-    return {"n": int(n), "kind": kind, "mad": round(mad, 5), "conformity": verdict, "distribution": dist}
+    out = {"n": int(n), "kind": kind, "mad": round(mad, 5), "conformity": verdict, "distribution": dist}
+    if kind == "last_two" and n < 300:
+        out["note"] = (f"the last-two-digit bands assume several hundred entries; with {n} the MAD carries sampling "
+                       "noise, so compare against other populations of similar size")
+    return out
 
 
 def _entry_measure(t: pa.Table, measure: str) -> tuple[np.ndarray, list[str], pa.Table]:

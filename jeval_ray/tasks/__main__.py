@@ -12,7 +12,13 @@ from jeval_ray.tasks import all_tasks
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m jeval_ray.tasks", description="Print the JE-1…JE-16 task catalogue.")
     ap.add_argument("--json", action="store_true", help="print the catalogue as JSON (one object per task)")
+    ap.add_argument("--markdown", action="store_true", help="print the catalogue document (docs/tasks.md)")
     args = ap.parse_args(argv)
+    if args.markdown:
+        from jeval_ray.tasks._doc import catalogue_markdown
+
+        print(catalogue_markdown(), end="")
+        return 0
     tasks = all_tasks()
     if args.json:
         print(json.dumps([t.summary() for t in tasks], indent=2))

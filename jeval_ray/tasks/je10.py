@@ -135,7 +135,7 @@ def plant(b) -> None:
         b.add_defect(idx, "price_over_po", "THREE_WAY_MISMATCH", [pair[0], pair[1], policy], q * d)
     for idx in bank_def:
         q, p_inv = units(idx)
-        inv, _po = _pair(b, idx, vendors, q, p_inv, p_inv, int(next(po_numbers)), bank=b._bank_account())
+        inv, _po = _pair(b, idx, vendors, q, p_inv, p_inv, int(next(po_numbers)), bank=b.bank_account())
         b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy])
     for idx in decoys:
         q, p_inv = units(idx)

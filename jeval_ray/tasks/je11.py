@@ -175,7 +175,7 @@ def plant(b) -> None:
         name, rel, person, acct, service = RP_VENDORS[i]
         vid = f"V{next_id}"
         next_id += 1
-        b.vendors.append({"vendor_id": vid, "name": name, "bank_account": b._bank_account(),
+        b.vendors.append({"vendor_id": vid, "name": name, "bank_account": b.bank_account(),
                           "created_on": str(np.datetime64("2018-01-01") + int(rng.integers(0, 2400))),
                           "created_by": "GSILVA", "status": "active"})
         register.append({"party": name, "relationship": rel, "party_type": "entity",

@@ -251,9 +251,9 @@ class WorldBuilder:
         ]
         for u in self.users:
             u["hire_date"] = str(np.datetime64("2012-01-01") + int(self.rng.integers(0, 3600)))
-            u["bank_account"] = "" if u["role"] == "System" else self._bank_account()
+            u["bank_account"] = "" if u["role"] == "System" else self.bank_account()
         self.vendors = [
-            {"vendor_id": f"V{1001 + i}", "name": nm, "bank_account": self._bank_account(),
+            {"vendor_id": f"V{1001 + i}", "name": nm, "bank_account": self.bank_account(),
              "created_on": str(np.datetime64("2016-01-01") + int(self.rng.integers(0, 2900))),
              "created_by": "GSILVA", "status": "active"}
             for i, nm in enumerate(VENDOR_NAMES)
@@ -270,7 +270,8 @@ class WorldBuilder:
         self._add_noise_documents(knobs.noise_documents)
 
     # ----------------------------------------------------------------- base population
-    def _bank_account(self) -> str:
+    def bank_account(self) -> str:
+        """A new, seed-determined bank account number (for new vendors or users)."""
         return "US" + "".join(str(d) for d in self.rng.integers(0, 10, size=18))
 
     def _generate_entries(self, n: int) -> None:

@@ -1,0 +1,127 @@
+"""JE-14 (estimate releases): the planted world and the built-in agents."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.tasks.je14 import ALLOWANCE, BAD_DEBT, POLICY_TITLE
+from jeval_ray.world import generate_world
+
+SEEDS = range(5)
+
+
+def _entries(w) -> dict[str, dict]:
+    """Entry headers with their debit and credit accounts."""
+    out: dict[str, dict] = {}
+    for r in w.ledger.to_pylist():
+        e = out.setdefault(r["entry_id"], {**r, "dr": None, "cr": None})
+        if r["debit"]:
+            e["dr"], e["amount"] = r["account"], r["debit"]
+        if r["credit"]:
+            e["cr"] = r["account"]
+    return out
+
+
+def _closes(w) -> dict[str, str]:
+    cal = w.master["calendar"].to_pylist()
+    return {r["description"].split()[-1]: r["date"] for r in cal if r["kind"] == "period_close"}
+
+
+def _after_close(e: dict, closes: dict[str, str]) -> bool:
+    return e["entry_timestamp"].date().isoformat() > closes[e["posting_date"].isoformat()[:7]]
+
+
+def _unsupported(w, e: dict, memo_id: str, aging_id: str, policy_id: str) -> float:
+    """The release minus the part the aging and the policy support, recomputed from the documents."""
+    policy = w.document(policy_id).body
+    r91 = int(re.search(r"(\d+)% of the balance 91-180 days", policy).group(1)) / 100
+    r180 = int(re.search(r"(\d+)% of the balance more than 180 days", policy).group(1)) / 100
+    memo = w.document(memo_id).body
+    held = float(re.search(r"held before this entry: USD ([\d,.]+\d)", memo).group(1).replace(",", ""))
+    customer = re.search(r"held against (.+?) \(C\d+\)", memo).group(1)
+    row = next(line for line in w.document(aging_id).body.splitlines() if line.startswith(customer + " ("))
+    cells = [float(c.strip().replace(",", "")) for c in row.split("|")[1:]]
+    required = r91 * cells[4] + r180 * cells[5]
+    return round(max(0.0, e["amount"] - max(0.0, held - required)), 2)
+
+
+# ---------------------------------------------------------------------------- the planted world
+@pytest.mark.parametrize("seed", SEEDS)
+def test_defects_are_top_side_post_closing_releases_the_documents_contradict(seed):
+    w = generate_world("JE-14", seed)
+    ents, closes = _entries(w), _closes(w)
+    for d in w.defects:
+        e = ents[d.entry_id]
+        assert (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT)
+        assert e["source"] == "manual" and e["document_type"] == "SA" and e["preparer"] in ("IBROWN", "JWRIGHT")
+        assert _after_close(e, closes)
+        memo, aging, policy, cal = d.required_evidence
+        assert cal == "master:calendar" and w.document(policy).title == POLICY_TITLE
+        assert w.document(memo).doc_type == "memo" and w.document(aging).doc_type == "aging_report"
+        assert e["reference"] in w.document(memo).body
+        assert _unsupported(w, e, memo, aging, policy) == pytest.approx(d.misstatement, abs=0.01)
+        assert d.misstatement > 0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_decoys_look_the_same_but_the_documents_support_them(seed):
+    w = generate_world("JE-14", seed)
+    ents, closes = _entries(w), _closes(w)
+    for d in w.decoys:
+        e = ents[d.entry_id]
+        assert (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT) and e["document_type"] == "SA"
+        assert e["preparer"] in ("IBROWN", "JWRIGHT") and _after_close(e, closes)
+        memo, aging, policy = d.clearing_evidence
+        assert _unsupported(w, e, memo, aging, policy) == 0.0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_base_population_holds_no_other_release_and_nothing_entered_after_close(seed):
+    w = generate_world("JE-14", seed)
+    ents, closes = _entries(w), _closes(w)
+    planted = {d.entry_id for d in w.defects} | {d.entry_id for d in w.decoys}
+    releases = {k for k, e in ents.items() if (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT)}
+    late = {k for k, e in ents.items() if _after_close(e, closes)}
+    assert releases == planted and late == planted
+
+
+def test_world_is_deterministic():
+    assert generate_world("JE-14", 2).world_hash == generate_world("JE-14", 2).world_hash
+
+
+def test_documents_say_nothing_about_the_answer_key():
+    w = generate_world("JE-14", 1)
+    text = " ".join(f"{d.title} {d.body}" for d in w.documents).lower()
+    for word in ("decoy", "defect", "planted", "red flag", "exception", "unsupported", "misstatement"):
+        assert word not in text
+
+
+# ---------------------------------------------------------------------------- the built-in agents
+@pytest.fixture(scope="module")
+def runs():
+    return {a: [play("JE-14", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
+
+
+def test_careful_solves_every_seed_with_the_right_amounts(runs):
+    for o in runs["careful"]:
+        v = o.score.verification
+        assert o.score.outcome >= 0.95, (o.seed, v)
+        assert v.misstatement_error == pytest.approx(0.0, abs=1e-6) and v.evidence_coverage == 1.0
+
+
+def test_naive_is_caught_by_the_decoys(runs):
+    assert all(o.score.outcome < 0.9 for o in runs["naive"])
+
+
+def test_scores_rank_random_below_naive_below_careful(runs):
+    mean = {a: statistics.fmean(o.score.score for o in outs) for a, outs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"]
+
+
+def test_careful_fits_the_budget_at_the_largest_default_counts():
+    o = play("JE-14", "careful", 0, {"n_defects": 8, "n_decoys": 8})
+    assert o.termination == "submitted" and o.score.outcome >= 0.95
