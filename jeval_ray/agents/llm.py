@@ -1,0 +1,140 @@
+"""``LLMAgent``: an agent whose turns come from a chat model behind a ``ModelConfig``.
+
+The agent owns the conversation (OpenAI chat format, converted by the Anthropic client when
+needed): the brief is the system prompt, every tool call the model makes becomes an ``Action``
+and every ``Observation`` goes back as the matching ``tool`` message. It never raises for an
+endpoint failure: the retry layer absorbs transient errors and a final failure ends the
+episode with ``stop_reason="model_error: ..."``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from jeval_ray.agents._base import Agent, Observation, Turn
+from jeval_ray.models._client import ChatClient, estimate_tokens, make_client
+from jeval_ray.models.config import ModelConfig
+from jeval_ray.models.errors import ModelError
+
+#: First user message: chat APIs need one, and it tells the model the tools are live.
+KICKOFF = "Begin the engagement now. Work only through the tools; call submit when you are done."
+
+#: Sent in place of a tool result the episode loop did not return (the API needs one per call).
+MISSING_RESULT = "No result: this tool call was not executed."
+
+
+def truncate_observation(text: str, cap: int) -> str:
+    """``text`` cut to ``cap`` characters, with a note telling the model how to page for the rest."""
+    if len(text) <= cap:
+        return text
+    return (
+        text[:cap]
+        + f"\n[... truncated: showing the first {cap} of {len(text)} characters. To see the rest, "
+        "call the tool again with `offset`/`limit` arguments (e.g. a higher `offset` or a smaller "
+        "`limit`) to page through the results.]"
+    )
+
+
+class LLMAgent(Agent):
+    """An agent played by the model of ``config``.
+
+    ``client`` (optional) replaces the client built from the config, ``limiter`` (a
+    ``TokenBucketLimiter`` or a ``RateLimiter`` actor handle) is passed to the client it builds.
+    ``max_observation_chars`` and ``context_window`` default to the config's values.
+    """
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        client: ChatClient | None = None,
+        limiter: Any = None,
+        max_observation_chars: int | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self._client = client or make_client(config, limiter=limiter)
+        self.max_observation_chars = max_observation_chars or config.max_observation_chars
+        self.context_window = context_window or config.context_window
+        self.messages: list[dict[str, Any]] = []
+        self._tools: list[dict] = []
+        self._seed: int | None = None
+        self._pending: dict[str, str] = {}
+        self._tools_tokens = 0
+        # Prompt size as last reported by the endpoint, and how many messages it covered.
+        self._reported_tokens = 0
+        self._reported_upto = 0
+
+    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+        """Start a conversation with ``brief`` as the system prompt and ``tools`` (OpenAI format)."""
+        self.messages = [{"role": "system", "content": brief}]
+        self._tools = list(tools)
+        self._seed = seed
+        self._pending = {}
+        self._tools_tokens = estimate_tokens(self._tools)
+        self._reported_tokens = 0
+        self._reported_upto = 0
+
+    def _append_observations(self, observations: list[Observation]) -> None:
+        if len(self.messages) == 1:
+            self.messages.append({"role": "user", "content": KICKOFF})
+        reminders: list[str] = []
+        for obs in observations:
+            text = truncate_observation(obs.text, self.max_observation_chars)
+            if obs.call_id is not None and obs.call_id in self._pending:
+                self._pending.pop(obs.call_id)
+                self.messages.append({"role": "tool", "tool_call_id": obs.call_id, "content": text})
+            elif obs.tool == "":
+                reminders.append(text)  # the loop's reminder after a reply without a tool call
+            else:
+                reminders.append(f"Result of {obs.tool}:\n{text}")
+        # Every tool call of the last reply needs an answer, or the next request is a 400.
+        for call_id in list(self._pending):
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": MISSING_RESULT})
+        self._pending = {}
+        if reminders:
+            self.messages.append({"role": "user", "content": "\n\n".join(reminders)})
+
+    def prompt_tokens_estimate(self) -> int:
+        """Approximate prompt size of the next request: last reported usage plus what was added since."""
+        if self._reported_tokens:
+            return self._reported_tokens + estimate_tokens(self.messages[self._reported_upto :])
+        return estimate_tokens(self.messages) + self._tools_tokens
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        """Send the new observations, return the model's tool calls as a ``Turn``."""
+        if not self.messages:
+            raise RuntimeError("LLMAgent.act called before reset")
+        self._append_observations(observations)
+        if self.prompt_tokens_estimate() + self.config.max_tokens > self.context_window:
+            return Turn(actions=[], stop_reason="context_overflow")
+        started = time.perf_counter()
+        sent = len(self.messages)
+        try:
+            result = await self._client.chat(self.messages, self._tools, seed=self._seed)
+        except ModelError as err:
+            latency = (time.perf_counter() - started) * 1000.0
+            return Turn(actions=[], latency_ms=latency, stop_reason=f"model_error: {type(err).__name__}: {err}")
+        self.messages.append(result.assistant_message)
+        if result.usage_reported:
+            self._reported_tokens = result.tokens_in + result.tokens_out
+            self._reported_upto = sent + 1
+        self._pending = {a.call_id: a.tool for a in result.actions if a.call_id}
+        return Turn(
+            actions=list(result.actions),
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            latency_ms=result.latency_ms,
+            cost_usd=result.cost_usd,
+            reasoning_trace=result.reasoning_trace,
+            text=result.text,
+        )
+
+    async def aclose(self) -> None:
+        """Close the model client's connections."""
+        await self._client.aclose()
+
+
+__all__ = ["LLMAgent", "truncate_observation", "KICKOFF"]

@@ -1,0 +1,190 @@
+"""What every chat client shares: ``ChatResult``, the HTTP attempt, limiter use and retries.
+
+A provider subclass only says how to build a request body and how to read a response body.
+Conversations are kept in the OpenAI chat format (``system``/``user``/``assistant`` with
+``tool_calls``/``tool`` messages) and tools in the OpenAI function format; the Anthropic client
+converts both on the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from jeval_ray.agents._base import Action
+from jeval_ray.models.config import ModelConfig
+from jeval_ray.models.errors import (
+    MalformedResponseError,
+    ModelError,
+    ModelRequestError,
+    http_error,
+    redact,
+)
+from jeval_ray.models.ratelimit import as_async_limiter
+from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after
+
+log = logging.getLogger("jeval_ray.models")
+
+#: Characters per token for estimates made before the endpoint reports usage.
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(*parts: Any) -> int:
+    """A rough token count of JSON-able parts (chars / 4): for limiters and context budgets."""
+    chars = sum(len(p) if isinstance(p, str) else len(json.dumps(p, default=str)) for p in parts)
+    return chars // CHARS_PER_TOKEN + 1
+
+
+@dataclass
+class ChatResult:
+    """One model reply, provider-neutral.
+
+    ``actions`` carry each tool call's raw argument JSON text as the model wrote it (it may be
+    invalid: the environment reports that as an error observation). ``assistant_message`` is
+    the reply in the conversation format, ready to append to the history.
+    """
+
+    actions: list[Action]
+    text: str | None
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    cost_usd: float
+    reasoning_trace: str | None
+    finish_reason: str | None
+    assistant_message: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 1
+    usage_reported: bool = True
+
+
+class ChatClient(ABC):
+    """An async chat-completions client for one ``ModelConfig``.
+
+    ``limiter`` is optional: a ``TokenBucketLimiter`` (in-process) or a ``RateLimiter`` actor
+    handle (cluster-wide). ``http_client`` lets callers share a connection pool; the client
+    closes only a pool it created. ``sleep`` and ``rng`` are the retry layer's seams for tests.
+    """
+
+    #: Path appended to ``config.base_url``.
+    path: str = ""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        limiter: Any = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._key = config.resolve_api_key()
+        self._limiter = as_async_limiter(limiter)
+        self._policy = RetryPolicy.from_config(config)
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._owns_http = http_client is None
+        # Passed on every request, so a shared pool still gets this model's per-call timeout.
+        self._timeout = httpx.Timeout(config.timeout_s, connect=min(10.0, config.timeout_s))
+        # No transport retries in httpx: the retry loop here is the only one.
+        self._http = http_client or httpx.AsyncClient(timeout=self._timeout)
+        self.url = f"{config.base_url}{self.path}"
+
+    @abstractmethod
+    def _headers(self) -> dict[str, str]:
+        """Auth and protocol headers."""
+
+    @abstractmethod
+    def _body(self, messages: list[dict], tools: list[dict] | None, seed: int | None) -> dict[str, Any]:
+        """The JSON request body."""
+
+    @abstractmethod
+    def _parse(self, data: dict[str, Any]) -> ChatResult:
+        """A ``ChatResult`` from a decoded 200 body (latency and cost are filled in by the caller).
+
+        A missing or mistyped field may raise ``KeyError``/``TypeError``/``ValueError``/
+        ``IndexError``: the caller turns them into a (retryable) ``MalformedResponseError``.
+        """
+
+    async def chat(
+        self, messages: list[dict], tools: list[dict] | None = None, *, seed: int | None = None
+    ) -> ChatResult:
+        """One completion with retries; raises a ``ModelError`` subclass when it fails for good."""
+        body = self._body(messages, tools, seed if self.config.send_seed else None)
+        est = estimate_tokens(messages, tools or []) + self.config.max_tokens
+
+        async def attempt(_n: int) -> ChatResult:
+            return await self._attempt(body, est)
+
+        result, attempts = await call_with_retries(
+            attempt, self._policy, sleep=self._sleep, rng=self._rng, describe=f"model {self.config.name!r}"
+        )
+        result.attempts = attempts
+        return result
+
+    async def _attempt(self, body: dict[str, Any], est_tokens: int) -> ChatResult:
+        permit = await self._limiter.acquire(est_tokens) if self._limiter else None
+        actual: int | None = None
+        try:
+            started = time.perf_counter()
+            try:
+                response = await self._http.post(self.url, json=body, headers=self._headers(), timeout=self._timeout)
+            except httpx.TimeoutException as exc:
+                raise self._redacted(ModelRequestError, f"timeout after {self.config.timeout_s:g}s "
+                                     f"calling {self.url} ({type(exc).__name__})") from None
+            except httpx.TransportError as exc:
+                raise self._redacted(ModelRequestError, f"transport error calling {self.url}: "
+                                     f"{type(exc).__name__}: {exc}") from None
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            if response.status_code >= 400:
+                retry_after = parse_retry_after(response.headers)
+                if response.status_code == 429 and self._limiter is not None:
+                    await self._limiter.report_429(retry_after)
+                excerpt = response.text[:300].replace("\n", " ")
+                message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
+                raise http_error(response.status_code, redact(message, [self._key]), retry_after)
+            try:
+                data = response.json()
+                if not isinstance(data, dict):
+                    raise ValueError("top-level JSON is not an object")
+                result = self._parse(data)
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                raise self._redacted(MalformedResponseError, f"malformed response from {self.url}: "
+                                     f"{type(exc).__name__}: {str(exc)[:200]}") from None
+            result.latency_ms = latency_ms
+            result.cost_usd = self.config.cost_usd(result.tokens_in, result.tokens_out)
+            if result.usage_reported:
+                actual = result.tokens_in + result.tokens_out
+            return result
+        finally:
+            if permit is not None:
+                await self._limiter.release(permit, actual)
+
+    def _redacted(self, cls: type[ModelError], message: str) -> ModelError:
+        return cls(redact(message, [self._key]))
+
+    async def aclose(self) -> None:
+        """Close the connection pool if this client created it."""
+        if self._owns_http:
+            await self._http.aclose()
+
+
+def make_client(config: ModelConfig, **kwargs: Any) -> ChatClient:
+    """The client for ``config.provider`` (keyword arguments go to ``ChatClient``)."""
+    from jeval_ray.models.anthropic import AnthropicClient
+    from jeval_ray.models.openai_compat import OpenAICompatClient
+
+    cls = AnthropicClient if config.provider == "anthropic" else OpenAICompatClient
+    return cls(config, **kwargs)
+
+
+__all__ = ["ChatResult", "ChatClient", "make_client", "estimate_tokens"]

@@ -1,0 +1,130 @@
+"""``ModelConfig``: one model endpoint as a sweep config names it (provider, URL, limits, prices).
+
+The config never holds a key: ``api_key_env`` is the *name* of an environment variable, read
+at call time by ``resolve_api_key`` on the machine that makes the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from jeval_ray.models.errors import MissingAPIKeyError
+
+Provider = Literal["openai", "anthropic"]
+
+#: Where each provider lives when ``base_url`` is left out.
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+}
+
+
+class Price(BaseModel):
+    """USD per one million tokens; zero for local models."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input_per_mtok: float = Field(default=0.0, ge=0)
+    output_per_mtok: float = Field(default=0.0, ge=0)
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """The USD cost of one call."""
+        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
+
+
+class ModelConfig(BaseModel):
+    """One model endpoint: how to reach it, how to sample, how fast it may be called, what it costs.
+
+    ``base_url`` is the API root *including* the version segment, as the OpenAI SDK expects
+    (``https://api.openai.com/v1``, ``http://localhost:8000/v1``); a bare host gets ``/v1``.
+    The OpenAI client posts to ``{base_url}/chat/completions``, the Anthropic client to
+    ``{base_url}/messages``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, description="Label used in records and the leaderboard.")
+    provider: Provider = "openai"
+    base_url: str | None = None
+    model: str = Field(min_length=1, description="The model id the API expects.")
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable holding the key; null for no auth."
+    )
+
+    # Sampling. None means "do not send": the endpoint's default applies.
+    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int = Field(default=4096, ge=1)
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_seed: bool = True
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="Provider-specific request fields merged into every body."
+    )
+    anthropic_version: str = "2023-06-01"
+
+    # Limits. rpm/tpm None = unlimited on our side (the endpoint may still answer 429).
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    max_concurrency: int | None = Field(default=None, ge=1)
+
+    price: Price = Field(default_factory=Price)
+
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
+    max_attempts: int = Field(default=6, ge=1)
+    max_total_wait_s: float = Field(default=300.0, ge=0, description="Cap on the sum of retry waits per call.")
+    backoff_base_s: float = Field(default=1.0, gt=0)
+    backoff_max_s: float = Field(default=60.0, gt=0)
+
+    # What the LLM agent needs to know about the model.
+    context_window: int = Field(default=128_000, ge=1024)
+    max_observation_chars: int = Field(default=20_000, ge=200)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _looks_like_a_name(cls, value: str | None) -> str | None:
+        # A pasted key in this field would be stored with every record: refuse it early.
+        if value is not None and (not value.replace("_", "").isalnum() or value.startswith(("sk-", "sk_"))):
+            raise ValueError(
+                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), not a key"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _normalise_base_url(self) -> "ModelConfig":
+        url = (self.base_url or DEFAULT_BASE_URLS[self.provider]).rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"base_url must be an http(s) URL, got {self.base_url!r}")
+        if parts.path in ("", "/"):
+            url += "/v1"
+        object.__setattr__(self, "base_url", url)
+        return self
+
+    def resolve_api_key(self) -> str | None:
+        """The key from the environment; ``None`` when no auth is configured.
+
+        Raises ``MissingAPIKeyError`` naming the variable (never a value) when it is unset.
+        """
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise MissingAPIKeyError(self.name, self.api_key_env)
+        return key
+
+    def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
+        """The USD cost of a call with these token counts, from the price table."""
+        return self.price.cost(tokens_in, tokens_out)
+
+    @property
+    def endpoint_key(self) -> str:
+        """A stable id of the endpoint (provider + URL + model): callers sharing it share one limiter."""
+        digest = hashlib.sha256(f"{self.provider}|{self.base_url}|{self.model}".encode()).hexdigest()[:16]
+        return f"{self.provider}-{digest}"
+
+
+__all__ = ["ModelConfig", "Price", "Provider", "DEFAULT_BASE_URLS"]
