@@ -187,3 +187,27 @@ def test_random_tool_calls_never_raise_and_never_change_the_world(fuzz_envs, tas
         json.loads(obs)
         assert isinstance(info["is_error"], bool)
     assert world_hash(env.world) == before == env.world.world_hash
+
+
+def test_compute_stats_robust_z_is_median_mad_within_each_group():
+    import numpy as np
+
+    from jeval_ray.env._tools import _robust_z
+
+    x = np.array([1.0, 2.0, 3.0, 4.0, 100.0, 10.0, 10.0, 10.0])
+    keys = np.array(["a"] * 5 + ["b"] * 3)
+    z = _robust_z(x, keys)
+    # group a: median 3, MAD 1 -> scale 1.4826; group b has no spread -> 0
+    assert z[4] == pytest.approx(97 / 1.4826)
+    assert z[0] == pytest.approx(-2 / 1.4826)
+    assert list(z[5:]) == [0.0, 0.0, 0.0]
+
+
+def test_compute_stats_answers_tiny_populations_with_a_message_not_a_number():
+    env = JEEnv("JE-12")
+    env.reset(seed=0)
+    obs, info = _obs(env, "compute_stats", filters=[{"column": "entry_id", "op": "eq", "value": env.world.entry_ids[0]}])
+    assert not info["is_error"] and "too small" in obs["message"]
+    obs, _ = _obs(env, "compute_stats", group_by="account", robust=True, top_z=3)
+    assert obs["z_method"].startswith("robust") and len(obs["top_z_scores"]) == 3
+    assert all("account" in r for r in obs["top_z_scores"])

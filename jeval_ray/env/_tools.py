@@ -139,6 +139,10 @@ class ComputeStatsArgs(_Args):
         default=None, description="add a digit distribution with its mean absolute deviation (MAD)"
     )
     top_z: int = Field(default=5, ge=0, le=50, description="list the entries with the largest z-scores")
+    robust: bool = Field(
+        default=False,
+        description="z-scores as (x - median) / (1.4826 x MAD), computed within each group when group_by is set",
+    )
 
 
 class GetBalancesArgs(_Args):
@@ -366,6 +370,18 @@ def _describe(x: np.ndarray) -> dict:
             "p95": round(float(q[3]), 2), "p99": round(float(q[4]), 2)}
 
 
+def _robust_z(x: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
+    """Robust z-scores; 0 where a population's MAD is 0 (no spread to measure against)."""
+    z = np.zeros(len(x))
+    groups = [np.arange(len(x))] if keys is None else [np.flatnonzero(keys == k) for k in np.unique(keys)]
+    for g in groups:
+        med = np.median(x[g])
+        mad = np.median(np.abs(x[g] - med)) * 1.4826
+        if mad > 0:
+            z[g] = (x[g] - med) / mad
+    return z
+
+
 def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     t = _filtered(st.world.ledger, a.filters)
     st.stats_steps.append(st.step_idx)
@@ -373,15 +389,20 @@ def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     if len(x) < MIN_STATS_POPULATION:
         return {"n": int(len(x)), "message": f"population of {len(x)} entries is too small for statistics (need at least {MIN_STATS_POPULATION})"}
     out: dict = {"measure": a.measure, "population": _describe(x)}
-    std = x.std(ddof=1)
-    if a.top_z and std > 0:
-        z = (x - x.mean()) / std
-        top = np.argsort(-np.abs(z), kind="stable")[: a.top_z]
-        out["top_z_scores"] = [{"entry_id": ids[i], "value": round(float(x[i]), 2), "z": round(float(z[i]), 2)} for i in top]
+    keys = None
     if a.group_by:
         if a.group_by not in rows.column_names:
             raise ToolError(f"unknown group_by column {a.group_by!r}")
         keys = np.asarray([str(k) for k in rows.column(a.group_by).to_pylist()])
+    if a.top_z:
+        z = _robust_z(x, keys) if a.robust else ((x - x.mean()) / x.std(ddof=1) if x.std(ddof=1) > 0 else None)
+        if z is not None:
+            top = np.argsort(-np.abs(z), kind="stable")[: a.top_z]
+            out["top_z_scores"] = [{"entry_id": ids[i], "value": round(float(x[i]), 2), "z": round(float(z[i]), 2),
+                                    **({a.group_by: str(keys[i])} if keys is not None else {})} for i in top]
+            out["z_method"] = ("robust: (x - median) / (1.4826 x MAD)" + (f" within each {a.group_by}" if keys is not None else "")
+                               if a.robust else "(x - mean) / std over the filtered population")
+    if keys is not None:
         groups = {}
         for k in sorted(set(keys.tolist()))[:60]:
             gx = x[keys == k]
