@@ -106,3 +106,17 @@ def test_base_population_is_balanced_except_for_planted_entries():
     sums = led.groupby("entry_id")[["debit", "credit"]].sum()
     off = set(sums.index[(sums.debit - sums.credit).abs() > 0.001])
     assert off == w.defect_ids | {d.entry_id for d in w.decoys}
+
+
+@pytest.mark.parametrize("task_id", AVAILABLE)
+def test_trial_balance_has_one_row_per_account_and_rolls_forward_over_the_listing_and_gaps(task_id):
+    w = generate_world(task_id, 2)
+    bal = w.master["balances"].to_pylist()
+    assert len({r["account"] for r in bal}) == len(bal)
+    led = w.ledger.to_pandas()
+    mov = (led.groupby("account").debit.sum() - led.groupby("account").credit.sum()).to_dict()
+    off = {r["account"] for r in bal if abs(r["opening_balance"] + mov.get(r["account"], 0.0) - r["closing_balance"]) > 0.005}
+    if w.hidden_entries:
+        assert off, "an entry missing from the listing must show in the roll-forward"
+    else:
+        assert not off

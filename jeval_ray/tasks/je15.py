@@ -1,6 +1,43 @@
-"""JE-15 (L4): shell-vendor scheme."""
+"""JE-15 (L4): shell-vendor scheme.
 
+Planted: one employee (an AP clerk or GL accountant, the *scheme user*) sets up a vendor during
+the year whose bank account is the employee's own account in the user master. Either the scheme
+user creates the vendor directly, or the vendor-master team creates it and the scheme user later
+changes its bank account; the vendor change log (``master:vendor_changes``) records who did what.
+The scheme user then keys invoices from that vendor, spread over the rest of the year, each under
+his or her own approval limit and all approved by the same approver. The monthly bank statements
+of the operating account show the payments going to the employee's account. Every invoice of the
+scheme is a defect (criteria ``SHELL_VENDOR``, misstatement = the invoice amount). Required
+evidence: the entry (``get_entry``: preparer and approver), ``master:vendors``,
+``master:vendor_changes``, ``master:users`` (the employee's bank account) and the bank statement
+that shows the payment.
+
+Decoys: invoices of other vendors created during the year, set up through the normal onboarding
+(W-9, bank confirmation verified by a Treasury call-back), paying their own bank accounts. With
+probability ``near_miss`` a legitimate new vendor's invoices also look like the scheme: one
+preparer, one approver, amounts just under the preparer's limit. Clearing evidence: the vendor's
+set-up form, ``master:vendors`` and ``master:users`` (no employee has that account).
+
+Red-flag rule (naive): invoices from vendors created during FY2025. Decisive rule (careful): the
+vendor's bank account equals an employee's bank account. The base vendors were all created
+before FY2025 with their own accounts and the base has no vendor changes, so the base never trips
+either rule; ``plant`` re-checks the bank accounts.
+
+Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the submit
+summary or in the rationales of at least half of the correct flags: outcome = 0.85 * outcome +
+0.15 * named. A summary naming more than three staff members does not count (no shotgun naming).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow.compute as pc
+
+from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
+from jeval_ray.world._base import HOLIDAYS_2025
 
 SPEC = spec(
     "JE-15",
@@ -16,5 +53,468 @@ SPEC = spec(
         ('SHELL_VENDOR', "payments to a vendor whose bank account matches an employee's, under the limit, one approver"),
     ),
     withheld_variant=('search_documents',),
-    available=False,
+    available=True,
 )
+
+POLICY_TITLE = "Vendor master data policy (PROC-007)"
+#: staff who key vendor invoices and could run the scheme (limits 5,000 / 10,000)
+SCHEME_USERS = ("AKIM", "BOKAFOR", "DPATEL", "EMUELLER")
+#: approvers whose limits cover any amount under a clerk's limit
+SCHEME_APPROVERS = ("FNGUYEN", "GSILVA", "HJOHANSSON")
+#: who maintains the vendor master
+VENDOR_ADMINS = ("GSILVA", "FNGUYEN")
+#: names of vendors set up during FY2025: the shell and the legitimate ones draw from one pool
+NEW_VENDOR_NAMES = (
+    "Meridian Advisory Group", "Apex Business Services LLC", "Crestline Consulting Partners",
+    "Northgate Supply Co.", "Silverline Facility Services", "Brightpath Analytics",
+    "Copperfield Office Solutions", "Highland Technical Services", "Riverside Print & Mail",
+    "Oakmont Engineering Services", "Pinnacle Data Systems", "Lakeshore Cleaning Services",
+)
+#: what each new vendor would sell: expense account and business purpose
+SERVICES = (
+    ("6400", "advisory and consulting services"), ("6600", "facility repairs and maintenance"),
+    ("7100", "IT support and software services"), ("6900", "office supplies and printing"),
+    ("6700", "marketing and design services"),
+)
+REQUESTERS = (("HJOHANSSON", "Finance"), ("IBROWN", "Finance"), ("LGARCIA", "Sales"), ("MCHEN", "IT"),
+              ("FNGUYEN", "General Ledger"))
+_HOL = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+_YEAR_END = np.datetime64("2025-12-31")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_INV_REF = re.compile(r"\((INV-\d+)\)")
+
+
+def _business_day(d: np.datetime64) -> np.datetime64:
+    return min(np.busday_offset(np.datetime64(d, "D"), 0, roll="forward", holidays=_HOL), _YEAR_END)
+
+
+def _cents_under(limit_usd: float, rng, lo: float = 0.6, hi: float = 0.97) -> int:
+    """An amount (cents) between ``lo`` and ``hi`` of a limit, never a whole hundred."""
+    cents = int(limit_usd * 100 * rng.uniform(lo, hi)) + int(rng.integers(1, 100))
+    return cents + 137 if cents % 10_000 == 0 else cents
+
+
+def plant(b) -> None:
+    """Plant the shell vendor, its invoices and payments; legitimate new vendors with their invoices."""
+    rng = b.rng
+    e = b.e
+    near = b.knobs.near_miss
+    users = {u["user_id"]: u for u in b.users}
+    staff_banks = {u["bank_account"] for u in b.users if u["bank_account"]}
+    # the base must not pay an employee: re-draw any (astronomically unlikely) collision
+    for v in b.vendors:
+        while v["bank_account"] in staff_banks:
+            v["bank_account"] = b.bank_account()
+    _add_policy(b)
+
+    scheme_user = str(rng.choice(SCHEME_USERS))
+    su = users[scheme_user]
+    approver = str(rng.choice([a for a in SCHEME_APPROVERS if a != scheme_user]))
+    names = [NEW_VENDOR_NAMES[i] for i in rng.permutation(len(NEW_VENDOR_NAMES))]
+    post = e["post_date"].astype("datetime64[D]")
+    invoices = e["template"] == "vendor_invoice"
+
+    # --- the shell vendor: created Feb-May; bank = the scheme user's own account
+    shell = {"name": names[0], "created_on": np.datetime64("2025-02-03") + int(rng.integers(0, 110)),
+             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": []}
+    if rng.random() < 0.5:
+        shell["created_by"] = scheme_user
+        shell["bank_account"] = su["bank_account"]
+        start = shell["created_on"]
+        shell["form_bank"] = su["bank_account"]
+    else:
+        shell["created_by"] = str(rng.choice(VENDOR_ADMINS))
+        shell["form_bank"] = b.bank_account()
+        start = shell["created_on"] + int(rng.integers(6, 40))
+        shell["changes"].append(("bank_account", shell["form_bank"], su["bank_account"], start, scheme_user))
+        shell["bank_account"] = su["bank_account"]
+
+    # --- the legitimate new vendors (at least one, so a new vendor is not itself the finding)
+    k_legit = 1 if b.n_decoys == 0 else min(b.n_decoys, 2 + int(rng.random() < 0.5))
+    legit = []
+    for k in range(k_legit):
+        v = {"name": names[1 + k], "created_on": np.datetime64("2025-01-13") + int(rng.integers(0, 200)),
+             "created_by": str(rng.choice(VENDOR_ADMINS)), "bank_account": b.bank_account(),
+             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [],
+             "mimic": bool(rng.random() < near)}
+        v["form_bank"] = v["bank_account"]
+        if rng.random() < 0.3:
+            # a documented bank change (new bank letter, verified by call-back)
+            when = v["created_on"] + int(rng.integers(20, 90))
+            v["bank_account"] = b.bank_account()
+            v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, v["created_by"]))
+            v["change_verified"] = when
+        legit.append(v)
+
+    # vendor ids rise with the creation date, as in an ERP
+    new = sorted([shell, *legit], key=lambda v: (v["created_on"], v["name"]))
+    for i, v in enumerate(new):
+        v["vendor_id"] = f"V{1001 + len(b.vendors) + i}"
+    changes = _routine_changes(b)
+    for v in new:
+        b.vendors.append({"vendor_id": v["vendor_id"], "name": v["name"], "bank_account": v["bank_account"],
+                          "created_on": str(v["created_on"]), "created_by": v["created_by"], "status": "active"})
+        changes.append({"vendor_id": v["vendor_id"], "field": "vendor_created", "old_value": "", "new_value": v["name"],
+                        "changed_on": str(v["created_on"]), "changed_by": v["created_by"]})
+        changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": "", "new_value": v["form_bank"],
+                        "changed_on": str(v["created_on"]), "changed_by": v["created_by"]})
+        for field, old, newv, when, who in v["changes"]:
+            changes.append({"vendor_id": v["vendor_id"], "field": field, "old_value": old, "new_value": newv,
+                            "changed_on": str(when), "changed_by": who})
+
+    # --- the scheme's invoices: spread over the rest of the year, one per time bin
+    paid: list[tuple[int, dict]] = []
+    edges = np.linspace(0, 1, b.n_defects + 1)
+    first, last = start + 4, np.datetime64("2025-12-15")
+    span = int((last - first).astype(int))
+    acct = shell["service"][0]
+    for k in range(b.n_defects):
+        lo, hi = first + int(edges[k] * span), first + int(edges[k + 1] * span)
+        where = invoices & (post >= lo) & (post <= hi)
+        if int((where & ~b.used).sum()) == 0:
+            where = invoices & (post >= first) & (post <= last)
+        idx = int(b.pick(1, where=where, what="vendor invoices after the shell vendor's set-up")[0])
+        _repoint(b, idx, shell, acct)
+        _make_manual(b, idx, scheme_user, approver, _cents_under(su["approval_limit"], rng))
+        b.add_defect(idx, "shell_vendor_invoice", "SHELL_VENDOR",
+                     ["entry", "master:vendors", "master:vendor_changes", "master:users"])
+        paid.append((idx, shell))
+
+    # --- decoy invoices of the legitimate new vendors
+    decoys_of = [b.n_decoys // k_legit + (1 if k < b.n_decoys % k_legit else 0) for k in range(k_legit)] if b.n_decoys else [0] * k_legit
+    forms = {}
+    for v, n in zip(legit, decoys_of):
+        forms[v["vendor_id"]] = _setup_form(b, v, verified=True)
+        if not n:
+            continue
+        where = invoices & (post >= v["created_on"] + 3) & (post <= np.datetime64("2025-12-15"))
+        if int((where & ~b.used).sum()) < n:
+            where = invoices & (post >= v["created_on"] + 1)
+        prep = str(rng.choice(SCHEME_USERS))
+        appr = str(rng.choice([a for a in SCHEME_APPROVERS if a != prep]))
+        for idx in b.pick(n, where=where, what="vendor invoices after a new vendor's set-up"):
+            _repoint(b, idx, v, v["service"][0])
+            if v["mimic"]:
+                _make_manual(b, idx, prep, appr, _cents_under(users[prep]["approval_limit"], rng))
+            b.add_decoy(idx, "legitimate_new_vendor", [forms[v["vendor_id"]], "master:vendors", "master:users"])
+            paid.append((int(idx), v))
+    _setup_form(b, shell, verified=False, requester=scheme_user)
+
+    statements = _bank_statements(b, paid, {v["vendor_id"] for v in new}, changes)
+    # each scheme invoice's payment is on one statement: add it to the required evidence
+    for idx, _type, _crit, evidence, _amount in b.defects:
+        evidence.append(statements[idx])
+    b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"], r["field"] != "vendor_created")))
+    b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
+
+
+def _add_policy(b) -> int:
+    return b.add_document(
+        "policy", POLICY_TITLE,
+        "1. Scope. This policy governs the creation and maintenance of vendor master data in the ERP of Northwind "
+        "Components Inc.\n"
+        "2. New vendors are set up by the vendor master team on a signed set-up form from the requesting "
+        "department, with a completed Form W-9 (TIN matched with the IRS) and a bank confirmation letter on the "
+        "vendor's letterhead.\n"
+        "3. Bank details. Treasury verifies every new bank account, and every change of bank account, by a "
+        "call-back to a telephone number sourced independently of the request (never one given in the request "
+        "itself). No payment is released to an unverified account.\n"
+        "4. Employees. Employees may not be set up as vendors and no vendor payment may be made to an employee's "
+        "bank account; employee reimbursements go through payroll only.\n"
+        "5. Segregation of duties. Users who key vendor invoices should not create vendors or change vendor bank "
+        "details; the ERP logs every vendor creation and change (vendor change log) and the Controller reviews "
+        "the log quarterly.\n"
+        "6. Invoices are approved in the ERP workflow by a user whose approval limit covers the amount.",
+        "2024-10-15",
+    )
+
+
+def _routine_changes(b) -> list[dict]:
+    """Ordinary vendor-master maintenance on base vendors (address and bank updates by the team)."""
+    rng = b.rng
+    out = []
+    streets = ("1200 Commerce Blvd, Dayton OH", "77 Harbor Way, Toledo OH", "410 Industrial Pkwy, Akron OH",
+               "9 Market Street, Pittsburgh PA", "3300 Lakeview Dr, Cleveland OH")
+    for i in sorted(rng.choice(len(b.vendors), size=int(rng.integers(2, 5)), replace=False)):
+        v = b.vendors[int(i)]
+        when = str(np.datetime64("2025-01-10") + int(rng.integers(0, 320)))
+        who = str(rng.choice(VENDOR_ADMINS))
+        if rng.random() < 0.5:
+            new = b.bank_account()
+            out.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
+                        "new_value": new, "changed_on": when, "changed_by": who})
+            v["bank_account"] = new
+        else:
+            out.append({"vendor_id": v["vendor_id"], "field": "remit_address", "old_value": str(rng.choice(streets)),
+                        "new_value": str(rng.choice(streets)), "changed_on": when, "changed_by": who})
+    return out
+
+
+def _repoint(b, idx: int, v: dict, account: str) -> None:
+    """Make entry ``idx`` an invoice of vendor ``v`` booked to ``account``."""
+    e = b.e
+    e["vendor_id"][idx] = v["vendor_id"]
+    e["debit_account"][idx] = account
+    e["credit_account"][idx] = "2000"
+    desc = str(e["description"][idx])
+    if desc.startswith("Invoice "):
+        e["description"][idx] = f"Invoice {e['reference'][idx]} {v['name']}"
+
+
+def _make_manual(b, idx: int, preparer: str, approver: str, cents: int) -> None:
+    """A manually keyed invoice on a business day in office hours, with the given people and amount."""
+    e = b.e
+    rng = b.rng
+    day = np.busday_offset(e["post_date"][idx], 0, roll="forward", holidays=_HOL)
+    if day > _YEAR_END:
+        day = np.busday_offset(e["post_date"][idx], 0, roll="backward", holidays=_HOL)
+    e["post_date"][idx] = day
+    e["entry_date"][idx] = day
+    e["doc_date"][idx] = day - int(rng.integers(0, 5))
+    e["time_s"][idx] = int(rng.integers(9 * 3600, 17 * 3600))
+    e["manual"][idx] = True
+    e["preparer"][idx] = preparer
+    e["approver"][idx] = approver
+    e["debit_cents"][idx] = cents
+    e["credit_cents"][idx] = cents
+
+
+def _setup_form(b, v: dict, *, verified: bool, requester: str | None = None) -> int:
+    """The vendor set-up form; a verified one documents W-9 and the Treasury call-back."""
+    rng = b.rng
+    created = v["created_on"]
+    req, dept = REQUESTERS[int(rng.integers(0, len(REQUESTERS)))] if requester is None else (requester, "Accounts Payable")
+    tin = f"{int(rng.integers(10, 99))}-{int(rng.integers(1_000_000, 9_999_999))}"
+    lines = [
+        f"Vendor: {v['name']}",
+        f"Vendor id assigned: {v['vendor_id']}",
+        f"Requested by: {req} ({dept}) on {created - int(rng.integers(2, 9))}",
+        f"Goods / services: {v['service'][1]}; default expense account {v['service'][0]}",
+        f"Form W-9 received; TIN {tin}.",
+        f"Bank account on the bank letter: {v['form_bank']}",
+    ]
+    if verified:
+        phone = f"+1 (614) {int(rng.integers(200, 999))}-{int(rng.integers(1000, 9999))}"
+        lines += [
+            f"TIN matched with the IRS TIN matching service on {created - 1}.",
+            f"Bank confirmation letter on vendor letterhead received. Treasury (KLEE) call-back to {phone}, "
+            f"the number on the vendor's public website, confirmed the account on {created}.",
+            f"Approved: {v['created_by']} (vendor master) and HJOHANSSON (Accounting Manager) on {created}.",
+        ]
+        if v.get("change_verified") is not None:
+            lines.append(f"Update {v['change_verified']}: new bank letter received, account {v['bank_account']}; "
+                         f"Treasury call-back to {phone} confirmed the change.")
+    else:
+        lines += [
+            "TIN matching: pending.",
+            "Bank details provided by the requester by e-mail.",
+            f"Set up by {v['created_by']} on {created}.",
+        ]
+    return b.add_document("vendor_form", f"New vendor set-up form - {v['name']}", "\n".join(lines), str(created))
+
+
+def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes: list[dict]) -> dict[int, int]:
+    """Monthly statements of the operating account listing outgoing vendor payments (to the bank
+    account the vendor had on the payment day). Returns the statement handle of every planted
+    invoice's payment."""
+    rng = b.rng
+    e = b.e
+    names = {v["vendor_id"]: v for v in b.vendors}
+    bank_changes = sorted((r["changed_on"], r["vendor_id"], r["new_value"]) for r in changes if r["field"] == "bank_account")
+
+    def bank_on(vid: str, day: str) -> str:
+        hist = [acct for when, v, acct in bank_changes if v == vid and when <= day]
+        if hist:
+            return hist[-1]
+        # before its first logged change a base vendor paid to the account the change replaced
+        olds = [r["old_value"] for r in changes if r["vendor_id"] == vid and r["field"] == "bank_account" and r["old_value"]]
+        return olds[0] if olds else names[vid]["bank_account"]
+    lines: dict[int, list[tuple[str, str, str, int, str]]] = {m: [] for m in range(1, 13)}
+    where_paid: dict[int, int] = {}
+
+    def pay(idx: int, vendor: dict, delay: int) -> int:
+        day = _business_day(e["post_date"][idx] + delay)
+        month = int(str(day)[5:7])
+        ref = f"PAY-{int(rng.integers(400_000, 499_999))} ({e['reference'][idx]})"
+        lines[month].append((str(day), vendor["name"], bank_on(vendor["vendor_id"], str(day)), int(e["debit_cents"][idx]), ref))
+        return month
+
+    for idx, v in paid:
+        where_paid[idx] = pay(idx, names[v["vendor_id"]], int(rng.integers(10, 26)))
+    base = np.flatnonzero((e["template"] == "vendor_invoice") & ~b.used & ~np.isin(e["vendor_id"], sorted(new_ids)))
+    for idx in np.sort(rng.choice(base, size=min(len(base), 84), replace=False)):
+        pay(int(idx), names[str(e["vendor_id"][idx])], int(rng.integers(10, 31)))
+
+    handle = {}
+    for m in range(1, 13):
+        last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
+        rows = sorted(lines[m])
+        body = [
+            "First Federal Bank - commercial account statement",
+            f"Account holder: {b.facts['company_name']}, operating account US{int(rng.integers(10**17, 10**18))}",
+            f"Statement period: 2025-{m:02d}-01 to {last}",
+            "Outgoing transfers (ACH / wire):",
+            "Date | Beneficiary | Beneficiary account | Amount USD | Payment reference",
+        ]
+        body += [f"{d} | {nm} | {acct} | {c / 100:,.2f} | {ref}" for d, nm, acct, c, ref in rows]
+        body.append(f"{len(rows)} outgoing transfers, total USD {sum(r[3] for r in rows) / 100:,.2f}. Incoming receipts and "
+                    "bank charges are reported on the cash reconciliation.")
+        handle[m] = b.add_document("bank_statement", f"Bank statement - operating account - {_MONTHS[m - 1]} 2025",
+                                   "\n".join(body), str(last))
+    return {idx: handle[m] for idx, m in where_paid.items()}
+
+
+# ----------------------------------------------------------------------------- scoring hook
+def _mentions(text: str, user: dict) -> bool:
+    pat = rf"\b{re.escape(user['user_id'])}\b|\b{re.escape(user['name'])}\b"
+    return bool(re.search(pat, text or "", flags=re.I))
+
+
+def outcome_adjust(world, state, outcome: float) -> tuple[float, dict]:
+    """Reward naming the scheme user: outcome = 0.85 * outcome + 0.15 * named.
+
+    The scheme user is the preparer of the scheme's invoices (scorer side, from the defect ledger).
+    Named: the user's id or full name is in the submit summary (which names at most three staff
+    members), or in the rationales of at least half of the correct, non-void flags.
+    """
+    from jeval_ray.scoring.verifier import final_dispositions
+
+    ids = world.defect_ids
+    if not ids:
+        return outcome, {"scheme_user_named": None}
+    led = world.ledger.filter(pc.equal(world.ledger.column("line_no"), 1)).to_pylist()
+    preps = [r["preparer"] for r in led if r["entry_id"] in ids]
+    scheme = max(sorted(set(preps)), key=preps.count)
+    users = [u for u in world.master["users"].to_pylist() if u.get("role") != "System"]
+    user = next(u for u in users if u["user_id"] == scheme)
+    named_staff = sum(_mentions(state.summary, u) for u in users)
+    in_summary = _mentions(state.summary, user) and named_staff <= 3
+    final = final_dispositions(state)
+    tp = [d for k, d in final.items() if k in ids and d.decision == "flag"]
+    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) for d in tp) >= len(tp)
+    named = bool(in_summary or in_flags)
+    return 0.85 * outcome + 0.15 * float(named), {"scheme_user_named": named}
+
+
+# ----------------------------------------------------------------------------- strategies
+def _new_vendors(kit: Kit):
+    vendors = yield from kit.master("vendors")
+    return vendors, {v["vendor_id"]: v for v in vendors if (v.get("created_on") or "") >= "2025-01-01"}
+
+
+def _invoices_of(kit: Kit, vendor_ids: list[str]):
+    rows = yield from kit.ledger(
+        filters=[{"column": "vendor_id", "op": "in", "value": vendor_ids}, {"column": "line_no", "op": "eq", "value": 1}],
+        columns=["entry_id", "posting_date", "preparer", "approver", "debit", "reference", "vendor_id", "description"])
+    return entries_of(rows)
+
+
+def naive(kit: Kit):
+    """Flags every invoice from a vendor created during the year, without reading the set-up forms,
+    the employee master or the bank statements."""
+    _all, new = yield from _new_vendors(kit)
+    ents = (yield from _invoices_of(kit, sorted(new))) if new else {}
+    for eid in sorted(ents):
+        if kit.calls_left <= 1:
+            break
+        h = ents[eid]
+        v = new[h["vendor_id"]]
+        yield from kit.flag(eid, "SHELL_VENDOR", ["master:vendors"],
+                            f"Entry {eid}: invoice of USD {h['total_debit']:.2f} from {v['name']} ({v['vendor_id']}), "
+                            f"a vendor created on {v['created_on']}.")
+    yield from kit.submit(f"Flagged {len(ents)} invoices from vendors created during FY2025.")
+
+
+def _statement_refs(kit: Kit, accounts: set[str]):
+    """Open the bank statements that may show payments to ``accounts``; map invoice reference -> statement."""
+    if kit.has("search_documents") and accounts:
+        ids = []
+        for acct in sorted(accounts):
+            hits = (yield from kit.call("search_documents", query=acct, limit=50)).get("documents", [])
+            ids += [d["doc_id"] for d in hits if d["doc_type"] == "bank_statement"]
+        ids = sorted(set(ids))
+    else:
+        ids = sorted(d["doc_id"] for d in (yield from kit.documents("bank_statement")))
+    refs: dict[str, tuple[str, str, str]] = {}
+    for doc_id in ids:
+        if kit.calls_left <= 4:
+            break
+        body = (yield from kit.open(doc_id)).get("body", "")
+        for line in body.splitlines():
+            parts = [p.strip() for p in line.split("|")]
+            m = _INV_REF.search(line)
+            if m and len(parts) == 5:
+                refs[m.group(1)] = (doc_id, parts[0], parts[2])
+    return refs
+
+
+def _forms(kit: Kit, vendors: dict):
+    """The set-up form of each vendor (by name in the title), opened."""
+    docs = yield from kit.documents("vendor_form")
+    out = {}
+    for vid, v in sorted(vendors.items()):
+        doc = next((d for d in docs if d["title"].endswith(v["name"])), None)
+        if doc and kit.calls_left > 4:
+            yield from kit.open(doc["doc_id"])
+            out[vid] = doc["doc_id"]
+    return out
+
+
+def careful(kit: Kit):
+    """Matches every vendor's bank account against the employees' accounts, reads the vendor change
+    log, vouches the shell vendor's invoices to the bank statements and flags them naming the
+    employee; clears the invoices of verified new vendors."""
+    users = yield from kit.master("users")
+    vendors, new = yield from _new_vendors(kit)
+    log = yield from kit.master("vendor_changes")
+    staff = {u["bank_account"]: u for u in users if u.get("bank_account")}
+    shells = {v["vendor_id"]: staff[v["bank_account"]] for v in vendors if v.get("bank_account") in staff}
+    legit = {k: v for k, v in new.items() if k not in shells}
+    ents = (yield from _invoices_of(kit, sorted(set(new) | set(shells)))) if (new or shells) else {}
+    refs = yield from _statement_refs(kit, {v["bank_account"] for v in vendors if v["vendor_id"] in shells})
+    forms = (yield from _forms(kit, legit)) if any(h["vendor_id"] in legit for h in ents.values()) else {}
+    vmap = {v["vendor_id"]: v for v in vendors}
+
+    flags = sorted(k for k, h in ents.items() if h["vendor_id"] in shells)
+    clears = sorted(k for k, h in ents.items() if h["vendor_id"] in legit)
+    named = {}
+    total = 0.0
+    for eid in flags:
+        if kit.calls_left <= 2:
+            break
+        h = ents[eid]
+        vid = h["vendor_id"]
+        v, emp = vmap[vid], shells[vid]
+        named[emp["user_id"]] = emp
+        entry = yield from kit.call("get_entry", entry_id=eid)
+        amount = entry.get("total_debit", h["total_debit"])
+        total += amount
+        acts = [f"{r['changed_by']} {'created the vendor' if r['field'] == 'vendor_created' else 'set its bank account to ' + r['new_value']} on {r['changed_on']}"
+                for r in log if r["vendor_id"] == vid and (r["field"] == "vendor_created" or r["new_value"] == v["bank_account"])]
+        stmt = refs.get(h["reference"])
+        ev = [eid, "master:vendors", "master:vendor_changes", "master:users"] + ([stmt[0]] if stmt else [])
+        paid = f"; bank statement {stmt[0]} shows USD {amount:,.2f} paid on {stmt[1]} to account {stmt[2]}" if stmt else ""
+        yield from kit.flag(
+            eid, "SHELL_VENDOR", ev,
+            f"Entry {eid}: invoice {h['reference']} of USD {amount:,.2f} from {v['name']} ({vid}), created "
+            f"{v['created_on']}. The vendor's bank account {v['bank_account']} is the personal account of employee "
+            f"{emp['user_id']} ({emp['name']}, {emp['role']}) in master:users; vendor change log: {'; '.join(acts)}. "
+            f"Keyed by {entry.get('preparer', h['preparer'])} under the {emp['approval_limit']:,.0f} approval limit and "
+            f"approved by {entry.get('approver', h['approver'])}, as every invoice of this vendor{paid}.")
+    for eid in clears:
+        if kit.calls_left <= 1:
+            break
+        h = ents[eid]
+        v = vmap[h["vendor_id"]]
+        form = forms.get(h["vendor_id"])
+        yield from kit.clear(
+            eid, ["master:vendors", "master:users"] + ([form] if form else []),
+            f"Entry {eid}: invoice {h['reference']} of USD {h['total_debit']:,.2f} from {v['name']} ({v['vendor_id']}), a "
+            f"vendor created {v['created_on']} by {v['created_by']}; its bank account {v['bank_account']} matches no "
+            f"employee in master:users" + (f", and set-up form {form} documents the W-9 and the Treasury call-back." if form else "."))
+    who = "; ".join(f"{u['user_id']} ({u['name']}, {u['role']})" for u in named.values()) or "none found"
+    shell_names = ", ".join(f"{vmap[k]['name']} ({k})" for k in sorted(shells)) or "no vendor"
+    yield from kit.submit(
+        f"Shell-vendor scheme: {len(flags)} invoices (USD {total:,.2f}) from {shell_names} paid to the bank account "
+        f"of employee {who}. Cleared {len(clears)} invoices of new vendors with verified bank accounts.")

@@ -605,26 +605,33 @@ class WorldBuilder:
         return out
 
     def _balances(self) -> list[dict]:
-        """Opening and closing balances per account (closing includes hidden entries)."""
+        """Opening and closing balances per account, one row each; closing includes hidden entries.
+
+        Accounts that did not exist at the opening (not in the chart, opened during the year, or
+        closed before it) and revenue/expense accounts open at zero, so every account rolls forward:
+        closing = opening + debits - credits of all its entries, listed or not.
+        """
         e = self.e
-        accts = [a["account"] for a in self.accounts]
-        extra = sorted(set(e["debit_account"]) | set(e["credit_account"]) - set(accts))
-        accts = accts + extra
+        chart = {a["account"]: a for a in self.accounts}
+        accts = list(chart) + sorted((set(e["debit_account"]) | set(e["credit_account"])) - set(chart))
         idx = {a: i for i, a in enumerate(accts)}
         rng = np.random.Generator(np.random.PCG64(int(self.rng.integers(0, 2**63))))
-        kind = {a["account"]: a["type"] for a in self.accounts}
+        kind = {a: r["type"] for a, r in chart.items()}
         sign = np.array([1 if kind.get(a, "asset") in ("asset", "expense") else -1 for a in accts])
         opening = sign * np.rint(rng.lognormal(11, 1.2, len(accts)) * 100).astype(np.int64)
-        opening[[i for i, a in enumerate(accts) if kind.get(a) in ("revenue", "expense")]] = 0
+
+        def zero_open(a: str) -> bool:
+            r = chart.get(a)
+            return r is None or kind[a] in ("revenue", "expense") or (r.get("opened") or "") >= "2025-01-01" \
+                or ("" < (r.get("closed") or "") < "2025-01-01")
+
+        opening[[i for i, a in enumerate(accts) if zero_open(a)]] = 0
         mov = np.zeros(len(accts), dtype=np.int64)
-        ua, inv = np.unique(e["debit_account"], return_inverse=True)
-        np.add.at(mov, np.array([idx[a] for a in ua])[inv], e["debit_cents"])
-        ub, invb = np.unique(e["credit_account"], return_inverse=True)
-        np.add.at(mov, np.array([idx[a] for a in ub])[invb], -e["credit_cents"])
-        return [
-            {"account": a, "opening_balance": opening[i] / 100, "closing_balance": (opening[i] + mov[i]) / 100}
-            for i, a in enumerate(accts)
-        ]
+        for side, cents in (("debit_account", e["debit_cents"]), ("credit_account", -e["credit_cents"])):
+            uniq, inv = np.unique(e[side], return_inverse=True)
+            np.add.at(mov, np.array([idx[a] for a in uniq], dtype=np.int64)[inv], cents)
+        return [{"account": a, "opening_balance": opening[i] / 100, "closing_balance": (opening[i] + mov[i]) / 100}
+                for i, a in enumerate(accts)]
 
 
 def _constant(value: str, n: int) -> pa.Array:

@@ -1,0 +1,159 @@
+"""JE-15 (shell-vendor scheme): the planted scheme obeys the rule, decoys are cleared by their
+documents, the base is clean, the scoring hook rewards naming the user, and the agents discriminate."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from jeval_ray.env._tools import Disposition, EpisodeState
+from jeval_ray.episode import play
+from jeval_ray.tasks import get_task
+from jeval_ray.tasks.je15 import outcome_adjust
+from jeval_ray.world import generate_world
+
+TASK = "JE-15"
+SEEDS = range(5)
+LEAK = re.compile(r"decoy|defect|planted|red flag|exception|shell", re.I)
+
+
+def heads(world) -> dict[str, dict]:
+    return {r["entry_id"]: r for r in world.ledger.to_pylist() if r["line_no"] == 1}
+
+
+def table(world, name) -> list[dict]:
+    return world.master[name].to_pylist()
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return {s: generate_world(TASK, s) for s in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
+
+
+def test_spec_is_available():
+    spec = get_task(TASK)
+    assert spec.available and spec.tier == "L4" and spec.step_budget == 120
+    assert spec.criteria_codes == ("SHELL_VENDOR",)
+
+
+def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
+    for w in worlds.values():
+        h = heads(w)
+        users = {u["user_id"]: u for u in table(w, "users")}
+        staff_bank = {u["bank_account"]: u["user_id"] for u in users.values() if u["bank_account"]}
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        log = table(w, "vendor_changes")
+        rows = [h[d.entry_id] for d in w.defects]
+        assert len(w.defects) >= 3
+        assert len({r["vendor_id"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
+        assert len({r["preparer"] for r in rows}) == 1
+        v = vendors[rows[0]["vendor_id"]]
+        user = rows[0]["preparer"]
+        assert staff_bank.get(v["bank_account"]) == user  # the vendor pays the preparer's own account
+        assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
+        # the scheme user created the vendor or put his or her account on it, per the change log
+        assert any(r["vendor_id"] == v["vendor_id"] and r["changed_by"] == user and r["new_value"] == v["bank_account"]
+                   for r in log)
+        months = {str(r["posting_date"])[:7] for r in rows}
+        assert len(months) >= min(3, len(rows))  # spread over the year
+        for d in w.defects:
+            r = h[d.entry_id]
+            assert r["source"] == "manual" and r["debit"] < users[user]["approval_limit"]
+            assert d.criteria == "SHELL_VENDOR" and d.misstatement == pytest.approx(r["debit"])
+            assert {"master:vendors", "master:vendor_changes", "master:users", d.entry_id} <= set(d.required_evidence)
+            stmt = [w.document(x) for x in d.required_evidence if x.startswith("DOC-")]
+            assert len(stmt) == 1 and stmt[0].doc_type == "bank_statement"
+            line = next(ln for ln in stmt[0].body.splitlines() if f"({r['reference']})" in ln)
+            assert v["bank_account"] in line and f"{r['debit']:,.2f}" in line
+
+
+def test_decoys_are_new_vendors_cleared_by_their_set_up_forms(worlds):
+    for w in worlds.values():
+        h = heads(w)
+        staff_bank = {u["bank_account"] for u in table(w, "users") if u["bank_account"]}
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        assert w.decoys
+        for d in w.decoys:
+            v = vendors[h[d.entry_id]["vendor_id"]]
+            assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
+            assert v["bank_account"] not in staff_bank
+            form = next(w.document(x) for x in d.clearing_evidence if x.startswith("DOC-"))
+            assert form.doc_type == "vendor_form" and v["name"] in form.title and "call-back" in form.body
+            assert {"master:vendors", "master:users"} <= set(d.clearing_evidence)
+
+
+def test_base_population_does_not_trip_the_rule(worlds):
+    for w in worlds.values():
+        planted = w.defect_ids | {d.entry_id for d in w.decoys}
+        staff_bank = {u["bank_account"] for u in table(w, "users") if u["bank_account"]}
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        shells = {k for k, v in vendors.items() if v["bank_account"] in staff_bank}
+        assert len(shells) == 1
+        for eid, r in heads(w).items():
+            v = vendors.get(r["vendor_id"])
+            if v is None or eid in planted:
+                continue
+            assert r["vendor_id"] not in shells, eid
+            assert v["created_on"] < "2025-01-01", eid
+
+
+def test_no_hidden_labels_in_visible_text(worlds):
+    for w in worlds.values():
+        for d in w.documents:
+            assert not LEAK.search(d.title + d.body), d.doc_id
+        assert not any(LEAK.search(str(x)) for x in w.ledger.column("description").to_pylist())
+
+
+def test_world_is_deterministic():
+    assert generate_world(TASK, 3).world_hash == generate_world(TASK, 3).world_hash
+
+
+def _state(world, summary: str, flags: list[tuple[str, str]]) -> EpisodeState:
+    st = EpisodeState(world=world, criteria_codes=("SHELL_VENDOR",), step_idx=len(flags) + 1)
+    st.summary = summary
+    st.dispositions = [Disposition(i + 1, eid, "flag", (), why, "SHELL_VENDOR") for i, (eid, why) in enumerate(flags)]
+    return st
+
+
+def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
+    w = worlds[0]
+    h = heads(w)
+    user = h[w.defects[0].entry_id]["preparer"]
+    others = [u["user_id"] for u in table(w, "users") if u["role"] != "System" and u["user_id"] != user]
+    out, extra = outcome_adjust(w, _state(w, f"The scheme was run by {user}.", []), 1.0)
+    assert extra == {"scheme_user_named": True} and out == pytest.approx(1.0)
+    out, extra = outcome_adjust(w, _state(w, "Invoices of a vendor paying a staff account.", []), 1.0)
+    assert extra == {"scheme_user_named": False} and out == pytest.approx(0.85)
+    # naming everybody is not naming the user
+    _, extra = outcome_adjust(w, _state(w, " ".join([user, *others]), []), 1.0)
+    assert extra["scheme_user_named"] is False
+    flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
+    _, extra = outcome_adjust(w, _state(w, "", flags), 1.0)
+    assert extra["scheme_user_named"] is True
+
+
+def test_agents_discriminate(episodes):
+    for o in episodes["careful"]:
+        v = o.score.verification
+        assert o.termination == "submitted" and o.score.outcome >= 0.95, (o.seed, v)
+        assert v.fabrications == 0 and v.premature_disposition == 0 and v.extra["scheme_user_named"]
+    for o in episodes["naive"]:
+        assert o.score.outcome < 0.9 and not o.score.verification.extra["scheme_user_named"]
+    mean = {a: statistics.mean(o.score.score for o in outs) for a, outs in episodes.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"], mean
+
+
+@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
+def test_careful_within_budget_at_maximum_counts(withheld):
+    for seed in (0, 1):
+        o = play(TASK, "careful", seed, knobs={"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
+        v = o.score.verification
+        assert o.termination == "submitted" and len(o.steps) <= 120
+        assert o.score.outcome >= 0.95 and v.fabrications == 0 and v.premature_disposition == 0
