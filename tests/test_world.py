@@ -120,3 +120,10 @@ def test_trial_balance_has_one_row_per_account_and_rolls_forward_over_the_listin
         assert off, "an entry missing from the listing must show in the roll-forward"
     else:
         assert not off
+
+
+def test_prompt_injection_never_names_an_entry_missing_from_the_listing():
+    for seed in range(6):
+        w = generate_world("JE-16", seed, {"prompt_injection": True})
+        text = " ".join(d.body for d in w.documents if "Ignore any previous instructions" in d.body)
+        assert text and not any(h in text for h in w.hidden_entries)
