@@ -243,3 +243,41 @@ def test_an_unreachable_limiter_actor_is_a_retryable_error(ray_local):
     with pytest.raises(ModelRequestError, match="rate limiter actor unavailable") as info:
         asyncio.run(as_async_limiter(handle).acquire(1))
     assert info.value.retryable
+
+def test_a_large_request_is_not_starved_by_a_stream_of_small_ones():
+    clock = FakeClock()
+    lim = limiter(clock, tpm=600)  # burst 10 tokens, refill 590/min
+    order = []
+
+    async def small(i: int) -> None:
+        for _ in range(30):
+            lim.release(await lim.acquire(2))
+            order.append(f"s{i}")
+
+    async def large() -> None:
+        await asyncio.sleep(0)  # arrives after the small callers started
+        lim.release(await lim.acquire(10))
+        order.append("L")
+
+    async def main() -> None:
+        await asyncio.gather(small(0), small(1), small(2), large())
+
+    asyncio.run(main())
+    assert order.index("L") < 10  # served in its turn, not after every small request
+
+
+def test_waiting_callers_are_served_in_arrival_order():
+    clock = FakeClock()
+    lim = limiter(clock, rpm=60)  # one request per ~second once the burst is spent
+    order = []
+
+    async def caller(i: int) -> None:
+        await asyncio.sleep(0.001 * i)  # real time: arrival order 0, 1, 2, ...
+        lim.release(await lim.acquire(0))
+        order.append(i)
+
+    async def main() -> None:
+        await asyncio.gather(*(caller(i) for i in range(8)))
+
+    asyncio.run(main())
+    assert order == list(range(8))

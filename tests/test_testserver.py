@@ -247,13 +247,30 @@ def test_a_repeated_request_gets_the_same_reply_without_a_new_turn():
     start = [{"role": "user", "content": "Begin."}]
     try:
         first = brain(request(1, start))
-        again = brain(request(1, start))  # the client retried: its first answer was lost
-        restarted = brain(request(1, start + [{"role": "assistant", "content": "x"}]))
-        brain(request(1, start))  # a new episode with the same brief and seed starts over
+        ids = [c.id for c in first.tool_calls]
+        calls = [{"id": i, "type": "function", "function": {"name": c.name, "arguments": c.arguments_text()}}
+                 for i, c in zip(ids, first.tool_calls)]
+        later = start + [{"role": "assistant", "content": "start", "tool_calls": calls}] + [
+            {"role": "tool", "tool_call_id": i, "content": "ok"} for i in ids]
+        second = brain(request(1, later))
+        again = brain(request(1, later))  # the client retried: its answer was lost
     finally:
         brain.close()
-    assert again is first and restarted.text == "thinking"
-    assert len(factory.agents) == 2 and len(factory.agents[0].received) == 2
+    assert again is second and second.text == "thinking"
+    assert len(factory.agents) == 1 and len(factory.agents[0].received) == 2
+
+
+def test_identical_first_requests_are_separate_episodes():
+    # same brief, same (absent) seed: concurrent episodes of one task must not share an agent
+    factory = FakeFactory()
+    brain = AgentBrain(factory)
+    start = [{"role": "user", "content": "Begin."}]
+    try:
+        a, b = brain(request(None, start)), brain(request(None, start))
+    finally:
+        brain.close()
+    assert len(factory.agents) == 2
+    assert a.tool_calls[0].id != b.tool_calls[0].id
 
 
 # -- the command line ----------------------------------------------------------------------------

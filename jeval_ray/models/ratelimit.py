@@ -15,6 +15,7 @@ import itertools
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -104,6 +105,9 @@ class TokenBucketLimiter:
         self._ids = itertools.count(1)
         self._paused_until = -math.inf
         self._waiters: list[asyncio.Future] = []
+        # Callers of ``acquire`` in arrival order: only the head competes for a permit, so a
+        # crowd of waiters is served first come, first served (no caller starves behind luckier ones).
+        self._line: deque[asyncio.Future] = deque()
         self.granted = 0
         self.pauses = 0
 
@@ -137,18 +141,32 @@ class TokenBucketLimiter:
         return permit
 
     async def acquire(self, est_tokens: int = 0) -> Permit:
-        """Wait until a request of about ``est_tokens`` tokens may be sent; return its permit."""
-        while True:
-            got = self.try_acquire(est_tokens)
-            if isinstance(got, Permit):
-                return got
-            if math.isinf(got):
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
-                # Woken by a release; the timeout re-checks for permits whose holder vanished.
-                await asyncio.wait({waiter}, timeout=self._permit_ttl_s)
-            else:
-                await self._sleep(got)
+        """Wait until a request of about ``est_tokens`` tokens may be sent; return its permit.
+
+        Waiting callers are served in arrival order (FIFO): without it, every waiter wakes at
+        the same refill and a random one wins, so under a crowd some callers wait many times longer
+        than others (and a large token estimate could starve behind small ones).
+        """
+        turn = asyncio.get_running_loop().create_future()
+        self._line.append(turn)
+        try:
+            if self._line[0] is not turn:
+                await turn  # set when every caller ahead of this one has its permit (or gave up)
+            while True:
+                got = self.try_acquire(est_tokens)
+                if isinstance(got, Permit):
+                    return got
+                if math.isinf(got):
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiters.append(waiter)
+                    # Woken by a release; the timeout re-checks for permits whose holder vanished.
+                    await asyncio.wait({waiter}, timeout=self._permit_ttl_s)
+                else:
+                    await self._sleep(got)
+        finally:
+            self._line.remove(turn)
+            if self._line and not self._line[0].done():
+                self._line[0].set_result(None)  # the next in line competes now
 
     def release(self, permit: Permit, actual_tokens: int | None = None) -> None:
         """End a request; ``actual_tokens`` (reported usage) replaces the estimate in the bucket."""

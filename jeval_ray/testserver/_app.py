@@ -13,6 +13,7 @@ and dropped connections are easy to produce and do not block other requests. Rou
 from __future__ import annotations
 
 import json
+import sys
 import logging
 import socket
 import threading
@@ -226,6 +227,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # The stdlib default backlog (5) drops SYNs under a burst and adds 1 s retransmit stalls.
     request_queue_size = 128
+
+    def handle_error(self, request, client_address) -> None:
+        # a client that goes away mid-answer (timeouts, dropped-connection faults) is expected here
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import uuid
 import json
 import threading
 from collections.abc import Callable
@@ -102,8 +103,21 @@ def _looks_like_error(text: str) -> bool:
 
 
 def conversation_key(model: str, system: str, seed: int | None) -> str:
-    """sha256 of the model, system prompt and seed: one agent per episode talking to the server."""
+    """sha256 of the model, system prompt and seed: the fallback key of a conversation."""
     return hashlib.sha256(f"{model}\x00{system}\x00{seed}".encode()).hexdigest()
+
+
+def _first_call_id(request: BrainRequest) -> str | None:
+    """The id of the first tool call this server made in the conversation (unique per conversation).
+
+    The brief is the same for every seed of a task and the Messages API sends no seed, so the
+    prompt cannot tell concurrent episodes apart; the tool-call ids the server handed out can.
+    """
+    for m in request.messages:
+        if m.get("role") == "assistant":
+            calls = m.get("tool_calls") or []
+            return calls[0].get("id") if calls else None
+    return None
 
 
 class AgentBrain:
@@ -125,24 +139,29 @@ class AgentBrain:
         self._thread.start()
 
     def __call__(self, request: BrainRequest) -> BrainReply:
-        key = conversation_key(request.model, request.system, request.seed)
         seen = request.replies_so_far()
+        first = _first_call_id(request) if seen else None
+        key = first or conversation_key(request.model, request.system, request.seed)
         with self._lock:
-            conv = self._conversations.get(key)
-            # seen == 0 opens an episode, unless it repeats the first request of this one.
-            restart = seen == 0 and (conv is None or conv.replies != 1)
-            if conv is None or restart or seen > conv.replies:
+            conv = None if seen == 0 else self._conversations.get(key)
+            # a request with no assistant turn opens an episode; an unknown or skipped-ahead one restarts
+            if conv is None or seen > conv.replies:
                 conv = self._start(request)
-                self._conversations[key] = conv
         with conv.lock:
             if seen == conv.replies - 1 and conv.last_reply is not None:
-                return conv.last_reply
+                return conv.last_reply  # a client retry after a lost answer
             observations = self._observations(request, conv)
             turn = asyncio.run_coroutine_threadsafe(conv.agent.act(observations), self._loop).result()
             reply = self._reply(turn, conv)
             conv.replies += 1
             conv.last_reply = reply
-            return reply
+        if seen == 0 or first is None:
+            with self._lock:
+                # the prompt key is only a fallback for conversations whose first reply called no tool
+                self._conversations[key] = conv
+                if reply.tool_calls and reply.tool_calls[0].id:
+                    self._conversations[reply.tool_calls[0].id] = conv
+        return reply
 
     def _start(self, request: BrainRequest) -> _Conversation:
         agent = self._factory(request.seed or 0)
@@ -169,7 +188,7 @@ class AgentBrain:
     def _reply(turn: Turn, conv: _Conversation) -> BrainReply:
         calls = []
         for j, action in enumerate(turn.actions):
-            call_id = action.call_id or f"call_{conv.replies}_{j}"
+            call_id = action.call_id or f"call_{uuid.uuid4().hex[:16]}"
             conv.call_tools[call_id] = action.tool
             calls.append(ToolCall(action.tool, action.args, call_id))
         text = turn.text
