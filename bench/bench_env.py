@@ -40,6 +40,15 @@ def main() -> None:
         ts = timed(lambda: generate_world("JE-1", 0, {"n_entries": n}), rep)
         print(f"| {n:,} | {2 * n:,} | {statistics.median(ts):.3f} | {min(ts):.3f} |")
 
+    big = 100_000 if args.quick else 1_000_000
+    print(f"\n## World generation per task at {big:,} entries (each task's planting on the base)")
+    print("| task | tier | s | lines |")
+    print("|---|---|---:|---:|")
+    for t in available_tasks():
+        start = time.perf_counter()
+        w = generate_world(t.id, 0, {"n_entries": big})
+        print(f"| {t.id} | {t.tier} | {time.perf_counter() - start:.2f} | {w.ledger.num_rows:,} |")
+
     print("\n## Reset time at default knobs (world generation + brief)")
     print("| task | tier | entries | median ms | max ms |")
     print("|---|---|---:|---:|---:|")
