@@ -1,0 +1,160 @@
+"""Batched, atomic, collision-free Parquet writes of a sweep run (DESIGN §7).
+
+Layout: ``<root>/<run_id>/{steps,episodes,dispositions,judgments}/task_id=<t>/model=<m>/part-<uuid>.parquet``
+(hive partitioning; values URI-encoded, so ``org/model`` becomes ``org%2Fmodel``; partition
+columns live in the path, not in the files) plus ``<root>/<run_id>/manifest.json``.
+
+- Batched: rows are buffered per (task, model) partition and written when a partition holds
+  ``flush_episodes`` episodes, when ``flush_seconds`` have passed, or when ``flush_bytes`` are buffered.
+- Unique: every file name carries a uuid4, so concurrent or repeated writers never collide.
+- Atomic: on a local filesystem a file is written under a hidden temporary name
+  (``.part-….tmp``, ignored by every reader) and renamed; on object stores a single PUT is atomic.
+- Commit order: within a flush the ``episodes`` file of a partition is written last. An episode
+  counts as done (resume skips it) only when its episodes row exists, so rows written before a
+  crash without their episode row are orphans that the readers' dedup rule drops.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jeval_ray.records.schemas import DATASETS, PARTITION_COLUMNS
+from jeval_ray.store._fs import encode_segment, is_local
+
+#: Datasets in write order: ``episodes`` last (it is the commit record of an episode).
+WRITE_ORDER: tuple[str, ...] = ("steps", "dispositions", "judgments", "episodes")
+
+
+def partition_dir(run_path: str, dataset: str, task_id: str, model: str) -> str:
+    return f"{run_path}/{dataset}/task_id={encode_segment(task_id)}/model={encode_segment(model)}"
+
+
+def write_file_atomic(fs, path: str, writer_fn) -> None:
+    """Write ``path`` via ``writer_fn(tmp_or_final_path)``; rename from a hidden temp name on local disks."""
+    if is_local(fs):
+        d, _, base = path.rpartition("/")
+        tmp = f"{d}/.{base}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            writer_fn(tmp)
+            fs.move(tmp, path)
+        except BaseException:
+            try:
+                fs.delete_file(tmp)
+            except OSError:
+                pass
+            raise
+    else:
+        writer_fn(path)
+
+
+def write_json_atomic(fs, path: str, obj) -> None:
+    data = json.dumps(obj, indent=2, sort_keys=True, default=str).encode()
+
+    def _w(p: str) -> None:
+        with fs.open_output_stream(p) as f:
+            f.write(data)
+
+    write_file_atomic(fs, path, _w)
+
+
+@dataclass
+class WriterStats:
+    files: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    rows: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    bytes_buffered_peak: int = 0
+    write_seconds: float = 0.0
+    flushes: int = 0
+    episodes_written: int = 0
+
+
+class RunWriter:
+    """Buffers record tables per partition and writes them as Parquet parts."""
+
+    def __init__(self, fs, run_path: str, *, flush_episodes: int = 64, flush_seconds: float = 20.0,
+                 flush_bytes: int = 64 << 20, compression: str = "zstd"):
+        self.fs, self.run_path = fs, run_path.rstrip("/")
+        self.flush_episodes, self.flush_seconds, self.flush_bytes = flush_episodes, flush_seconds, flush_bytes
+        self.compression = compression
+        self._buf: dict[tuple[str, str], dict[str, list[pa.Table]]] = {}
+        self._count: dict[tuple[str, str], int] = defaultdict(int)
+        self._bytes = 0
+        self._last_flush = time.monotonic()
+        self._dirs: set[str] = set()
+        self.stats = WriterStats()
+
+    @property
+    def buffered_episodes(self) -> int:
+        return sum(self._count.values())
+
+    def add(self, task_id: str, model: str, tables: dict[str, pa.Table], n_episodes: int = 1) -> list[str]:
+        """Buffer one episode's tables; returns the episode ids flushed as a result (possibly none)."""
+        key = (task_id, model)
+        buf = self._buf.setdefault(key, {name: [] for name in DATASETS})
+        for name, t in tables.items():
+            if t is not None and t.num_rows:
+                buf[name].append(t)
+                self._bytes += t.nbytes
+        self._count[key] += n_episodes
+        self.stats.bytes_buffered_peak = max(self.stats.bytes_buffered_peak, self._bytes)
+        if self._bytes >= self.flush_bytes:
+            return self.flush_all()
+        if self._count[key] >= self.flush_episodes:
+            return self.flush_partition(key)
+        return []
+
+    def maybe_flush(self) -> list[str]:
+        """Flush everything when ``flush_seconds`` have passed since the last full flush."""
+        if self._buf and time.monotonic() - self._last_flush >= self.flush_seconds:
+            return self.flush_all()
+        return []
+
+    def flush_all(self) -> list[str]:
+        done: list[str] = []
+        for key in list(self._buf):
+            done += self.flush_partition(key)
+        self._last_flush = time.monotonic()
+        return done
+
+    def flush_partition(self, key: tuple[str, str]) -> list[str]:
+        buf = self._buf.pop(key, None)
+        n = self._count.pop(key, 0)
+        if not buf:
+            return []
+        t0 = time.perf_counter()
+        ids: list[str] = []
+        for name in WRITE_ORDER:
+            parts = buf.get(name) or []
+            if not parts:
+                continue
+            table = pa.concat_tables(parts)
+            self._bytes -= sum(p.nbytes for p in parts)
+            self._write(name, key, table)
+            if name == "episodes":
+                ids = table.column("episode_id").to_pylist()
+        self.stats.write_seconds += time.perf_counter() - t0
+        self.stats.flushes += 1
+        self.stats.episodes_written += n
+        self._bytes = max(self._bytes, 0)
+        return ids
+
+    def _write(self, name: str, key: tuple[str, str], table: pa.Table) -> None:
+        d = partition_dir(self.run_path, name, *key)
+        if d not in self._dirs:
+            self.fs.create_dir(d, recursive=True)
+            self._dirs.add(d)
+        # The partition columns are in the path; the files hold everything else.
+        body = table.drop_columns(list(PARTITION_COLUMNS))
+        path = f"{d}/part-{uuid.uuid4().hex}.parquet"
+        write_file_atomic(self.fs, path, lambda p: pq.write_table(body, p, filesystem=self.fs, compression=self.compression))
+        self.stats.files[name] += 1
+        self.stats.rows[name] += table.num_rows
+
+
+__all__ = ["RunWriter", "WRITE_ORDER", "WriterStats", "partition_dir", "write_file_atomic", "write_json_atomic"]

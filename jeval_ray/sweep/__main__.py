@@ -1,0 +1,152 @@
+"""``python -m jeval_ray.sweep``: run a sweep (the embedded default when given no arguments)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from jeval_ray.errors import ConfigError
+
+EPILOG = """\
+examples:
+  python -m jeval_ray.sweep                              # embedded default: every available task x random/naive/careful
+                                                         #   x 5 seeds x {full, withheld}, local ray.init()
+  python -m jeval_ray.sweep --config configs/openai_compatible.yaml --address auto
+  python -m jeval_ray.sweep --run-id 20260101T000000Z-abc123   # resume: completed episodes are skipped
+  python -m jeval_ray.sweep --dry-run                    # the grid and every episode's run-config contract
+  python -m jeval_ray.sweep --schema > sweep.schema.json
+
+exit codes: 0 done (failed episodes are rows, not errors), 2 invalid config or option (nothing written,
+Ray not started), 1 the sweep could not go on. Output layout, dedup rule and resume: docs/sweep.md.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m jeval_ray.sweep", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Play tasks x models x seeds x conditions journal-entry-testing episodes on Ray, judge them in a "
+                    "separate actor pool and write steps/episodes/dispositions/judgments as Parquet.")
+    p.add_argument("--config", metavar="PATH", help="sweep config (YAML or JSON; schema: --schema). "
+                   "Default: the embedded configs/local.yaml.")
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster to join ('auto', 'ray://host:10001', host:port). "
+                   "Default: $RAY_ADDRESS, then the config's ray.address, else a local ray.init().")
+    p.add_argument("--out", metavar="PATH_OR_URI", help="output root: a local directory or a pyarrow filesystem URI "
+                   "(s3://bucket/prefix, gs://...). The run is written to <out>/<run-id>/. Default: config output.root.")
+    p.add_argument("--run-id", metavar="ID", help="run id; an existing run with this id is RESUMED (completed episodes "
+                   "are skipped, the rest re-run with a higher attempt). Default: a new timestamped id.")
+    p.add_argument("--dry-run", action="store_true", help="print the grid and each episode's run-config contract "
+                   "(JSON lines) and exit: no Ray, nothing written.")
+    p.add_argument("--max-in-flight", type=int, metavar="N", help="bound on episodes dispatched and not yet written "
+                   "(driver memory and cluster load). Default: the config's execution.max_in_flight.")
+    p.add_argument("--schema", action="store_true", help="print the JSON Schema of the sweep config and exit.")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quiet", action="store_true", help="no progress display (warnings, leaderboard and output path only).")
+    mode.add_argument("--plain", action="store_true", help="progress as plain log lines (for CI and log files) "
+                      "instead of the live bar. The live bar is used on a terminal, plain lines otherwise.")
+    p.add_argument("--no-leaderboard", action="store_true", help="do not print the leaderboard at the end.")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from jeval_ray.sweep.config import json_schema, load_sweep_config
+
+    if args.schema:
+        print(json.dumps(json_schema(), indent=2))
+        return 0
+    try:
+        cfg = load_sweep_config(args.config)
+        if args.max_in_flight is not None and args.max_in_flight < 1:
+            raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
+        from jeval_ray.sweep.driver import plan_run
+
+        plan = plan_run(cfg, out=args.out, run_id=args.run_id, address=args.address, max_in_flight=args.max_in_flight)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    warn = cfg.seed_warning()
+    if warn:
+        print(f"warning: {warn}", file=sys.stderr)
+    if args.dry_run:
+        try:
+            _dry_run(plan)
+        except BrokenPipeError:  # piped into head: stop quietly (Python docs' recipe)
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    from jeval_ray.sweep.driver import SweepError, run_sweep
+
+    mode = "quiet" if args.quiet else "plain" if args.plain else "auto"
+    if plan.resume and not args.quiet:
+        print(f"resuming run {plan.run_id} at {plan.run_uri}", file=sys.stderr)
+    try:
+        result = run_sweep(plan, progress=mode)
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; completed episodes are saved. Resume with: python -m jeval_ray.sweep "
+              f"{'--config ' + args.config + ' ' if args.config else ''}--out {plan.root_uri} --run-id {plan.run_id}",
+              file=sys.stderr)
+        return 130
+    if not args.no_leaderboard:
+        print_leaderboard(result.run_dir)
+    print(f"episodes: {result.done} completed, {result.failed} failed, {result.skipped} skipped (already complete), "
+          f"{result.retried} retried, in {result.elapsed_s:.1f} s")
+    if warn:
+        print(f"warning: {warn}")
+    print(f"output: {result.run_dir}")
+    return 0
+
+
+def _dry_run(plan) -> None:
+    rows = plan.grid.summary_rows()
+    print(f"# run {plan.run_id} -> {plan.run_uri} ({'resume' if plan.resume else 'new run'})")
+    print(f"# grid: {len(plan.grid)} episodes = {len(plan.grid.tasks)} task(s) x {len(plan.grid.models)} model(s) "
+          f"x {len(plan.grid.seeds)} seed(s) x conditions")
+    print(f"# {'task':6} {'tier':4} {'condition':12} {'withheld':28} episodes")
+    for r in rows:
+        print(f"# {r['task_id']:6} {r['tier']:4} {r['condition']:12} {','.join(r['tools_withheld']) or '-':28} {r['episodes']}")
+    for c in plan.grid.cells():
+        print(json.dumps({"episode_id": c.episode_id, "task_id": c.task_id, "model": c.model, "seed": c.seed,
+                          "condition": c.condition, "run_config": json.loads(c.contract_json)}, sort_keys=True))
+
+
+def print_leaderboard(run_dir: str) -> None:
+    """The lead's leaderboard (``jeval_ray.report``) when present, else a simple mean-score table."""
+    try:
+        from jeval_ray.report import print_leaderboard as lead_leaderboard
+    except ImportError:
+        _simple_leaderboard(run_dir)
+        return
+    lead_leaderboard(run_dir)
+
+
+def _simple_leaderboard(run_dir: str) -> None:
+    import pyarrow.compute as pc
+
+    from jeval_ray.store import read_dataset
+
+    eps = read_dataset(run_dir, "episodes")
+    if eps.num_rows == 0:
+        print("leaderboard: no episodes")
+        return
+    ok = eps.filter(pc.equal(eps["status"], "completed"))
+    g = ok.group_by(["condition", "model"]).aggregate([("score", "mean"), ("outcome", "mean"), ("episode_id", "count")])
+    fails = eps.filter(pc.equal(eps["status"], "failed")).group_by(["condition", "model"]).aggregate([("episode_id", "count")])
+    nfail = {(c, m): n for c, m, n in zip(fails["condition"].to_pylist(), fails["model"].to_pylist(),
+                                            fails["episode_id_count"].to_pylist())}
+    rows = sorted(zip(g["condition"].to_pylist(), g["model"].to_pylist(), g["score_mean"].to_pylist(),
+                      g["outcome_mean"].to_pylist(), g["episode_id_count"].to_pylist()),
+                  key=lambda r: (r[0] != "full", r[0], -(r[2] or 0)))
+    print(f"{'condition':12} {'model':28} {'score':>7} {'outcome':>8} {'episodes':>9} {'failed':>7}")
+    for cond, model, score, outcome, n in rows:
+        s = f"{score:.3f}" if score is not None else "-"
+        o = f"{outcome:.3f}" if outcome is not None else "-"
+        print(f"{cond:12} {model:28} {s:>7} {o:>8} {n:>9} {nfail.get((cond, model), 0):>7}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Ray actors of the sweep: ``EpisodeWorker`` (plays episodes) and ``JudgeWorker`` (judges them).
+
+Both are async actors: one process hosts many concurrent coroutines. An ``EpisodeWorker`` runs up
+to ``episodes_per_worker`` episodes at once, each with its own ``JEEnv`` and ``Agent`` (no state
+is shared between episodes, and none survives a restart: the driver owns every retry). Neither
+actor ever calls blocking ``ray.get``/``ray.wait``; refs are awaited.
+
+Errors inside an episode (a bug, a bad knob combination) come back as a ``failed`` result and are
+written as a failed row at once: they would fail again. Only the death of the worker process is
+retried, by the driver, on another worker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import traceback
+
+import ray
+
+from jeval_ray.records import EpisodeKeys, dispositions_table, episode_row, steps_table
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class EpisodeWorker:
+    """Hosts several isolated episodes at once (an async actor)."""
+
+    def __init__(self, models: dict[str, dict], keep_observations: bool = True):
+        self.models = models
+        self.keep_observations = keep_observations
+        self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
+        self.running = 0
+
+    async def ready(self) -> dict:
+        return {"label": self.label, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+
+    async def run(self, job: dict) -> tuple[dict, dict | None]:
+        """Play one episode; returns (its records, its judge packet or None).
+
+        The driver calls this with ``num_returns=2`` and hands the packet's ref straight to the
+        judge pool, so a packet (with the text of every cited document) never passes through it.
+        """
+        from jeval_ray.env import JEEnv
+        from jeval_ray.episode import play_episode
+        from jeval_ray.sweep.agents import make_model_agent
+
+        keys = EpisodeKeys(job["run_id"], job["episode_id"], job["attempt"], job["task_id"], job["model"], job["seed"],
+                           job["condition"])
+        entry = self.models[job["model"]]
+        started = _now()
+        self.running += 1
+        try:
+            env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"],
+                        keep_observations=self.keep_observations)
+            agent = make_model_agent(entry, job["seed"], attempt=job["attempt"])
+            outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"))
+        except Exception as exc:  # noqa: BLE001 - recorded as a failed episode with its traceback
+            err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"[:8000]
+            return {"status": "error", "error": err, "worker": self.label}, None
+        finally:
+            self.running -= 1
+        row = episode_row(keys, outcome, agent=_agent_label(entry), tier=job["tier"], run_config_json=job["contract_json"],
+                          judge_agg={}, final_score=None, worker=self.label, started_at=started, finished_at=_now())
+        judged = outcome.status == "completed"
+        return {
+            "status": "ok",
+            "row": row,
+            "steps": steps_table(keys, outcome, keep_observations=self.keep_observations),
+            "dispositions": dispositions_table(keys, outcome),
+            "judge": judged,
+            "worker": self.label,
+        }, (outcome.judge_packet if judged else None)
+
+
+def _agent_label(entry: dict) -> str:
+    if entry.get("provider", "builtin") == "builtin":
+        return str(entry.get("agent"))
+    return f"{entry.get('provider')}:{entry.get('model')}"
+
+
+class JudgeWorker:
+    """The judge pool's actor: applies a judge function to a judge packet."""
+
+    def __init__(self):
+        self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
+
+    async def ready(self) -> dict:
+        return {"label": self.label}
+
+    async def judge(self, packet: dict, judge: str, rubric: str, idx: int, seed: int) -> dict:
+        from jeval_ray.sweep.judges import run_judge
+
+        j = await run_judge(judge, packet, rubric=rubric, idx=idx, seed=seed)
+        return j.model_dump()
+
+
+def episode_worker_class(cpus: float, resources: dict, concurrency: int, scheduling: str):
+    """``EpisodeWorker`` as a Ray actor class with explicit resources; the driver owns restarts."""
+    opts = dict(num_cpus=cpus, max_concurrency=concurrency + 4, max_restarts=0, max_task_retries=0)
+    if resources:
+        opts["resources"] = dict(resources)
+    if scheduling == "spread":
+        opts["scheduling_strategy"] = "SPREAD"
+    return ray.remote(EpisodeWorker).options(**opts)
+
+
+def judge_worker_class(cpus: float, resources: dict, concurrency: int):
+    opts = dict(num_cpus=cpus, max_concurrency=concurrency + 4, max_restarts=0, max_task_retries=0)
+    if resources:
+        opts["resources"] = dict(resources)
+    return ray.remote(JudgeWorker).options(**opts)
+
+
+__all__ = ["EpisodeWorker", "JudgeWorker", "episode_worker_class", "judge_worker_class"]

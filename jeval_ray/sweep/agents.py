@@ -1,0 +1,87 @@
+"""``make_model_agent``: the one place where a sweep model entry becomes an ``Agent``.
+
+Built-in agents come from ``jeval_ray.agents.make_agent``; endpoints (``openai``/``anthropic``)
+become an ``LLMAgent`` whose client shares the endpoint's cluster-wide ``RateLimiter`` actor.
+
+Test agents (fault injection and benchmarks; a config must set ``allow_test_agents: true``):
+
+- ``crash``: calls ``os._exit(1)`` on its first turn, on every attempt (a poison episode).
+- ``crash_once``: calls ``os._exit(1)`` on attempt 1, then plays like ``careful``.
+- ``sleep``: awaits ``agent_options.latency_ms`` (default 100) per step, no CPU, for
+  ``agent_options.steps`` (default 5) cheap tool calls, then submits (a simulated slow model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from jeval_ray.agents import Action, Agent, Observation, Turn, make_agent
+
+
+class CrashAgent(Agent):
+    """Kills its worker process (``os._exit``) on its first turn when ``crash`` is true."""
+
+    def __init__(self, inner: Agent | None, crash: bool):
+        self.inner, self.crash = inner, crash
+        self.name = "crash"
+
+    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+        if self.inner is not None:
+            self.inner.reset(brief, tools, seed)
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        if self.crash:
+            os._exit(1)  # simulates a segfault/OOM of the worker mid-episode
+        assert self.inner is not None
+        return await self.inner.act(observations)
+
+
+class SleepAgent(Agent):
+    """A simulated remote model: waits ``latency_ms`` per turn without using CPU."""
+
+    name = "sleep"
+
+    def __init__(self, latency_ms: float = 100.0, steps: int = 5):
+        self.latency_s = float(latency_ms) / 1000.0
+        self.steps = int(steps)
+        self._n = 0
+
+    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+        self._n = 0
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        await asyncio.sleep(self.latency_s)
+        self._n += 1
+        if self._n > self.steps:
+            return Turn(actions=[Action("submit", {"summary": "simulated agent done"})], latency_ms=self.latency_s * 1e3)
+        return Turn(actions=[Action("list_documents", {"limit": 1})], latency_ms=self.latency_s * 1e3)
+
+
+def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
+    """The agent of one episode for a sweep model entry (a ``ModelEntry`` or its dict)."""
+    d = entry if isinstance(entry, dict) else {**entry.model_dump(), **(entry.model_extra or {})}
+    provider = d.get("provider", "builtin")
+    if provider == "builtin":
+        agent, opts = d.get("agent"), d.get("agent_options") or {}
+        if agent == "crash":
+            return CrashAgent(None, True)
+        if agent == "crash_once":
+            return CrashAgent(make_agent("careful", seed), attempt <= 1)
+        if agent == "sleep":
+            return SleepAgent(opts.get("latency_ms", 100.0), opts.get("steps", 5))
+        return make_agent(agent, seed)
+    from jeval_ray.agents.llm import LLMAgent
+    from jeval_ray.models.config import ModelConfig
+    from jeval_ray.models.ratelimit import get_rate_limiter
+
+    fields = {k: v for k, v in d.items() if k not in ("agent", "agent_options")}
+    cfg = ModelConfig.model_validate(fields)
+    limiter = None
+    if cfg.rpm or cfg.tpm or cfg.max_concurrency:
+        limiter = get_rate_limiter(cfg.endpoint_key, cfg.rpm, cfg.tpm, cfg.max_concurrency)
+    return LLMAgent(cfg, limiter=limiter)
+
+
+__all__ = ["CrashAgent", "SleepAgent", "make_model_agent"]

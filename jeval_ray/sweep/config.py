@@ -1,0 +1,419 @@
+"""The sweep config: one pydantic schema (YAML or JSON), its validation and its JSON Schema.
+
+A sweep config names the tasks, the models (built-in agents or model endpoints), the seeds, the
+conditions, knob overrides, scoring overrides, the execution resources and the output root.
+``load_sweep_config`` turns any problem into ONE ``ConfigError`` whose message names the field and
+the fix; the CLI prints it and exits with code 2 before anything is written or Ray is started.
+
+A model entry is either a built-in agent::
+
+    {name: careful, provider: builtin, agent: careful}
+
+or an endpoint whose remaining fields are validated by ``jeval_ray.models.config.ModelConfig``::
+
+    {name: gpt-4o-mini, provider: openai, model: gpt-4o-mini, api_key_env: OPENAI_API_KEY, rpm: 500}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from jeval_ray.errors import ConfigError
+from jeval_ray.tasks import Weights
+
+#: Built-in agents of the leaderboard (see ``jeval_ray.agents``).
+LEADERBOARD_AGENTS: tuple[str, ...] = ("random", "naive", "careful")
+#: Fault-injection / benchmark agents; accepted only with ``allow_test_agents: true`` (docs/sweep.md).
+TEST_AGENTS: tuple[str, ...] = ("crash", "crash_once", "sleep")
+#: Endpoint providers (their fields are validated by ``ModelConfig``).
+ENDPOINT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+PROVIDERS: tuple[str, ...] = ("builtin", *ENDPOINT_PROVIDERS)
+#: Condition names with a built-in meaning.
+FULL = "full"
+WITHHELD = "withheld"
+
+DEFAULT_CONFIG_NAME = "local.yaml"
+
+
+class ModelEntry(BaseModel):
+    """One model of the sweep: a built-in agent, or an endpoint (extra fields go to ``ModelConfig``)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1, description="Label of the model in records, partitions and the leaderboard.")
+    provider: str = Field(default="builtin", description="builtin | openai | anthropic")
+    agent: str | None = Field(default=None, description="Built-in agent (provider builtin): random | naive | careful.")
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options of a test agent (sleep: latency_ms, steps).")
+
+    def endpoint_fields(self) -> dict[str, Any]:
+        """The fields handed to ``ModelConfig`` (everything but ``agent``/``agent_options``)."""
+        d = self.model_dump(exclude={"agent", "agent_options"})
+        d.update(self.model_extra or {})
+        return d
+
+    def fingerprint(self) -> str:
+        """What makes two entries with one name different models (rate limits and keys excluded)."""
+        d = self.model_dump()
+        d.update(self.model_extra or {})
+        for k in ("name", "api_key_env", "rpm", "tpm", "max_concurrency", "timeout_s", "max_attempts",
+                  "max_total_wait_s", "backoff_base_s", "backoff_max_s", "price"):
+            d.pop(k, None)
+        return json.dumps(d, sort_keys=True, default=str)
+
+
+class ConditionSpec(BaseModel):
+    """A named withheld-tool condition (``full`` and ``withheld`` are built in)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:+-]+$")
+    withhold: list[str] = Field(default_factory=list, description="Tools removed from every task of this condition.")
+
+
+class ScoringConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    judge: str = Field(default="global_rubric_v1", description="Rubric id.")
+    judges: list[str] = Field(default_factory=lambda: ["reference"], min_length=1,
+                              description="Judge functions, used round-robin for the judges_per_episode judges.")
+    judges_per_episode: int | None = Field(default=None, ge=1, description="null = the spec rule: 3 if L4 else 1.")
+    weights: Weights | None = Field(default=None, description="Override every task's outcome/process/rationale weights.")
+    task_weights: dict[str, Weights] = Field(default_factory=dict, description="Per-task weight overrides.")
+
+
+class ExecutionConfig(BaseModel):
+    """How the sweep uses the cluster. Resources are explicit so a 2-core machine never deadlocks."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_in_flight: int = Field(default=256, ge=1, description="Episodes dispatched and not yet judged and buffered.")
+    episode_workers: int | Literal["auto"] = Field(default="auto", description="auto = one per CPU of the cluster.")
+    episodes_per_worker: int = Field(default=64, ge=1, description="Concurrent episodes hosted by one async EpisodeWorker.")
+    episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
+    episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
+    isolation_workers: int = Field(default=1, ge=1, description="Workers that run last attempts one at a time.")
+    judge_workers: int = Field(default=1, ge=1)
+    judge_worker_cpus: float = Field(default=0.1, gt=0)
+    judge_worker_resources: dict[str, float] = Field(default_factory=dict)
+    judges_in_flight: int = Field(default=128, ge=1)
+    max_attempts: int = Field(default=3, ge=1, le=20, description="Attempts per episode when its worker dies.")
+    episode_timeout_s: float | None = Field(default=1800.0, gt=0)
+    scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")
+    worker_start_timeout_s: float = Field(default=300.0, gt=0, description="Abort when no worker can start for this long.")
+
+
+class OutputConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    root: str = Field(default="runs", description="Local path or pyarrow filesystem URI (s3://bucket/prefix).")
+    keep_observations: bool = Field(default=True, description="Store each step's observation text.")
+    flush_episodes: int = Field(default=64, ge=1, description="Flush a task/model partition after this many episodes.")
+    flush_seconds: float = Field(default=20.0, gt=0, description="Flush every buffer at least this often.")
+    flush_mb: float = Field(default=64.0, gt=0, description="Flush every buffer when this much is buffered.")
+
+
+class RayConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    address: str | None = Field(default=None, description="Cluster address; null = RAY_ADDRESS or a local ray.init().")
+    num_cpus: int | None = Field(default=None, ge=1, description="Local ray.init only.")
+    object_store_memory_mb: int | None = Field(default=512, ge=80, description="Local ray.init only.")
+    include_dashboard: bool = False
+    log_to_driver: bool = True
+
+
+class SweepConfig(BaseModel):
+    """A sweep: ``tasks x models x seeds x conditions`` episodes, judged and written as Parquet."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="sweep", description="A label stored in the manifest.")
+    tasks: Literal["available", "all"] | list[str] = Field(
+        default="available", description="Task ids (JE-1 ... JE-16), or 'available' for every playable task.")
+    models: list[ModelEntry] = Field(min_length=1)
+    seeds: int | list[int] = Field(default=5, description="A count (seeds 0..n-1) or an explicit list.")
+    conditions: list[str | ConditionSpec] = Field(
+        default_factory=lambda: [FULL, WITHHELD],
+        description="'full', 'withheld' (each task's withheld_variant) or {name, withhold: [tools]}.")
+    knobs: dict[str, Any] = Field(default_factory=dict, description="Difficulty-knob overrides for every task.")
+    task_knobs: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-task knob overrides.")
+    step_budget: int | None = Field(default=None, ge=1, description="null = each task's budget.")
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+    allow_test_agents: bool = Field(default=False, description="Allow the fault-injection agents crash, crash_once, sleep.")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v):
+        if isinstance(v, int) and v < 1:
+            raise ValueError("seeds must be >= 1")
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("seeds must list at least one seed")
+            if len(set(v)) != len(v):
+                raise ValueError("seeds must not repeat")
+            if any(s < 0 for s in v):
+                raise ValueError("seeds must be >= 0")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "SweepConfig":
+        names = [m.name for m in self.models]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"model names must be unique; repeated: {', '.join(dup)}")
+        conds = [c if isinstance(c, str) else c.name for c in self.conditions]
+        if len(set(conds)) != len(conds):
+            raise ValueError("condition names must be unique")
+        return self
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m.name for m in self.models]
+
+    def model(self, name: str) -> ModelEntry:
+        return next(m for m in self.models if m.name == name)
+
+    def seed_warning(self) -> str | None:
+        n = len(self.seed_list)
+        if n < 5:
+            return f"only {n} seed(s): fewer than 5 seeds, so variance is not measurable (set seeds: 5 or more)"
+        return None
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- loading
+def default_config_text() -> str:
+    """The embedded default sweep (``configs/local.yaml``, shipped as ``jeval_ray/sweep/local.yaml``)."""
+    return resources.files("jeval_ray.sweep").joinpath(DEFAULT_CONFIG_NAME).read_text(encoding="utf-8")
+
+
+def parse_config_text(text: str, source: str = "<config>") -> dict:
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML, so one parser reads both
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML/JSON ({exc}). Fix the syntax.") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a sweep config must be a mapping with at least 'models'; got {type(data).__name__}")
+    return data
+
+
+def load_config_file(path: str | os.PathLike | None) -> tuple[dict, str]:
+    """The raw mapping of a config file (or of the embedded default when ``path`` is None)."""
+    if path is None:
+        return parse_config_text(default_config_text(), "embedded default (configs/local.yaml)"), "embedded default"
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--config: file {str(p)!r} does not exist. Fix: pass the path of a YAML or JSON sweep config.")
+    return parse_config_text(p.read_text(encoding="utf-8"), str(p)), str(p)
+
+
+def load_sweep_config(path: str | os.PathLike | None = None, *, check_env: bool = True) -> SweepConfig:
+    """Load and fully validate a sweep config; raises one ``ConfigError`` naming the field and the fix."""
+    data, source = load_config_file(path)
+    return validate_config(data, source=source, check_env=check_env)
+
+
+def validate_config(data: dict | SweepConfig, *, source: str = "<config>", check_env: bool = True) -> SweepConfig:
+    """Schema validation plus every semantic check (tasks, agents, tools, knobs, keys)."""
+    if isinstance(data, SweepConfig):
+        cfg = data
+    else:
+        try:
+            cfg = SweepConfig.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: {_pydantic_message(exc)}") from None
+    try:
+        check_semantics(cfg, check_env=check_env)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return cfg
+
+
+_FIXES = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "greater_than_equal": "raise it",
+    "greater_than": "raise it",
+    "less_than_equal": "lower it",
+    "too_short": "add at least one item",
+}
+
+
+#: Field-specific fixes, by the start of the field path.
+_FIELD_FIXES = {
+    "seeds": "set seeds to a count >= 1 (5 or more to measure variance) or a list of distinct seeds >= 0",
+    "execution.episode_workers": "use a positive integer or 'auto'",
+    "tasks": "use 'available', 'all' or a list of task ids such as [JE-1, JE-3]",
+    "conditions": "use 'full', 'withheld' or {name: ..., withhold: [tools]}",
+    "models": "give every model a unique name",
+}
+
+
+def _pydantic_message(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = _loc(err["loc"])
+    typ = err["type"]
+    if typ == "extra_forbidden":
+        parent = err["loc"][:-1]
+        known = _known_fields(parent)
+        return f"unknown field {loc!r}. Fix: remove it or check its spelling{f' (known: {known})' if known else ''}."
+    msg = err["msg"].removeprefix("Value error, ")
+    fix = _FIXES.get(typ, "correct the value")
+    if fix == "correct the value" or typ == "missing":
+        fix = next((f for k, f in _FIELD_FIXES.items() if loc == k or loc.startswith(k + "[") or loc.startswith(k + ".")), fix)
+        if typ == "missing":
+            fix = f"add it ({fix})" if fix != "add it" else fix
+    if "sum to 1" in msg:
+        fix = "make outcome + process + rationale equal 1"
+    got = f" (got {err['input']!r})" if typ not in ("missing",) and not isinstance(err.get("input"), dict) else ""
+    return f"field {loc or '<top level>'!r}: {msg}{got}. Fix: {fix}."
+
+
+def _loc(loc) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("int", "list[int]", "str", "ConditionSpec", "list[str]", "literal['available','all']",
+                      "function-after[_check(), str]", "function-after[_check(), ConditionSpec]"):
+            continue  # union-branch markers carry no meaning for the user
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _known_fields(parent) -> str:
+    model: Any = SweepConfig
+    for part in parent:
+        if isinstance(part, int):
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return ""
+        ann = field.annotation
+        model = next((a for a in getattr(ann, "__args__", (ann,)) if isinstance(a, type) and issubclass(a, BaseModel)), ann)
+        if getattr(model, "__origin__", None) is list:
+            model = model.__args__[0]
+    return ", ".join(getattr(model, "model_fields", {})) if isinstance(model, type) else ""
+
+
+def check_semantics(cfg: SweepConfig, *, check_env: bool = True) -> None:
+    """Checks the schema cannot express: they need the task catalogue, the agents and the environment."""
+    from jeval_ray.sweep.grid import resolve_conditions, resolve_tasks
+
+    tasks = resolve_tasks(cfg)
+    for i, m in enumerate(cfg.models):
+        _check_model(cfg, i, m, check_env)
+    # knobs: validated against every task (unknown knob, out-of-range value)
+    from jeval_ray.tasks import resolve_knobs
+
+    for key in cfg.task_knobs:
+        tid = _task_id_or_error(key, f"task_knobs.{key}")
+        if tid not in [t.id for t in tasks]:
+            raise ConfigError(f"field 'task_knobs.{key}': task {tid} is not in this sweep's tasks. Fix: remove it or add {tid} to tasks.")
+    for key in cfg.scoring.task_weights:
+        _task_id_or_error(key, f"scoring.task_weights.{key}")
+    for t in tasks:
+        overrides = {**cfg.knobs, **_task_overrides(cfg.task_knobs, t.id)}
+        where = f"task_knobs.{t.id}" if _task_overrides(cfg.task_knobs, t.id) else "knobs"
+        try:
+            resolve_knobs(t.id, overrides)
+        except ConfigError as exc:
+            raise ConfigError(f"field {where!r}: {exc}. Fix: use a known knob with a valid value.") from None
+    resolve_conditions(cfg, tasks)
+    from jeval_ray.sweep.judges import JUDGES, is_known_judge
+
+    for name in cfg.scoring.judges:
+        if not is_known_judge(name):
+            raise ConfigError(f"field 'scoring.judges': unknown judge {name!r}. "
+                              f"Fix: use one of {', '.join(sorted(JUDGES))} or an importable 'module:function'.")
+    from jeval_ray.scoring import load_rubric
+
+    try:
+        load_rubric(cfg.scoring.judge)
+    except Exception:  # noqa: BLE001 - any failure to load means the id is wrong
+        raise ConfigError(f"field 'scoring.judge': unknown rubric {cfg.scoring.judge!r}. Fix: use global_rubric_v1.") from None
+
+
+def _task_overrides(task_knobs: dict, task_id: str) -> dict:
+    from jeval_ray.tasks import get_task
+
+    for k, v in task_knobs.items():
+        try:
+            if get_task(k).id == task_id:
+                return v
+        except ConfigError:
+            continue
+    return {}
+
+
+def _task_id_or_error(key: str, field: str) -> str:
+    from jeval_ray.tasks import TASK_IDS, get_task
+
+    try:
+        return get_task(key).id
+    except ConfigError:
+        raise ConfigError(f"field {field!r}: unknown task {key!r}. Fix: use one of {', '.join(TASK_IDS)}.") from None
+
+
+def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> None:
+    where = f"models[{i}]"
+    if m.provider not in PROVIDERS:
+        raise ConfigError(f"field '{where}.provider': unknown provider {m.provider!r} for model {m.name!r}. "
+                          f"Fix: use one of {', '.join(PROVIDERS)}.")
+    if m.provider == "builtin":
+        if m.model_extra:
+            raise ConfigError(f"field '{where}': a builtin model takes only name, provider, agent, agent_options; "
+                              f"got {', '.join(sorted(m.model_extra))}. Fix: remove them or set provider to openai/anthropic.")
+        allowed = LEADERBOARD_AGENTS + (TEST_AGENTS if cfg.allow_test_agents else ())
+        if m.agent is None:
+            raise ConfigError(f"field '{where}.agent': a builtin model needs an agent. Fix: set agent to one of {', '.join(LEADERBOARD_AGENTS)}.")
+        if m.agent in TEST_AGENTS and not cfg.allow_test_agents:
+            raise ConfigError(f"field '{where}.agent': {m.agent!r} is a fault-injection test agent. "
+                              "Fix: set allow_test_agents: true (tests and benchmarks only) or use random, naive or careful.")
+        if m.agent not in allowed:
+            raise ConfigError(f"field '{where}.agent': unknown built-in agent {m.agent!r}. Fix: use one of {', '.join(allowed)}.")
+        return
+    if m.agent is not None:
+        raise ConfigError(f"field '{where}.agent': only builtin models take an agent. Fix: remove agent or set provider: builtin.")
+    try:
+        from jeval_ray.models.config import ModelConfig
+    except ImportError:
+        raise ConfigError(f"field '{where}.provider': provider {m.provider!r} is not yet supported in this build. "
+                          "Fix: use provider: builtin.") from None
+    try:
+        mc = ModelConfig.model_validate(m.endpoint_fields())
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _loc(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+        raise ConfigError(f"field '{where}.{loc}' (model {m.name!r}): {msg}. Fix: {fix}.") from None
+    if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
+        raise ConfigError(f"field '{where}.api_key_env': environment variable {mc.api_key_env} is not set (model {m.name!r}). "
+                          f"Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env for an endpoint without auth.")
+
+
+def json_schema() -> dict:
+    """The JSON Schema of the sweep config (``python -m jeval_ray.sweep --schema``)."""
+    schema = SweepConfig.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "jeval_ray sweep config"
+    return schema
+
+
+__all__ = ["ConditionSpec", "ExecutionConfig", "ModelEntry", "OutputConfig", "RayConfig", "ScoringConfig",
+           "SweepConfig", "LEADERBOARD_AGENTS", "TEST_AGENTS", "PROVIDERS", "check_semantics", "default_config_text",
+           "json_schema", "load_config_file", "load_sweep_config", "validate_config"]

@@ -1,0 +1,657 @@
+"""The sweep driver: plan (validate, no side effects) then run (Ray actors, pipelined judging, Parquet).
+
+``plan_run`` resolves the output location and the run id and checks everything that can be
+checked without writing or starting Ray; any problem is a ``ConfigError`` (CLI exit code 2).
+``run_sweep`` then owns one scheduling loop built on ``ray.wait``:
+
+- cells of the grid are dispatched lazily to ``EpisodeWorker`` actors: at most ``max_in_flight``
+  episodes are being played, and at most as many more wait for their judges (so the driver's
+  memory is bounded whatever the grid size, and a slow judge pool throttles dispatch);
+- each finished episode's judge packet is sent at once to the ``JudgeWorker`` pool (pipelined);
+  when its ``judges_per_episode`` judgments are back, its rows are buffered for the writer;
+- a dead worker (``ray.kill``, ``os._exit``, a lost node) is replaced by a new actor and each of
+  its in-flight episodes is dispatched again with ``attempt + 1``; the last allowed attempt runs
+  alone on an isolation worker, so an episode that kills its worker every time ends as a
+  ``failed`` row with its error, and innocent neighbours of such an episode still complete;
+- completed episodes found in the output (resume) are skipped; new attempts are numbered above
+  every attempt already present in any dataset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+import platform
+import re
+import socket
+import sys
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from jeval_ray import __version__
+from jeval_ray.errors import ConfigError, JEvalError
+from jeval_ray.records import EpisodeKeys, episodes_table, failed_episode_row, judgments_table
+from jeval_ray.scoring import Judgment, aggregate_judgments, combine
+from jeval_ray.store._fs import exists, is_dir, is_local, list_dir, resolve_fs
+from jeval_ray.sweep.config import SweepConfig
+from jeval_ray.sweep.grid import Cell, Grid
+from jeval_ray.sweep.progress import Progress
+
+MANIFEST = "manifest.json"
+MANIFEST_KIND = "jeval_ray.sweep.run"
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+DEDUP_RULE = ("per episode_id keep the completed episodes row with the highest attempt, else the highest attempt; "
+              "steps/dispositions/judgments keep the rows of the kept (episode_id, attempt)")
+
+
+class SweepError(JEvalError):
+    """The sweep could not go on (e.g. no episode worker could be scheduled)."""
+
+
+@dataclass
+class RunPlan:
+    """Everything resolved before any side effect."""
+
+    cfg: SweepConfig
+    grid: Grid
+    fs: Any
+    root: str
+    root_uri: str
+    run_id: str
+    run_path: str
+    resume: bool
+    address: str | None
+    max_in_flight: int
+
+    @property
+    def run_uri(self) -> str:
+        return f"{self.root_uri.rstrip('/')}/{self.run_id}"
+
+
+@dataclass
+class SweepResult:
+    run_id: str
+    run_dir: str
+    total: int
+    skipped: int
+    done: int
+    failed: int
+    retried: int
+    elapsed_s: float
+    files: dict[str, int]
+    rows: dict[str, int]
+    write_seconds: float
+    seed_warning: str | None
+    worker_replacements: int = 0
+    #: monotonic times: first_dispatch, first_judgment, last_episode_result, last_finish
+    timeline: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- plan
+def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
+             max_in_flight: int | None = None, filesystem=None) -> RunPlan:
+    """Resolve the output and the run id; raises ``ConfigError`` (nothing is written, Ray is not started)."""
+    grid = Grid(cfg)
+    root_uri = out or cfg.output.root
+    field_name = "--out" if out else "output.root"
+    try:
+        fs, root = resolve_fs(root_uri, filesystem)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{field_name}: cannot open output location {root_uri!r} ({exc}). "
+                          "Fix: use a local path or a pyarrow filesystem URI such as s3://bucket/prefix.") from None
+    if "://" not in root_uri:
+        root_uri = root
+    if run_id is not None and not RUN_ID_RE.match(run_id):
+        raise ConfigError(f"--run-id: {run_id!r} is not a valid run id. Fix: use letters, digits, '.', '_' or '-' "
+                          "(at most 128 characters, starting with a letter or digit).")
+    run_id = run_id or f"{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+    run_path = f"{root}/{run_id}"
+    try:
+        root_info = fs.get_file_info(root)
+        run_info = fs.get_file_info(run_path)
+    except OSError as exc:
+        raise ConfigError(f"{field_name}: cannot access {root_uri!r} ({exc}). Fix: check the path and its credentials.") from None
+    from pyarrow.fs import FileType
+
+    if root_info.type == FileType.File:
+        raise ConfigError(f"{field_name}: {root_uri!r} is a file, not a directory. Fix: choose a directory (or a new path).")
+    if is_local(fs):
+        _check_local_writable(root, field_name, root_uri)
+    resume = False
+    if run_info.type == FileType.File:
+        raise ConfigError(f"{field_name}: {run_path!r} is a file. Fix: choose another --run-id or --out.")
+    if run_info.type == FileType.Directory:
+        entries = list_dir(fs, run_path)
+        if entries:
+            manifest = _read_manifest(fs, run_path)
+            if manifest is None or manifest.get("kind") != MANIFEST_KIND:
+                raise ConfigError(f"{field_name}: {run_path!r} is not empty and is not a jeval_ray sweep run "
+                                  "(no jeval_ray manifest.json). Fix: choose another --out or --run-id.")
+            resume = True
+    mif = max_in_flight or cfg.execution.max_in_flight
+    if mif < 1:
+        raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
+    addr = address or os.environ.get("RAY_ADDRESS") or cfg.ray.address
+    return RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
+                   resume=resume, address=addr, max_in_flight=mif)
+
+
+def _check_local_writable(root: str, field_name: str, root_uri: str) -> None:
+    p = root
+    while not os.path.exists(p):
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    writable = os.path.isdir(p) and os.access(p, os.W_OK | os.X_OK)
+    if writable:
+        # permission bits do not bind root (and some filesystems refuse anyway): try it, leave nothing behind
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".jeval-probe-", dir=p))
+        except OSError:
+            writable = False
+    if not writable:
+        raise ConfigError(f"{field_name}: output path {root_uri!r} is not writable ({p!r} does not allow writes). "
+                          "Fix: choose a writable directory with --out.")
+
+
+def _read_manifest(fs, run_path: str) -> dict | None:
+    path = f"{run_path}/{MANIFEST}"
+    if not exists(fs, path):
+        return None
+    try:
+        with fs.open_input_stream(path) as f:
+            return json.loads(f.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------------------- ray
+def init_ray(plan: RunPlan) -> bool:
+    """Connect to (or start) Ray; returns True when this call started/connected it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    rc = plan.cfg.ray
+    if plan.address:
+        ray.init(address=plan.address, log_to_driver=rc.log_to_driver, logging_level="WARNING")
+    else:
+        ray.init(num_cpus=rc.num_cpus, include_dashboard=rc.include_dashboard, log_to_driver=rc.log_to_driver,
+                 object_store_memory=(rc.object_store_memory_mb << 20) if rc.object_store_memory_mb else None,
+                 logging_level="WARNING")
+    return True
+
+
+def environment_info() -> dict:
+    import numpy
+    import pyarrow
+    import pydantic
+
+    info = {"python": sys.version.split()[0], "platform": platform.platform(), "hostname": socket.gethostname(),
+            "pyarrow": pyarrow.__version__, "pydantic": pydantic.__version__, "numpy": numpy.__version__}
+    try:
+        import ray
+
+        info["ray"] = ray.__version__
+        if ray.is_initialized():
+            info["ray_cluster_resources"] = ray.cluster_resources()
+            info["ray_nodes"] = sum(1 for n in ray.nodes() if n.get("Alive"))
+    except Exception:  # noqa: BLE001 - environment info is best effort
+        pass
+    return info
+
+
+# ---------------------------------------------------------------------------- driver
+@dataclass(eq=False)
+class _Slot:
+    handle: Any
+    kind: str  # episode | solo | judge
+    ready: bool = False
+    dead: bool = False
+    in_flight: int = 0
+    label: str = ""
+    created: float = field(default_factory=time.monotonic)
+
+
+@dataclass(eq=False)
+class _Episode:
+    cell: Cell
+    attempt: int
+    k: int  # attempt number within this invocation (1-based), bounded by max_attempts
+    slot: _Slot | None = None
+    result: dict | None = None
+    packet_ref: Any = None  # the judge packet stays in the object store, passed by ref to the judges
+    judgments: list = field(default_factory=list)
+    pending_judges: int = 0
+    judge_tries: dict = field(default_factory=dict)
+    last_error: str = ""
+
+
+class SweepDriver:
+    """Owns the scheduling loop of one run (see the module docstring)."""
+
+    def __init__(self, plan: RunPlan, progress: Progress | None = None, on_tick: Callable[["SweepDriver"], None] | None = None):
+        self.plan = plan
+        self.cfg = plan.cfg
+        self.ex = plan.cfg.execution
+        self.progress = progress or Progress("quiet")
+        self.on_tick = on_tick
+        self.slots: list[_Slot] = []
+        self.refs: dict = {}
+        self.retry_queue: deque[_Episode] = deque()
+        self.isolated_queue: deque[_Episode] = deque()
+        self.judge_queue: deque[tuple[_Episode, int]] = deque()
+        self.in_flight = 0  # dispatched and not yet buffered for writing (includes retries and judging)
+        self.judging = 0  # played, waiting for judgments
+        self.counts = {"done": 0, "failed": 0, "retried": 0}
+        self.replacements = 0
+        self.consecutive_start_failures = 0
+        self._cells = None
+        self._cells_exhausted = False
+        self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
+        self._judges_per: dict[str, int] = {}
+        self._weights: dict[str, Any] = {}
+        self._no_worker_since: float | None = None
+        self.writer = None
+        #: monotonic times of pipeline events (tests check judging overlaps playing)
+        self.timeline: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ public
+    def episode_workers(self) -> list:
+        """Handles of the live episode workers (tests kill them to inject faults)."""
+        return [s.handle for s in self.slots if s.kind in ("episode", "solo") and not s.dead]
+
+    @property
+    def finished(self) -> int:
+        return self.counts["done"] + self.counts["failed"]
+
+    def run(self) -> SweepResult:
+        import ray
+
+        from jeval_ray.store.reader import episode_progress
+        from jeval_ray.store.writer import RunWriter
+
+        plan, cfg = self.plan, self.cfg
+        t0 = time.monotonic()
+        completed, max_attempt = (episode_progress(plan.run_path, filesystem=plan.fs) if plan.resume else (set(), {}))
+        self.completed, self.max_attempt = completed, max_attempt
+        total = len(plan.grid)
+        self._cells = (c for c in plan.grid.cells() if c.episode_id not in completed)
+        skipped = sum(1 for eid in self._grid_ids() if eid in completed) if completed else 0
+        plan.fs.create_dir(plan.run_path, recursive=True)
+        self.writer = RunWriter(plan.fs, plan.run_path, flush_episodes=cfg.output.flush_episodes,
+                                flush_seconds=cfg.output.flush_seconds, flush_bytes=int(cfg.output.flush_mb * (1 << 20)))
+        started_at = dt.datetime.now(dt.timezone.utc)
+        self._write_manifest("running", started_at, total, skipped)
+        self.progress.start(total, skipped)
+        warn = cfg.seed_warning()
+        status = "failed"
+        try:
+            if skipped < total:  # a finished run resumed: nothing to play, Ray is not needed
+                init_ray(plan)
+                self._start_pools()
+                self._loop()
+            status = "completed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            try:
+                self.writer.flush_all()
+            finally:
+                self.progress.stop()
+                self._write_manifest(status, started_at, total, skipped)
+                if ray.is_initialized():
+                    self._shutdown_pools(ray)
+        st = self.writer.stats
+        return SweepResult(run_id=plan.run_id, run_dir=plan.run_uri, total=total, skipped=skipped,
+                           done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
+                           elapsed_s=time.monotonic() - t0, files=dict(st.files), rows=dict(st.rows),
+                           write_seconds=st.write_seconds, seed_warning=warn, worker_replacements=self.replacements,
+                           timeline=dict(self.timeline))
+
+    # ------------------------------------------------------------------ pools
+    def _grid_ids(self):
+        for c in self.plan.grid.cells():
+            yield c.episode_id
+
+    def _n_episode_workers(self) -> int:
+        import ray
+
+        if self.ex.episode_workers != "auto":
+            return int(self.ex.episode_workers)
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        reserved = self.ex.judge_workers * self.ex.judge_worker_cpus + self.ex.isolation_workers * _SOLO_CPUS
+        fit = int(max(cpus - reserved, self.ex.episode_worker_cpus) // self.ex.episode_worker_cpus)
+        return max(1, min(int(cpus) or 1, fit))
+
+    def _start_pools(self) -> None:
+        for _ in range(self._n_episode_workers()):
+            self._new_slot("episode")
+        for _ in range(self.ex.judge_workers):
+            self._new_slot("judge")
+
+    def _new_slot(self, kind: str) -> _Slot:
+        from jeval_ray.sweep.actors import episode_worker_class, judge_worker_class
+
+        ex = self.ex
+        if kind == "judge":
+            handle = judge_worker_class(ex.judge_worker_cpus, ex.judge_worker_resources, ex.judges_in_flight).remote()
+        elif kind == "solo":
+            handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
+                self._models, self.cfg.output.keep_observations)
+        else:
+            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, ex.episodes_per_worker,
+                                          ex.scheduling).remote(self._models, self.cfg.output.keep_observations)
+        slot = _Slot(handle, kind)
+        self.slots.append(slot)
+        self.refs[handle.ready.remote()] = ("ready", slot)
+        return slot
+
+    def _retire(self, slot: _Slot, why: str) -> None:
+        """Forget a dead (or unreachable) worker and start a replacement."""
+        import ray
+
+        if slot.dead:
+            return
+        slot.dead = True
+        self.slots.remove(slot)
+        try:
+            ray.kill(slot.handle, no_restart=True)  # an 'unavailable' actor must not come back and run duplicates
+        except Exception:  # noqa: BLE001 - it is already gone
+            pass
+        self.replacements += 1
+        self.progress.log(f"worker {slot.label or '?'} ({slot.kind}) lost: {why.splitlines()[0][:200]}; starting a replacement")
+        self._new_slot(slot.kind)
+
+    def _shutdown_pools(self, ray) -> None:
+        for s in list(self.slots):
+            try:
+                ray.kill(s.handle, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        self.slots.clear()
+        self.refs.clear()
+
+    # ------------------------------------------------------------------ loop
+    def _loop(self) -> None:
+        import ray
+
+        while True:
+            self._dispatch()
+            if not self.refs and not self._work_left():
+                break
+            if self.on_tick is not None:
+                self.on_tick(self)
+            if not self.refs:
+                time.sleep(0.05)
+                continue
+            ready, _ = ray.wait(list(self.refs), num_returns=1, timeout=0.5)
+            if ready and len(self.refs) > 1:
+                # collect everything else that is already done, so one loop turn handles a batch
+                ready, _ = ray.wait(list(self.refs), num_returns=len(self.refs), timeout=0)
+            if ready:
+                for ref in ready:
+                    self._handle(ref)
+            self._check_workers()
+            self.writer.maybe_flush()
+            self.progress.update(done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
+                                 in_flight=self.in_flight, workers=sum(1 for s in self.slots if s.kind == "episode" and s.ready))
+
+    def _work_left(self) -> bool:
+        return bool(self.in_flight or self.retry_queue or self.isolated_queue or self.judge_queue or not self._cells_exhausted)
+
+    def _check_workers(self) -> None:
+        """Abort if no episode worker has been able to start for ``worker_start_timeout_s``."""
+        ready = any(s.ready for s in self.slots if s.kind == "episode")
+        if ready or not self._work_left():
+            self._no_worker_since = None
+            return
+        now = time.monotonic()
+        self._no_worker_since = self._no_worker_since or now
+        if now - self._no_worker_since > self.ex.worker_start_timeout_s:
+            raise SweepError(f"no EpisodeWorker could be scheduled for {self.ex.worker_start_timeout_s:.0f} s "
+                             f"(each needs num_cpus={self.ex.episode_worker_cpus} and {self.ex.episode_worker_resources or 'no custom resources'}); "
+                             "check the cluster's resources or lower execution.episode_worker_cpus")
+
+    def _pick(self, kind: str, cap: int) -> _Slot | None:
+        best = None
+        for s in self.slots:
+            if s.kind == kind and s.ready and not s.dead and s.in_flight < cap and (best is None or s.in_flight < best.in_flight):
+                best = s
+        return best
+
+    def _dispatch(self) -> None:
+        # last attempts: alone on an isolation worker
+        while self.isolated_queue:
+            solo = self._pick("solo", 1)
+            if solo is None:
+                if sum(1 for s in self.slots if s.kind == "solo") < self.ex.isolation_workers:
+                    self._new_slot("solo")
+                break
+            self._submit(self.isolated_queue.popleft(), solo)
+        while self.retry_queue:
+            slot = self._pick("episode", self.ex.episodes_per_worker)
+            if slot is None:
+                break
+            self._submit(self.retry_queue.popleft(), slot)
+        mif = self.plan.max_in_flight
+        while not self._cells_exhausted and self.in_flight - self.judging < mif and self.judging < mif:
+            slot = self._pick("episode", self.ex.episodes_per_worker)
+            if slot is None:
+                break
+            cell = next(self._cells, None)
+            if cell is None:
+                self._cells_exhausted = True
+                break
+            attempt = self.max_attempt.get(cell.episode_id, 0) + 1
+            self.in_flight += 1
+            self._submit(_Episode(cell, attempt, 1), slot)
+        while self.judge_queue and sum(s.in_flight for s in self.slots if s.kind == "judge") < self.ex.judges_in_flight:
+            slot = self._pick("judge", self.ex.judges_in_flight)
+            if slot is None:
+                break
+            ep, idx = self.judge_queue.popleft()
+            self._submit_judge(ep, idx, slot)
+
+    def _submit(self, ep: _Episode, slot: _Slot) -> None:
+        c = ep.cell
+        job = {"run_id": self.plan.run_id, "episode_id": c.episode_id, "attempt": ep.attempt, "task_id": c.task_id,
+               "tier": c.tier, "model": c.model, "seed": c.seed, "condition": c.condition,
+               "tools_withheld": list(c.tools_withheld), "knobs": c.knobs, "step_budget": c.step_budget,
+               "contract_json": c.contract_json, "timeout_s": self.ex.episode_timeout_s}
+        ep.slot = slot
+        slot.in_flight += 1
+        self.timeline.setdefault("first_dispatch", time.monotonic())
+        result_ref, ep.packet_ref = slot.handle.run.options(num_returns=2).remote(job)
+        self.refs[result_ref] = ("episode", ep)
+
+    def _submit_judge(self, ep: _Episode, idx: int, slot: _Slot) -> None:
+        judges = self.cfg.scoring.judges
+        slot.in_flight += 1
+        ref = slot.handle.judge.remote(ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed)
+        self.refs[ref] = ("judge", (ep, idx, slot))
+
+    # ------------------------------------------------------------------ results
+    def _handle(self, ref) -> None:
+        import ray
+        from ray.exceptions import ObjectLostError, RayActorError, WorkerCrashedError
+
+        kind, payload = self.refs.pop(ref)
+        lost = (RayActorError, WorkerCrashedError, ObjectLostError)
+        if kind == "ready":
+            slot = payload
+            if slot.dead:
+                return
+            try:
+                info = ray.get(ref)
+                slot.ready, slot.label = True, info["label"]
+                self.consecutive_start_failures = 0
+            except lost as exc:
+                self.consecutive_start_failures += 1
+                if self.consecutive_start_failures > 10:
+                    raise SweepError(f"workers die while starting: {exc}") from exc
+                self._retire(slot, f"failed to start: {exc}")
+            return
+        if kind == "episode":
+            ep: _Episode = payload
+            slot = ep.slot
+            slot.in_flight -= 1
+            try:
+                result = ray.get(ref)
+            except lost as exc:
+                self._retire(slot, str(exc))
+                self._episode_lost(ep, f"{type(exc).__name__}: {exc}")
+                return
+            except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be deserialised
+                result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:8000], "worker": slot.label}
+            self.timeline["last_episode_result"] = time.monotonic()
+            self._episode_result(ep, result)
+            return
+        ep, idx, slot = payload
+        self.timeline.setdefault("first_judgment", time.monotonic())
+        slot.in_flight -= 1
+        try:
+            j = Judgment.model_validate(ray.get(ref))
+        except ObjectLostError as exc:  # the packet was lost with its node: the judge is not to blame
+            j = Judgment(judge=self.cfg.scoring.judges[idx % len(self.cfg.scoring.judges)], rubric=self.cfg.scoring.judge,
+                         status="failed", error=f"judge packet lost: {type(exc).__name__}: {exc}"[:2000])
+        except lost as exc:
+            self._retire(slot, str(exc))
+            tries = ep.judge_tries.get(idx, 1)
+            if tries < self.ex.max_attempts:
+                ep.judge_tries[idx] = tries + 1
+                self.judge_queue.append((ep, idx))
+                return
+            j = Judgment(judge=self.cfg.scoring.judges[idx % len(self.cfg.scoring.judges)], rubric=self.cfg.scoring.judge,
+                         status="failed", error=f"judge worker died on every attempt: {type(exc).__name__}: {exc}"[:2000])
+        except Exception as exc:  # noqa: BLE001
+            j = Judgment(judge="unknown", rubric=self.cfg.scoring.judge, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        ep.judgments[idx] = j
+        ep.pending_judges -= 1
+        if ep.pending_judges == 0:
+            self._finish(ep)
+
+    def _episode_lost(self, ep: _Episode, error: str) -> None:
+        ep.last_error = error
+        if ep.k >= self.ex.max_attempts:
+            self._write_failed(ep, f"worker died on every attempt ({ep.k} attempt(s) in this run); last error: {error}")
+            return
+        self.counts["retried"] += 1
+        nxt = _Episode(ep.cell, ep.attempt + 1, ep.k + 1, last_error=error)
+        (self.isolated_queue if nxt.k == self.ex.max_attempts and self.ex.max_attempts > 1 else self.retry_queue).append(nxt)
+
+    def _episode_result(self, ep: _Episode, result: dict) -> None:
+        if result["status"] != "ok":
+            self._write_failed(ep, result["error"], worker=result.get("worker", ""))
+            return
+        ep.result = result
+        if not result["judge"]:  # the episode itself failed (timeout, model error): nothing to judge
+            ep.packet_ref = None
+            self._finish(ep)
+            return
+        n = self._judges_for(ep.cell)
+        self.judging += 1
+        ep.judgments = [None] * n
+        ep.pending_judges = n
+        for i in range(n):
+            self.judge_queue.append((ep, i))
+
+    def _judges_for(self, cell: Cell) -> int:
+        key = (cell.task_id, cell.condition)
+        if key not in self._judges_per:
+            c = json.loads(cell.contract_json)
+            self._judges_per[key] = int(c["scoring"]["judges_per_episode"])
+            from jeval_ray.tasks import Weights
+
+            self._weights[key] = Weights(**c["scoring"]["weights"])
+        return self._judges_per[key]
+
+    def _finish(self, ep: _Episode) -> None:
+        c, r = ep.cell, ep.result
+        row = r["row"]
+        keys = self._keys(ep)
+        tables = {"steps": r["steps"], "dispositions": r["dispositions"]}
+        if ep.judgments:
+            self.judging -= 1
+            agg = aggregate_judgments(ep.judgments)
+            w = self._weights[(c.task_id, c.condition)]
+            row.update(rationale=agg["rationale"], judge_spread=agg["judge_spread"], judges_ok=agg["judges_ok"],
+                       judges_failed=agg["judges_failed"], judge_cost_usd=0.0,
+                       score=None if agg["rationale"] is None else combine(w, row["outcome"], row["process"], agg["rationale"]))
+            tables["judgments"] = judgments_table(keys, ep.judgments)
+        tables["episodes"] = episodes_table([row])
+        ep.packet_ref = None  # release the packet
+        self.writer.add(c.task_id, c.model, tables)
+        self.timeline["last_finish"] = time.monotonic()
+        self.in_flight -= 1
+        self.counts["done" if row["status"] == "completed" else "failed"] += 1
+
+    def _write_failed(self, ep: _Episode, error: str, worker: str = "") -> None:
+        c = ep.cell
+        model = self._models[c.model]
+        agent = str(model.get("agent")) if model.get("provider", "builtin") == "builtin" else f"{model.get('provider')}:{model.get('model')}"
+        row = failed_episode_row(self._keys(ep), agent=agent, tier=c.tier, run_config_json=c.contract_json,
+                                 error=error[:8000], termination="error", worker=worker)
+        self.writer.add(c.task_id, c.model, {"episodes": episodes_table([row])})
+        self.timeline["last_finish"] = time.monotonic()
+        self.in_flight -= 1
+        self.counts["failed"] += 1
+
+    def _keys(self, ep: _Episode) -> EpisodeKeys:
+        c = ep.cell
+        return EpisodeKeys(self.plan.run_id, c.episode_id, ep.attempt, c.task_id, c.model, c.seed, c.condition)
+
+    # ------------------------------------------------------------------ manifest
+    def _write_manifest(self, status: str, started_at: dt.datetime, total: int, skipped: int) -> None:
+        from jeval_ray.store.writer import write_json_atomic
+
+        plan, cfg = self.plan, self.cfg
+        old = _read_manifest(plan.fs, plan.run_path) or {}
+        invocations = [i for i in old.get("invocations", []) if i.get("started_at") != started_at.isoformat()]
+        invocations.append({"started_at": started_at.isoformat(), "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                            "status": status, "skipped": skipped, "done": self.counts["done"],
+                            "failed": self.counts["failed"], "retried": self.counts["retried"],
+                            "worker_replacements": self.replacements})
+        warn = cfg.seed_warning()
+        manifest = {
+            "kind": MANIFEST_KIND, "run_id": plan.run_id, "name": cfg.name, "status": status,
+            "created_at": old.get("created_at", started_at.isoformat()),
+            "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "package": "jeval_ray", "package_version": __version__,
+            "sweep_config": cfg.model_dump(mode="json"), "config_digest": cfg.digest(),
+            "grid": {"episodes": total, "tasks": [t.id for t in plan.grid.tasks], "models": plan.grid.models,
+                     "seeds": plan.grid.seeds, "conditions": {t: [c.name for c in cs] for t, cs in plan.grid.conditions.items()}},
+            "seed_warning": warn, "warnings": [warn] if warn else [],
+            "environment": environment_info(), "ray_address": plan.address or "local",
+            "layout": {"datasets": ["steps", "episodes", "dispositions", "judgments"],
+                       "partitioning": "hive: task_id=<id>/model=<uri-encoded name>", "files": "part-<uuid>.parquet"},
+            "dedup_rule": DEDUP_RULE,
+            "invocations": invocations,
+        }
+        write_json_atomic(plan.fs, f"{plan.run_path}/{MANIFEST}", manifest)
+
+
+#: CPUs reserved by an isolation worker (it runs one episode at a time)
+_SOLO_CPUS = 0.1
+
+
+def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
+              max_in_flight: int | None = None, progress: str | Progress = "quiet",
+              on_tick: Callable[[SweepDriver], None] | None = None, filesystem=None) -> SweepResult:
+    """Plan (unless given a plan), start or join Ray, run the sweep; returns counts and where it wrote."""
+    plan = cfg if isinstance(cfg, RunPlan) else plan_run(cfg, out=out, run_id=run_id, address=address,
+                                                          max_in_flight=max_in_flight, filesystem=filesystem)
+    prog = progress if isinstance(progress, Progress) else Progress(progress)
+    return SweepDriver(plan, prog, on_tick).run()
+
+
+__all__ = ["DEDUP_RULE", "MANIFEST", "RunPlan", "SweepDriver", "SweepError", "SweepResult", "environment_info", "init_ray",
+           "plan_run", "run_sweep"]

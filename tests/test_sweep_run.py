@@ -1,0 +1,159 @@
+"""A small sweep end to end: the Parquet layout, the records, and reading them back with every reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import tiny_config
+
+from jeval_ray.records.schemas import DATASETS
+from jeval_ray.store import read_dataset, read_run
+from jeval_ray.sweep import Grid, run_sweep, validate_config
+from jeval_ray.tasks import get_task
+
+TASKS = ["JE-1", "JE-13"]  # an L1 task (1 judge) and an L4 task (3 judges)
+MODELS = [{"name": "careful", "provider": "builtin", "agent": "careful"},
+          {"name": "org/naive-v1", "provider": "builtin", "agent": "naive"}]
+
+
+@pytest.fixture(scope="module")
+def sweep(ray_local, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep_run")
+    cfg = validate_config(tiny_config(tmp, tasks=TASKS, models=MODELS, conditions=["full", "withheld"]))
+    drivers = []
+    result = run_sweep(cfg, on_tick=lambda d: drivers.append(d) if not drivers else None)
+    return {"cfg": cfg, "result": result, "run_dir": Path(result.run_dir), "grid": Grid(cfg), "driver": drivers[0]}
+
+
+def _cells(sweep):
+    return list(sweep["grid"].cells())
+
+
+def test_every_grid_cell_completes_once(sweep):
+    r = sweep["result"]
+    assert r.total == len(sweep["grid"]) == 2 * 2 * 2 * 2
+    assert (r.done, r.failed, r.retried, r.skipped) == (r.total, 0, 0, 0)
+    eps = read_dataset(str(sweep["run_dir"]), "episodes")
+    assert sorted(eps["episode_id"].to_pylist()) == sorted(c.episode_id for c in _cells(sweep))
+    assert set(eps["status"].to_pylist()) == {"completed"} and set(eps["attempt"].to_pylist()) == {1}
+
+
+def test_the_layout_is_hive_partitioned_by_task_and_model_with_unique_part_files(sweep):
+    run = sweep["run_dir"]
+    assert (run / "manifest.json").is_file()
+    for name in DATASETS:
+        files = sorted((run / name).rglob("*"))
+        parts = [f for f in files if f.is_file()]
+        assert parts, name
+        for f in parts:
+            rel = f.relative_to(run / name).parts
+            assert rel[0].startswith("task_id=JE-") and rel[1].startswith("model=") and len(rel) == 3
+            assert f.name.startswith("part-") and f.suffix == ".parquet" and len(f.stem) == len("part-") + 32
+        dirs = {f.parent.relative_to(run / name).as_posix() for f in parts}
+        assert "task_id=JE-1/model=org%2Fnaive-v1" in dirs
+    assert not [p for p in run.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
+
+
+def test_files_do_not_store_the_partition_columns(sweep):
+    f = next((sweep["run_dir"] / "steps").rglob("*.parquet"))
+    names = pq.read_schema(f).names
+    assert "task_id" not in names and "model" not in names and "episode_id" in names
+
+
+def test_writes_are_batched_not_one_file_per_step(sweep):
+    r = sweep["result"]
+    assert r.files["steps"] <= r.files["episodes"] and r.rows["steps"] > 10 * r.files["steps"]
+
+
+def test_the_manifest_records_config_version_environment_and_seed_warning(sweep):
+    m = json.loads((sweep["run_dir"] / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["run_id"] == sweep["result"].run_id
+    assert m["package_version"] and m["environment"]["ray"] and m["environment"]["python"]
+    assert m["sweep_config"]["models"][1]["name"] == "org/naive-v1"
+    assert "variance is not measurable" in m["seed_warning"]
+    assert m["grid"]["episodes"] == 16 and m["dedup_rule"]
+
+
+def test_episode_rows_carry_the_run_config_contract_and_the_judged_score(sweep):
+    eps = read_dataset(str(sweep["run_dir"]), "episodes").to_pylist()
+    by_id = {c.episode_id: c for c in _cells(sweep)}
+    for row in eps:
+        cell = by_id[row["episode_id"]]
+        assert json.loads(row["run_config"]) == json.loads(cell.contract_json)
+        assert row["judges_ok"] == get_task(row["task_id"]).judges_per_episode
+        w = json.loads(row["run_config"])["scoring"]["weights"]
+        expect = w["outcome"] * row["outcome"] + w["process"] * row["process"] + w["rationale"] * row["rationale"]
+        assert row["score"] == pytest.approx(expect)
+        assert row["world_hash"] and row["n_steps"] > 0 and row["worker"]
+
+
+def test_judging_is_pipelined_with_playing(sweep):
+    t = sweep["driver"].timeline
+    assert t["first_judgment"] < t["last_episode_result"]
+
+
+def test_row_counts_agree_across_every_reader(sweep):
+    run = str(sweep["run_dir"])
+    ours = read_run(run)
+    n_eps = len(sweep["grid"])
+    assert ours["episodes"].num_rows == n_eps
+    judges = sum(get_task(t).judges_per_episode for t in ours["episodes"]["task_id"].to_pylist())
+    assert ours["judgments"].num_rows == judges > n_eps  # 1 judge per L1 episode, 3 per L4 episode
+    import duckdb
+    import pandas as pd
+    import polars as pl
+    import pyarrow.dataset as ds
+    import ray.data
+
+    from jeval_ray.store import partitioning
+
+    for name in DATASETS:
+        expect = ours[name].num_rows
+        models = sorted(set(ours[name]["model"].to_pylist()))
+        assert models == ["careful", "org/naive-v1"], name
+        glob = f"{run}/{name}/**/*.parquet"
+        duck = duckdb.sql(f"SELECT model, count(*) FROM read_parquet('{glob}', hive_partitioning=true) GROUP BY model").fetchall()
+        assert sum(n for _, n in duck) == expect and sorted(m for m, _ in duck) == models, name
+        plf = pl.scan_parquet(glob, hive_partitioning=True).select(pl.col("model")).collect()
+        assert plf.height == expect and sorted(plf["model"].unique().to_list()) == models, name
+        pdf = pd.read_parquet(f"{run}/{name}")
+        assert len(pdf) == expect and sorted(pdf["model"].astype(str).unique()) == models, name
+        pat = ds.dataset(f"{run}/{name}", schema=DATASETS[name], partitioning=partitioning()).to_table()
+        assert pat.num_rows == expect and sorted(set(pat["model"].to_pylist())) == models, name
+        rd = ray.data.read_parquet(f"{run}/{name}", partitioning=ray.data.datasource.partitioning.Partitioning("hive"))
+        rows = rd.select_columns(["model"]).take_all()
+        assert len(rows) == expect and sorted({r["model"] for r in rows}) == models, name
+
+
+def test_steps_and_dispositions_belong_to_their_episodes(sweep):
+    t = read_run(str(sweep["run_dir"]))
+    eps = {r["episode_id"]: r for r in t["episodes"].to_pylist()}
+    per_ep: dict[str, int] = {}
+    for r in t["steps"].select(["episode_id"]).to_pylist():
+        per_ep[r["episode_id"]] = per_ep.get(r["episode_id"], 0) + 1
+    assert per_ep == {k: v["n_steps"] for k, v in eps.items()}
+    assert set(t["dispositions"]["episode_id"].to_pylist()) <= set(eps)
+
+
+def test_readers_keep_columns_missing_from_older_files(sweep, tmp_path):
+    """A file written without a column (an older version) still reads with the unified schema."""
+    import shutil
+
+    run = tmp_path / "old"
+    shutil.copytree(sweep["run_dir"], run)
+    f = next((run / "episodes").rglob("*.parquet"))
+    old = pq.read_table(f).drop_columns(["judge_spread"])
+    pq.write_table(old, f)
+    eps = read_dataset(str(run), "episodes")
+    assert "judge_spread" in eps.column_names and eps.num_rows == len(sweep["grid"])
+
+
+def test_the_output_root_can_be_a_filesystem_uri(ray_local, tmp_path):
+    cfg = validate_config(tiny_config(tmp_path))
+    r = run_sweep(cfg, out=f"file://{tmp_path}/uri-root")
+    assert r.run_dir.startswith("file://") and r.done == 2
+    assert read_dataset(r.run_dir, "episodes").num_rows == 2
+    assert (tmp_path / "uri-root" / r.run_id / "manifest.json").is_file()
