@@ -161,6 +161,7 @@ def machine_parallelism() -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="sched,cpu,mem", help="comma list of sched, cpu, mem (parquet is reported by each)")
+    ap.add_argument("--cpu-seeds", type=int, default=20, help="seeds per task of the CPU-bound grid (x 16 tasks)")
     ap.add_argument("--memory-child", nargs=2, metavar=("N", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
@@ -176,7 +177,7 @@ def main() -> int:
         if "sched" in only:
             results["sched"] = bench_scheduling(tmp)
         if "cpu" in only:
-            results["cpu"] = bench_cpu(tmp)
+            results["cpu"] = bench_cpu(tmp, seeds=args.cpu_seeds)
     print(f"# bench_sweep on {os.cpu_count()} CPU(s), python {sys.version.split()[0]}; load average before "
           f"{load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
     print(f"# cores available to 2 spin loops: {par_before:.2f} before, {machine_parallelism():.2f} after "

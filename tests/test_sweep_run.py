@@ -90,8 +90,14 @@ def test_episode_rows_carry_the_run_config_contract_and_the_judged_score(sweep):
         assert row["world_hash"] and row["n_steps"] > 0 and row["worker"]
 
 
-def test_judging_is_pipelined_with_playing(sweep):
-    t = sweep["driver"].timeline
+def test_judging_is_pipelined_with_playing(ray_local, tmp_path):
+    # a simulated slow model (no CPU): playing outlasts the judge pool's start-up, as with real models
+    sim = {"name": "sim", "agent": "sleep", "agent_options": {"latency_ms": 200, "steps": 3}}
+    cfg = validate_config(tiny_config(tmp_path, models=[sim], seeds=24, allow_test_agents=True,
+                                      execution={"episodes_per_worker": 2}))
+    drivers = []
+    run_sweep(cfg, on_tick=lambda d: drivers.append(d) if not drivers else None)
+    t = drivers[0].timeline
     assert t["first_judgment"] < t["last_episode_result"]
 
 

@@ -7,6 +7,8 @@ observation, so nothing an agent sends can crash an episode.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -453,10 +455,16 @@ class Tool:
     run: Callable[[EpisodeState, Any], dict]
 
     def schema(self) -> dict:
-        """OpenAI function-calling schema, generated from the argument model."""
-        params = self.args.model_json_schema()
-        params.pop("title", None)
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+        """OpenAI function-calling schema, generated from the argument model (a fresh copy)."""
+        return copy.deepcopy(_schema_of(self.name, self.description, self.args))
+
+
+@functools.cache
+def _schema_of(name: str, description: str, args: type[_Args]) -> dict:
+    # pydantic rebuilds the JSON schema on every call; episodes reset thousands of times per sweep
+    params = args.model_json_schema()
+    params.pop("title", None)
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
 
 
 TOOLS: dict[str, Tool] = {

@@ -55,14 +55,18 @@ def dispositions_table(keys: EpisodeKeys, outcome) -> pa.Table:
 
 
 def judgments_table(keys: EpisodeKeys, judgments: list[Judgment], accounting: list[dict] | None = None) -> pa.Table:
+    return pa.Table.from_pylist(judgment_rows(keys, judgments, accounting), schema=JUDGMENTS)
+
+
+def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment], accounting: list[dict] | None = None) -> list[dict]:
+    """One row per judge of an episode (the ``judgments`` schema)."""
     k = keys.row()
     accounting = accounting or [{} for _ in judgments]
-    rows = [{**k, "judge": j.judge, "judge_idx": i, "rubric": j.rubric, "status": j.status, "rationale_score": j.rationale_score,
+    return [{**k, "judge": j.judge, "judge_idx": i, "rubric": j.rubric, "status": j.status, "rationale_score": j.rationale_score,
              "item_scores": json.dumps([d.model_dump() for d in j.dispositions]), "overall_comment": j.overall_comment,
              "error": j.error, "tokens_in": a.get("tokens_in", 0), "tokens_out": a.get("tokens_out", 0),
              "cost_usd": a.get("cost_usd", 0.0), "latency_ms": a.get("latency_ms", 0.0)}
             for i, (j, a) in enumerate(zip(judgments, accounting))]
-    return pa.Table.from_pylist(rows, schema=JUDGMENTS)
 
 
 def episode_row(keys: EpisodeKeys, outcome, *, agent: str, tier: str, run_config_json: str, judge_agg: dict,

@@ -82,7 +82,7 @@ class RunWriter:
         self.fs, self.run_path = fs, run_path.rstrip("/")
         self.flush_episodes, self.flush_seconds, self.flush_bytes = flush_episodes, flush_seconds, flush_bytes
         self.compression = compression
-        self._buf: dict[tuple[str, str], dict[str, list[pa.Table]]] = {}
+        self._buf: dict[tuple[str, str], dict[str, list[pa.Table | dict]]] = {}
         self._count: dict[tuple[str, str], int] = defaultdict(int)
         self._bytes = 0
         self._last_flush = time.monotonic()
@@ -93,14 +93,20 @@ class RunWriter:
     def buffered_episodes(self) -> int:
         return sum(self._count.values())
 
-    def add(self, task_id: str, model: str, tables: dict[str, pa.Table], n_episodes: int = 1) -> list[str]:
-        """Buffer one episode's tables; returns the episode ids flushed as a result (possibly none)."""
+    def add(self, task_id: str, model: str, tables: dict[str, pa.Table], n_episodes: int = 1,
+            rows: dict[str, list[dict]] | None = None) -> list[str]:
+        """Buffer one episode's tables (and small datasets as row dicts, converted once per flush);
+        returns the episode ids flushed as a result (possibly none)."""
         key = (task_id, model)
         buf = self._buf.setdefault(key, {name: [] for name in DATASETS})
         for name, t in tables.items():
             if t is not None and t.num_rows:
                 buf[name].append(t)
                 self._bytes += t.nbytes
+        for name, rs in (rows or {}).items():
+            if rs:
+                buf[name].extend(rs)
+                self._bytes += 512 * len(rs)  # a row dict's rough size: small next to the steps
         self._count[key] += n_episodes
         self.stats.bytes_buffered_peak = max(self.stats.bytes_buffered_peak, self._bytes)
         if self._bytes >= self.flush_bytes:
@@ -133,8 +139,12 @@ class RunWriter:
             parts = buf.get(name) or []
             if not parts:
                 continue
-            table = pa.concat_tables(parts)
-            self._bytes -= sum(p.nbytes for p in parts)
+            dicts = [p for p in parts if isinstance(p, dict)]
+            tables = [p for p in parts if not isinstance(p, dict)]
+            if dicts:
+                tables.append(pa.Table.from_pylist(dicts, schema=DATASETS[name]))
+            table = pa.concat_tables(tables)
+            self._bytes -= sum(p.nbytes for p in tables[: len(tables) - bool(dicts)]) + 512 * len(dicts)
             self._write(name, key, table)
             if name == "episodes":
                 ids = table.column("episode_id").to_pylist()

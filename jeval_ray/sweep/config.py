@@ -94,6 +94,10 @@ class ExecutionConfig(BaseModel):
     max_in_flight: int = Field(default=256, ge=1, description="Episodes dispatched and not yet judged and buffered.")
     episode_workers: int | Literal["auto"] = Field(default="auto", description="auto = one per CPU of the cluster.")
     episodes_per_worker: int = Field(default=64, ge=1, description="Concurrent episodes hosted by one async EpisodeWorker.")
+    batch_size: int | Literal["auto"] = Field(
+        default="auto",
+        description="Episodes sent to a worker in one Ray call. auto = 8 for built-in agents (CPU-bound, a few ms each: "
+                    "per-call overhead would dominate) and 1 for endpoint models (long-lived; judged as each finishes).")
     episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
     episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
     isolation_workers: int = Field(default=1, ge=1, description="Workers that run last attempts one at a time.")
@@ -101,6 +105,7 @@ class ExecutionConfig(BaseModel):
     judge_worker_cpus: float = Field(default=0.1, gt=0)
     judge_worker_resources: dict[str, float] = Field(default_factory=dict)
     judges_in_flight: int = Field(default=128, ge=1)
+    judge_batch_size: int = Field(default=16, ge=1, description="Judge packets sent to a judge worker in one Ray call.")
     max_attempts: int = Field(default=3, ge=1, le=20, description="Attempts per episode when its worker dies.")
     episode_timeout_s: float | None = Field(default=1800.0, gt=0)
     scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from jeval_ray import __version__
 from jeval_ray.errors import ConfigError, JEvalError
-from jeval_ray.records import EpisodeKeys, episodes_table, failed_episode_row, judgments_table
+from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
 from jeval_ray.store._fs import exists, is_dir, is_local, list_dir, resolve_fs
 from jeval_ray.sweep.config import SweepConfig
@@ -255,6 +255,7 @@ class SweepDriver:
         self.consecutive_start_failures = 0
         self._cells = None
         self._cells_exhausted = False
+        self._pending_cell = None  # a cell that did not fit the previous batch
         self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
         self._judges_per: dict[str, int] = {}
         self._weights: dict[str, Any] = {}
@@ -447,37 +448,63 @@ class SweepDriver:
             slot = self._pick("episode", self.ex.episodes_per_worker)
             if slot is None:
                 break
-            cell = next(self._cells, None)
-            if cell is None:
-                self._cells_exhausted = True
-                break
-            attempt = self.max_attempt.get(cell.episode_id, 0) + 1
-            self.in_flight += 1
-            self._submit(_Episode(cell, attempt, 1), slot)
+            room = min(self.ex.episodes_per_worker - slot.in_flight, mif - (self.in_flight - self.judging))
+            batch: list[_Episode] = []
+            while len(batch) < room:
+                cell = self._pending_cell or next(self._cells, None)
+                self._pending_cell = None
+                if cell is None:
+                    self._cells_exhausted = True
+                    break
+                size = self._batch_size(cell)
+                if batch and (size == 1 or len(batch) >= size):
+                    self._pending_cell = cell  # starts the next batch
+                    break
+                attempt = self.max_attempt.get(cell.episode_id, 0) + 1
+                self.in_flight += 1
+                batch.append(_Episode(cell, attempt, 1))
+                if size == 1:
+                    break
+            if batch:
+                self._submit_batch(batch, slot)
         while self.judge_queue and sum(s.in_flight for s in self.slots if s.kind == "judge") < self.ex.judges_in_flight:
             slot = self._pick("judge", self.ex.judges_in_flight)
             if slot is None:
                 break
-            ep, idx = self.judge_queue.popleft()
-            self._submit_judge(ep, idx, slot)
+            items = [self.judge_queue.popleft() for _ in range(min(self.ex.judge_batch_size, len(self.judge_queue),
+                                                                   self.ex.judges_in_flight - slot.in_flight))]
+            self._submit_judges(items, slot)
+
+    def _batch_size(self, cell: Cell) -> int:
+        if self.ex.batch_size != "auto":
+            return int(self.ex.batch_size)
+        return _BUILTIN_BATCH if self._models[cell.model].get("provider", "builtin") == "builtin" else 1
 
     def _submit(self, ep: _Episode, slot: _Slot) -> None:
-        c = ep.cell
-        job = {"run_id": self.plan.run_id, "episode_id": c.episode_id, "attempt": ep.attempt, "task_id": c.task_id,
-               "tier": c.tier, "model": c.model, "seed": c.seed, "condition": c.condition,
-               "tools_withheld": list(c.tools_withheld), "knobs": c.knobs, "step_budget": c.step_budget,
-               "contract_json": c.contract_json, "timeout_s": self.ex.episode_timeout_s}
-        ep.slot = slot
-        slot.in_flight += 1
-        self.timeline.setdefault("first_dispatch", time.monotonic())
-        result_ref, ep.packet_ref = slot.handle.run.options(num_returns=2).remote(job)
-        self.refs[result_ref] = ("episode", ep)
+        self._submit_batch([ep], slot)
 
-    def _submit_judge(self, ep: _Episode, idx: int, slot: _Slot) -> None:
+    def _job(self, ep: _Episode) -> dict:
+        c = ep.cell
+        return {"run_id": self.plan.run_id, "episode_id": c.episode_id, "attempt": ep.attempt, "task_id": c.task_id,
+                "tier": c.tier, "model": c.model, "seed": c.seed, "condition": c.condition,
+                "tools_withheld": list(c.tools_withheld), "knobs": c.knobs, "step_budget": c.step_budget,
+                "contract_json": c.contract_json, "timeout_s": self.ex.episode_timeout_s}
+
+    def _submit_batch(self, eps: list[_Episode], slot: _Slot) -> None:
+        for ep in eps:
+            ep.slot = slot
+        slot.in_flight += len(eps)
+        self.timeline.setdefault("first_dispatch", time.monotonic())
+        refs = slot.handle.run_many.options(num_returns=1 + len(eps)).remote([self._job(ep) for ep in eps])
+        for ep, packet_ref in zip(eps, refs[1:]):
+            ep.packet_ref = packet_ref
+        self.refs[refs[0]] = ("episodes", (eps, slot))
+
+    def _submit_judges(self, items: list[tuple[_Episode, int]], slot: _Slot) -> None:
         judges = self.cfg.scoring.judges
-        slot.in_flight += 1
-        ref = slot.handle.judge.remote(ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed)
-        self.refs[ref] = ("judge", (ep, idx, slot))
+        slot.in_flight += len(items)
+        calls = [(ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed) for ep, idx in items]
+        self.refs[slot.handle.judge_many.remote(calls)] = ("judges", (items, slot))
 
     # ------------------------------------------------------------------ results
     def _handle(self, ref) -> None:
@@ -500,44 +527,52 @@ class SweepDriver:
                     raise SweepError(f"workers die while starting: {exc}") from exc
                 self._retire(slot, f"failed to start: {exc}")
             return
-        if kind == "episode":
-            ep: _Episode = payload
-            slot = ep.slot
-            slot.in_flight -= 1
+        if kind == "episodes":
+            eps, slot = payload
+            slot.in_flight -= len(eps)
             try:
-                result = ray.get(ref)
+                results = ray.get(ref)
             except lost as exc:
                 self._retire(slot, str(exc))
-                self._episode_lost(ep, f"{type(exc).__name__}: {exc}")
+                for ep in eps:
+                    self._episode_lost(ep, f"{type(exc).__name__}: {exc}")
                 return
             except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be deserialised
-                result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:8000], "worker": slot.label}
+                err = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:8000], "worker": slot.label}
+                results = [err] * len(eps)
             self.timeline["last_episode_result"] = time.monotonic()
-            self._episode_result(ep, result)
+            for ep, result in zip(eps, results):
+                self._episode_result(ep, result)
             return
-        ep, idx, slot = payload
+        items, slot = payload
         self.timeline.setdefault("first_judgment", time.monotonic())
-        slot.in_flight -= 1
+        slot.in_flight -= len(items)
+        judges = self.cfg.scoring.judges
         try:
-            j = Judgment.model_validate(ray.get(ref))
-        except ObjectLostError as exc:  # the packet was lost with its node: the judge is not to blame
-            j = Judgment(judge=self.cfg.scoring.judges[idx % len(self.cfg.scoring.judges)], rubric=self.cfg.scoring.judge,
-                         status="failed", error=f"judge packet lost: {type(exc).__name__}: {exc}"[:2000])
+            answers = ray.get(ref)
         except lost as exc:
             self._retire(slot, str(exc))
-            tries = ep.judge_tries.get(idx, 1)
-            if tries < self.ex.max_attempts:
-                ep.judge_tries[idx] = tries + 1
-                self.judge_queue.append((ep, idx))
-                return
-            j = Judgment(judge=self.cfg.scoring.judges[idx % len(self.cfg.scoring.judges)], rubric=self.cfg.scoring.judge,
-                         status="failed", error=f"judge worker died on every attempt: {type(exc).__name__}: {exc}"[:2000])
+            answers = [None] * len(items)
+            err = f"judge worker died on every attempt: {type(exc).__name__}: {exc}"[:2000]
         except Exception as exc:  # noqa: BLE001
-            j = Judgment(judge="unknown", rubric=self.cfg.scoring.judge, status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
-        ep.judgments[idx] = j
-        ep.pending_judges -= 1
-        if ep.pending_judges == 0:
-            self._finish(ep)
+            answers = [{"__lost__": f"{type(exc).__name__}: {exc}"[:2000]}] * len(items)
+        for (ep, idx), answer in zip(items, answers):
+            name = judges[idx % len(judges)]
+            if answer is None:  # its judge worker died: judge again elsewhere, within bounds
+                tries = ep.judge_tries.get(idx, 1)
+                if tries < self.ex.max_attempts:
+                    ep.judge_tries[idx] = tries + 1
+                    self.judge_queue.append((ep, idx))
+                    continue
+                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=err)
+            elif "__lost__" in answer:
+                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=answer["__lost__"])
+            else:
+                j = Judgment.model_validate(answer)
+            ep.judgments[idx] = j
+            ep.pending_judges -= 1
+            if ep.pending_judges == 0:
+                self._finish(ep)
 
     def _episode_lost(self, ep: _Episode, error: str) -> None:
         ep.last_error = error
@@ -579,6 +614,7 @@ class SweepDriver:
         row = r["row"]
         keys = self._keys(ep)
         tables = {"steps": r["steps"], "dispositions": r["dispositions"]}
+        rows: dict[str, list[dict]] = {}
         if ep.judgments:
             self.judging -= 1
             agg = aggregate_judgments(ep.judgments)
@@ -586,10 +622,10 @@ class SweepDriver:
             row.update(rationale=agg["rationale"], judge_spread=agg["judge_spread"], judges_ok=agg["judges_ok"],
                        judges_failed=agg["judges_failed"], judge_cost_usd=0.0,
                        score=None if agg["rationale"] is None else combine(w, row["outcome"], row["process"], agg["rationale"]))
-            tables["judgments"] = judgments_table(keys, ep.judgments)
-        tables["episodes"] = episodes_table([row])
+            rows["judgments"] = judgment_rows(keys, ep.judgments)
+        rows["episodes"] = [row]
         ep.packet_ref = None  # release the packet
-        self.writer.add(c.task_id, c.model, tables)
+        self.writer.add(c.task_id, c.model, tables, rows=rows)
         self.timeline["last_finish"] = time.monotonic()
         self.in_flight -= 1
         self.counts["done" if row["status"] == "completed" else "failed"] += 1
@@ -600,7 +636,7 @@ class SweepDriver:
         agent = str(model.get("agent")) if model.get("provider", "builtin") == "builtin" else f"{model.get('provider')}:{model.get('model')}"
         row = failed_episode_row(self._keys(ep), agent=agent, tier=c.tier, run_config_json=c.contract_json,
                                  error=error[:8000], termination="error", worker=worker)
-        self.writer.add(c.task_id, c.model, {"episodes": episodes_table([row])})
+        self.writer.add(c.task_id, c.model, {}, rows={"episodes": [row]})
         self.timeline["last_finish"] = time.monotonic()
         self.in_flight -= 1
         self.counts["failed"] += 1
@@ -641,6 +677,8 @@ class SweepDriver:
 
 #: CPUs reserved by an isolation worker (it runs one episode at a time)
 _SOLO_CPUS = 0.1
+#: episodes per Ray call for built-in agents (batch_size: auto)
+_BUILTIN_BATCH = 8
 
 
 def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
