@@ -83,7 +83,10 @@ def render(rows: list[dict], console=None, title: str = "jeval_ray leaderboard")
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal or console.width < 150:
+            console = Console(width=160)  # logs and narrow terminals: wrap rather than truncate to "…"
     for cond in dict.fromkeys(r["condition"] for r in rows):
         t = Table(title=f"{title} - condition: {cond}")
         for c in ("rank", "model", "score", "±95%", "outcome", "process", "rationale", *TIERS, "episodes", "failed",
