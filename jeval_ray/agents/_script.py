@@ -81,6 +81,24 @@ class Kit:
                 return docs
             offset = obs["next_offset"]
 
+    def find_document(self, query: str, *title_words: str, require_title: bool = False) -> Generator[Action, str, str | None]:
+        """The id of the document whose title holds most of ``title_words`` among those matching
+        ``query`` (``search_documents`` when the task has it, else the whole listing); ties go to
+        the lowest id. With ``require_title``, None unless some title word matches."""
+        if self.has("search_documents"):
+            hits = (yield from self.call("search_documents", query=query)).get("documents", [])
+        else:
+            hits = yield from self.documents()
+        words = [w.lower() for w in title_words]
+
+        def score(d: dict) -> int:
+            return sum(w in d["title"].lower() for w in words)
+
+        ranked = sorted(hits, key=lambda d: (-score(d), d["doc_id"]))
+        if not ranked or (require_title and score(ranked[0]) == 0):
+            return None
+        return ranked[0]["doc_id"]
+
     def open(self, doc_id: str) -> Generator[Action, str, dict]:
         return (yield from self.call("open_document", doc_id=doc_id))
 

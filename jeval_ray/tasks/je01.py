@@ -82,19 +82,9 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(diffs)} entries that do not balance.")
 
 
-def find_policy(kit: Kit, words: str, title_hint: str):
-    """The id of the first document matching ``words`` (search when available, else the listing)."""
-    if kit.has("search_documents"):
-        hits = (yield from kit.call("search_documents", query=words)).get("documents", [])
-    else:
-        hits = yield from kit.documents()
-    hits = sorted(hits, key=lambda d: (title_hint.lower() not in d["title"].lower(), d["doc_id"]))
-    return hits[0]["doc_id"] if hits else None
-
-
 def careful(kit: Kit):
     """Reads the tolerance from the policy, verifies each unbalanced entry's lines, flags beyond tolerance."""
-    doc_id = yield from find_policy(kit, "rounding tolerated", "balancing and rounding")
+    doc_id = yield from kit.find_document("rounding tolerated", "balancing and rounding")
     tol = 0.0
     if doc_id:
         body = (yield from kit.open(doc_id)).get("body", "")

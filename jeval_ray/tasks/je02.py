@@ -121,22 +121,12 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(hits)} entries approved by their preparer.")
 
 
-def _find_doc(kit: Kit, query: str, title_words: tuple[str, ...]):
-    """The id of the document best matching ``title_words`` (search when available, else the listing)."""
-    if kit.has("search_documents"):
-        hits = (yield from kit.call("search_documents", query=query)).get("documents", [])
-    else:
-        hits = yield from kit.documents()
-    scored = sorted(hits, key=lambda d: (-sum(w in d["title"].lower() for w in title_words), d["doc_id"]))
-    return scored[0]["doc_id"] if scored and any(w in scored[0]["title"].lower() for w in title_words) else None
-
-
 def careful(kit: Kit):
     """Reads the user master and the approval policy, then flags manual self-approvals and clears
     system releases of automated postings."""
     users = yield from kit.master("users")
     system = {u["user_id"] for u in users if u.get("role") == "System"}
-    doc_id = yield from _find_doc(kit, "approval", ("approval", "journal entry"))
+    doc_id = yield from kit.find_document("approval", "approval", "journal entry", require_title=True)
     if doc_id:
         yield from kit.open(doc_id)
     hits = yield from _self_approved(kit)

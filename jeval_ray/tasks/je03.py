@@ -247,22 +247,12 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(hits)} entries posting to non-standard accounts.")
 
 
-def _find_doc(kit: Kit, query: str, title_words: tuple[str, ...]):
-    """The id of the document best matching ``title_words`` (search when available, else the listing)."""
-    if kit.has("search_documents"):
-        hits = (yield from kit.call("search_documents", query=query)).get("documents", [])
-    else:
-        hits = yield from kit.documents()
-    scored = sorted(hits, key=lambda d: (-sum(w in d["title"].lower() for w in title_words), d["doc_id"]))
-    return scored[0]["doc_id"] if scored and any(w in scored[0]["title"].lower() for w in title_words) else None
-
-
 def careful(kit: Kit):
     """Compares every line's account with the chart of accounts at the posting date: flags postings to
     missing, blocked, closed or not-yet-opened accounts, clears postings to changed accounts that were
     active at the posting date."""
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    log = yield from _find_doc(kit, "chart of accounts", ("chart of accounts", "maintenance"))
+    log = yield from kit.find_document("chart of accounts", "chart of accounts", "maintenance", require_title=True)
     if log:
         yield from kit.open(log)
     ents = yield from _postings(kit)

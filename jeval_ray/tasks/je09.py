@@ -220,20 +220,10 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(flags)} period-end and late-recorded entries.")
 
 
-def _find_doc(kit: Kit, words: str, title_hint: str):
-    """The id of the document best matching ``words`` (search when available, else the listing)."""
-    if kit.has("search_documents"):
-        hits = (yield from kit.call("search_documents", query=words)).get("documents", [])
-    else:
-        hits = yield from kit.documents()
-    hits = sorted(hits, key=lambda d: (title_hint.lower() not in d["title"].lower(), d["doc_id"]))
-    return hits[0]["doc_id"] if hits else None
-
-
 def careful(kit: Kit):
     """Reads the policy and close calendar, then vouches period-end revenue to delivery notes and
     compares every entry's recording date with its period's close date."""
-    policy = yield from _find_doc(kit, "cut-off close", "cut-off")
+    policy = yield from kit.find_document("cut-off close", "cut-off")
     pol = [policy] if policy else []
     if policy:
         yield from kit.open(policy)
