@@ -11,7 +11,7 @@ import pytest
 from jeval_ray.agents import make_agent
 from jeval_ray.episode import play
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks import available_tasks
+from jeval_ray.tasks import available_tasks, get_task
 from jeval_ray.world import generate_world
 
 AVAILABLE = [t.id for t in available_tasks()]
@@ -29,7 +29,7 @@ def test_careful_agent_reaches_outcome_095_on_every_seed(results, task_id):
         o = results[(task_id, "careful", s)]
         assert o.score.outcome >= 0.95, (task_id, s, o.score.verification)
         assert o.termination == "submitted"
-        assert o.score.verification.fabrications == 0
+        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
 
 
 @pytest.mark.parametrize("task_id", AVAILABLE)
@@ -43,6 +43,16 @@ def test_naive_agent_is_fooled_by_decoys(results, task_id):
     for s in SEEDS:
         if generate_world(task_id, s).decoys:
             assert results[(task_id, "naive", s)].score.outcome < 0.9, (task_id, s)
+
+
+@pytest.mark.parametrize("task_id, withheld", [(t.id, w) for t in available_tasks() for w in ((), t.withheld_variant)])
+def test_careful_fits_the_budget_at_the_largest_default_counts(task_id, withheld):
+    # 8 defects + 8 decoys is the top of the default 3-8 range; the withheld-tool variant too
+    budget = get_task(task_id).step_budget
+    for s in (0, 1):
+        o = play(task_id, "careful", s, {"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
+        assert o.termination == "submitted" and len(o.steps) <= budget
+        assert o.score.outcome >= 0.95, (task_id, withheld, s, o.score.verification)
 
 
 def test_unknown_builtin_agent_is_a_config_error():

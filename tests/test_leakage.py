@@ -3,8 +3,6 @@
 import itertools
 import re
 
-import pytest
-
 from jeval_ray.episode import play
 from jeval_ray.tasks import available_tasks
 

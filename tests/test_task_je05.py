@@ -10,12 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import statistics
 from collections import defaultdict
 
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.tasks import get_task
 from jeval_ray.world import generate_world
 
@@ -84,11 +82,6 @@ def covered(world, row: dict) -> list[str]:
 @pytest.fixture(scope="module")
 def worlds():
     return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-@pytest.fixture(scope="module")
-def episodes():
-    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
 
 
 def test_spec_is_available():
@@ -161,21 +154,3 @@ def test_world_is_deterministic():
     a, b = generate_world(TASK, 3), generate_world(TASK, 3)
     assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
     assert generate_world(TASK, 4).world_hash != a.world_hash
-
-
-def test_agents_discriminate(episodes):
-    for o in episodes["careful"]:
-        assert o.termination == "submitted" and o.score.outcome >= 0.95
-        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0
-    for o in episodes["naive"]:
-        assert o.score.outcome < 0.9
-    mean = {a: statistics.fmean(o.score.score for o in os) for a, os in episodes.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"]
-
-
-@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
-def test_careful_within_budget_at_maximum_counts(withheld):
-    for s in (0, 1):
-        o = play(TASK, "careful", s, {"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
-        assert o.termination == "submitted" and len(o.steps) <= get_task(TASK).step_budget
-        assert o.score.outcome >= 0.95

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import statistics
 
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -93,27 +91,3 @@ def test_nothing_visible_names_the_answer(world):
 
 def test_deterministic():
     assert generate_world("JE-7", 3).world_hash == generate_world("JE-7", 3).world_hash
-
-
-def test_agents_discriminate():
-    scores = {a: [] for a in ("random", "naive", "careful")}
-    for s in SEEDS:
-        for a in scores:
-            o = play("JE-7", a, s)
-            scores[a].append(o.score)
-            if a == "careful":
-                assert o.termination == "submitted"
-                assert o.score.outcome >= 0.95, (s, o.score.verification)
-            if a == "naive":
-                assert o.score.outcome < 0.9
-    mean = {a: statistics.mean(x.score for x in v) for a, v in scores.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"]
-
-
-@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
-def test_careful_fits_the_budget_at_maximum_counts(withheld):
-    for s in (0, 1):
-        o = play("JE-7", "careful", s, knobs={"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
-        assert o.termination == "submitted" and len(o.steps) <= 60
-        assert o.score.outcome >= 0.95
-        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import statistics
 
 import numpy as np
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 from jeval_ray.world._base import month_close_dates
 
@@ -103,22 +101,3 @@ def test_no_hidden_labels_in_visible_text(world):
 
 def test_world_is_deterministic():
     assert generate_world("JE-9", 3).world_hash == generate_world("JE-9", 3).world_hash
-
-
-def test_agents_discriminate():
-    runs = {a: [play("JE-9", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
-    for o in runs["careful"]:
-        assert o.score.outcome >= 0.95, (o.seed, o.score.verification)
-        assert o.termination == "submitted"
-    assert all(o.score.outcome < 0.9 for o in runs["naive"])
-    mean = {a: statistics.mean(o.score.score for o in outs) for a, outs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"], mean
-
-
-@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
-def test_careful_within_budget_at_maximum_counts(withheld):
-    for seed in (0, 1):
-        o = play("JE-9", "careful", seed, knobs={"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
-        assert o.termination == "submitted" and len(o.steps) <= 80
-        assert o.score.outcome >= 0.95
-        assert o.score.verification.fabrications == 0 and o.score.verification.premature_disposition == 0

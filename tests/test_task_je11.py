@@ -110,13 +110,6 @@ def test_careful_solves_every_seed_and_naive_is_fooled(results):
     assert mean["random"] < mean["naive"] < mean["careful"], mean
 
 
-def test_careful_fits_the_budget_at_maximum_counts():
-    for s in (0, 1):
-        o = play("JE-11", "careful", s, {"n_defects": 8, "n_decoys": 8})
-        assert o.termination == "submitted" and len(o.steps) <= 80
-        assert o.score.outcome >= 0.95
-
-
 def test_careful_without_search_documents():
     o = play("JE-11", "careful", 2, tools_withheld=("search_documents",))
     assert o.score.outcome >= 0.95

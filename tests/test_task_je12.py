@@ -109,13 +109,6 @@ def test_careful_solves_every_seed_with_a_baseline_first(results):
     assert mean["random"] < mean["naive"] < mean["careful"], mean
 
 
-def test_careful_fits_the_budget_at_maximum_counts():
-    for s in (0, 1):
-        o = play("JE-12", "careful", s, {"n_defects": 8, "n_decoys": 8})
-        assert o.termination == "submitted" and len(o.steps) <= 80
-        assert o.score.outcome >= 0.95
-
-
 def test_careful_without_compute_stats_still_finds_the_outliers():
     o = play("JE-12", "careful", 1, tools_withheld=("compute_stats",))
     assert o.score.outcome >= 0.95

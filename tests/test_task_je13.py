@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 
 import numpy as np
 import pyarrow.compute as pc
@@ -11,7 +10,6 @@ import pytest
 
 from jeval_ray.env import JEEnv
 from jeval_ray.env._tools import digit_test
-from jeval_ray.episode import play
 from jeval_ray.tasks.je13 import MIN_TEST
 from jeval_ray.world import generate_world
 
@@ -172,26 +170,3 @@ def test_documents_say_nothing_about_the_answer_key():
 
 
 # ---------------------------------------------------------------------------- the built-in agents
-@pytest.fixture(scope="module")
-def runs():
-    return {a: [play("JE-13", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
-
-
-def test_careful_solves_every_seed(runs):
-    for o in runs["careful"]:
-        assert o.score.outcome >= 0.95, (o.seed, o.score.verification)
-        assert o.score.verification.baseline_before_claim is True
-
-
-def test_naive_is_caught_by_the_decoys(runs):
-    assert all(o.score.outcome < 0.9 for o in runs["naive"])
-
-
-def test_scores_rank_random_below_naive_below_careful(runs):
-    mean = {a: statistics.fmean(o.score.score for o in outs) for a, outs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"]
-
-
-def test_careful_fits_the_budget_at_the_largest_default_counts():
-    o = play("JE-13", "careful", 0, {"n_defects": 8, "n_decoys": 8})
-    assert o.termination == "submitted" and o.score.outcome >= 0.95

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import statistics
 
 import pytest
 
@@ -111,17 +110,3 @@ def test_careful_solves_every_seed_with_the_right_amounts(runs):
         v = o.score.verification
         assert o.score.outcome >= 0.95, (o.seed, v)
         assert v.misstatement_error == pytest.approx(0.0, abs=1e-6) and v.evidence_coverage == 1.0
-
-
-def test_naive_is_caught_by_the_decoys(runs):
-    assert all(o.score.outcome < 0.9 for o in runs["naive"])
-
-
-def test_scores_rank_random_below_naive_below_careful(runs):
-    mean = {a: statistics.fmean(o.score.score for o in outs) for a, outs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"]
-
-
-def test_careful_fits_the_budget_at_the_largest_default_counts():
-    o = play("JE-14", "careful", 0, {"n_defects": 8, "n_decoys": 8})
-    assert o.termination == "submitted" and o.score.outcome >= 0.95

@@ -4,12 +4,10 @@ documents, the base is clean, the scoring hook rewards naming the user, and the 
 from __future__ import annotations
 
 import re
-import statistics
 
 import pytest
 
 from jeval_ray.env._tools import Disposition, EpisodeState
-from jeval_ray.episode import play
 from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je15 import outcome_adjust
 from jeval_ray.world import generate_world
@@ -30,11 +28,6 @@ def table(world, name) -> list[dict]:
 @pytest.fixture(scope="module")
 def worlds():
     return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-@pytest.fixture(scope="module")
-def episodes():
-    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
 
 
 def test_spec_is_available():
@@ -137,23 +130,3 @@ def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
     flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
     _, extra = outcome_adjust(w, _state(w, "", flags), 1.0)
     assert extra["scheme_user_named"] is True
-
-
-def test_agents_discriminate(episodes):
-    for o in episodes["careful"]:
-        v = o.score.verification
-        assert o.termination == "submitted" and o.score.outcome >= 0.95, (o.seed, v)
-        assert v.fabrications == 0 and v.premature_disposition == 0 and v.extra["scheme_user_named"]
-    for o in episodes["naive"]:
-        assert o.score.outcome < 0.9 and not o.score.verification.extra["scheme_user_named"]
-    mean = {a: statistics.mean(o.score.score for o in outs) for a, outs in episodes.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"], mean
-
-
-@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
-def test_careful_within_budget_at_maximum_counts(withheld):
-    for seed in (0, 1):
-        o = play(TASK, "careful", seed, knobs={"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
-        v = o.score.verification
-        assert o.termination == "submitted" and len(o.steps) <= 120
-        assert o.score.outcome >= 0.95 and v.fabrications == 0 and v.premature_disposition == 0

@@ -5,13 +5,11 @@ base is clean, premature dispositions cost, and the agents discriminate."""
 from __future__ import annotations
 
 import re
-import statistics
 
 import numpy as np
 import pytest
 
 from jeval_ray.agents import entries_of
-from jeval_ray.episode import play
 from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je16 import KINDS, _account_ok, _off_window, _rules, _user_ok
 from jeval_ray.world import generate_world
@@ -59,11 +57,6 @@ def worlds():
 def big():
     """Enough exceptions and decoys that every kind and variant appears."""
     return generate_world(TASK, 1, {"n_entries": 3000, "n_defects": 30, "n_decoys": 30, "near_miss": 1.0})
-
-
-@pytest.fixture(scope="module")
-def episodes():
-    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("careful", "naive", "random")}
 
 
 def test_spec_scores_premature_dispositions():
@@ -181,25 +174,3 @@ def test_no_hidden_labels_in_visible_text(worlds):
 
 def test_world_is_deterministic():
     assert generate_world(TASK, 3).world_hash == generate_world(TASK, 3).world_hash
-
-
-def test_agents_discriminate(episodes):
-    for o in episodes["careful"]:
-        v = o.score.verification
-        assert o.termination == "submitted" and o.score.outcome >= 0.95, (o.seed, v)
-        assert v.fabrications == 0 and v.premature_disposition == 0
-    for o in episodes["naive"]:
-        assert o.score.outcome < 0.9
-        # naive disposes without opening the evidence: every disposition of a planted entry is premature
-        assert o.score.verification.premature_disposition > 0
-    mean = {a: statistics.mean(o.score.score for o in outs) for a, outs in episodes.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"], mean
-
-
-@pytest.mark.parametrize("withheld", [(), ("search_documents",)])
-def test_careful_within_budget_at_maximum_counts(withheld):
-    for seed in (0, 1):
-        o = play(TASK, "careful", seed, knobs={"n_defects": 8, "n_decoys": 8}, tools_withheld=withheld)
-        v = o.score.verification
-        assert o.termination == "submitted" and len(o.steps) <= 120
-        assert o.score.outcome >= 0.95 and v.fabrications == 0 and v.premature_disposition == 0

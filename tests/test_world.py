@@ -8,7 +8,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from jeval_ray.errors import ConfigError, TaskNotAvailableError, UnknownTaskError
+from jeval_ray.errors import ConfigError, UnknownTaskError
 from jeval_ray.tasks import available_tasks
 from jeval_ray.world import generate_world
 
