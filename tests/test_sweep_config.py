@@ -300,3 +300,22 @@ def test_the_dry_run_survives_a_closed_pipe(tmp_path):
     out = subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=str(ROOT),
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.startswith("# run") and "Traceback" not in out.stderr
+
+
+def test_a_condition_can_carry_knob_overrides_such_as_prompt_injection(tmp_path):
+    injected = {"name": "injected", "knobs": {"prompt_injection": True}}
+    cfg = validate_config(tiny_config(tmp_path, tasks=["JE-1", "JE-16"], conditions=["full", injected]))
+    cells = list(Grid(cfg).cells())
+    by_cond = {c: [x for x in cells if x.condition == c] for c in ("full", "injected")}
+    assert len(by_cond["full"]) == len(by_cond["injected"]) == len(cells) // 2
+    for cond, flag in (("full", False), ("injected", True)):
+        for cell in by_cond[cond]:
+            assert cell.knobs["prompt_injection"] is flag
+            assert json.loads(cell.contract_json)["generator"]["prompt_injection"] is flag
+    assert {c.episode_id for c in by_cond["full"]}.isdisjoint(c.episode_id for c in by_cond["injected"])
+
+
+def test_a_bad_knob_in_a_condition_names_the_condition(tmp_path):
+    bad = {"name": "odd", "knobs": {"prompt_injektion": True}}
+    with pytest.raises(ConfigError, match=r"conditions\[1\]\.knobs.*unknown knob 'prompt_injektion'"):
+        Grid(validate_config(tiny_config(tmp_path, conditions=["full", bad])))

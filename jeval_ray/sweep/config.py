@@ -70,11 +70,17 @@ class ModelEntry(BaseModel):
 
 
 class ConditionSpec(BaseModel):
-    """A named withheld-tool condition (``full`` and ``withheld`` are built in)."""
+    """A named condition: withheld tools and/or knob overrides (``full`` and ``withheld`` are built in).
+
+    ``{name: injected, knobs: {prompt_injection: true}}`` measures prompt injection as a condition
+    of its own; it is scored and reported apart from ``full``, like a withheld-tool condition.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:+-]+$")
     withhold: list[str] = Field(default_factory=list, description="Tools removed from every task of this condition.")
+    knobs: dict[str, Any] = Field(default_factory=dict, description="Knob overrides of this condition, on top of "
+                                  "knobs and task_knobs (e.g. {prompt_injection: true}).")
 
 
 class ScoringConfig(BaseModel):
@@ -141,7 +147,7 @@ class SweepConfig(BaseModel):
     seeds: int | list[int] = Field(default=5, description="A count (seeds 0..n-1) or an explicit list.")
     conditions: list[str | ConditionSpec] = Field(
         default_factory=lambda: [FULL, WITHHELD],
-        description="'full', 'withheld' (each task's withheld_variant) or {name, withhold: [tools]}.")
+        description="'full', 'withheld' (each task's withheld_variant) or {name, withhold: [tools], knobs: {...}}.")
     knobs: dict[str, Any] = Field(default_factory=dict, description="Difficulty-knob overrides for every task.")
     task_knobs: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-task knob overrides.")
     step_budget: int | None = Field(default=None, ge=1, description="null = each task's budget.")

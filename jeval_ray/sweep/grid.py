@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from jeval_ray.contract import RunConfigContract, make_contract
 from jeval_ray.errors import ConfigError
 from jeval_ray.records import episode_id
-from jeval_ray.tasks import TASK_IDS, TaskSpec, Weights, available_tasks, get_task
+from jeval_ray.tasks import TASK_IDS, TaskSpec, Weights, available_tasks, get_task, resolve_knobs
 
 
 @dataclass(frozen=True)
 class Condition:
-    """A condition resolved for one task: its name and the tools it withholds."""
+    """A condition resolved for one task: its name, the tools it withholds and its knob overrides."""
 
     name: str
     tools_withheld: tuple[str, ...]
+    knobs: dict = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,19 @@ def resolve_conditions(cfg, tasks: list[TaskSpec]) -> dict[str, list[Condition]]
                         out[t.id].append(Condition(WITHHELD, tuple(t.withheld_variant)))
                 else:
                     raise ConfigError(f"field 'conditions[{i}]': unknown condition {c!r}. "
-                                      f"Fix: use 'full', 'withheld' or {{name: ..., withhold: [tools]}}.")
+                                      f"Fix: use 'full', 'withheld' or {{name: ..., withhold: [tools], knobs: {{...}}}}.")
             else:
                 try:
                     resolve_tools(t.id, tuple(c.withhold))
                 except ConfigError as exc:
                     raise ConfigError(f"field 'conditions[{i}].withhold': {exc}. "
                                       f"Fix: withhold only tools of every task in the sweep (or narrow tasks).") from None
-                out[t.id].append(Condition(c.name, tuple(c.withhold)))
+                try:
+                    resolve_knobs(t.id, {**_knobs_for(cfg, t), **c.knobs})
+                except ConfigError as exc:
+                    raise ConfigError(f"field 'conditions[{i}].knobs': {exc}. "
+                                      "Fix: use knob names and values from `python -m jeval_ray.tasks --json`.") from None
+                out[t.id].append(Condition(c.name, tuple(c.withhold), dict(c.knobs)))
     return out
 
 
@@ -128,7 +134,8 @@ class Grid:
         return sum(len(self.conditions[t.id]) for t in self.tasks) * len(self.models) * len(self.seeds)
 
     def base_contract(self, task: TaskSpec, cond: Condition) -> RunConfigContract:
-        c = make_contract(task.id, self.seeds[0], knobs=_knobs_for(self.cfg, task), tools_withheld=cond.tools_withheld,
+        c = make_contract(task.id, self.seeds[0], knobs={**_knobs_for(self.cfg, task), **cond.knobs},
+                          tools_withheld=cond.tools_withheld,
                           step_budget=self.cfg.step_budget, models=self.models, n_seeds=len(self.seeds),
                           judge=self.cfg.scoring.judge, weights=_weights_for(self.cfg, task))
         if self.cfg.scoring.judges_per_episode:
