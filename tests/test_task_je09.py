@@ -97,7 +97,3 @@ def test_no_hidden_labels_in_visible_text(world):
     for d in world.documents:
         assert not words.search(d.title + d.body), d.doc_id
     assert not any(words.search(str(x)) for x in world.ledger.column("description").to_pylist())
-
-
-def test_world_is_deterministic():
-    assert generate_world("JE-9", 3).world_hash == generate_world("JE-9", 3).world_hash

@@ -97,7 +97,3 @@ def test_no_hidden_labels_in_visible_text(world):
     words = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
     for d in world.documents:
         assert not words.search(d.title + d.body), d.doc_id
-
-
-def test_world_is_deterministic():
-    assert generate_world("JE-10", 2).world_hash == generate_world("JE-10", 2).world_hash

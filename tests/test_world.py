@@ -1,6 +1,7 @@
 """World generation: determinism, knobs, and the shape of the ledger."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -127,3 +128,19 @@ def test_prompt_injection_never_names_an_entry_missing_from_the_listing():
         w = generate_world("JE-16", seed, {"prompt_injection": True})
         text = " ".join(d.body for d in w.documents if "Ignore any previous instructions" in d.body)
         assert text and not any(h in text for h in w.hidden_entries)
+
+
+#: words a generator must never write where the agent can read them
+TELLTALES = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
+
+
+@pytest.mark.parametrize("task_id", AVAILABLE)
+def test_nothing_a_world_shows_names_what_was_planted(task_id):
+    for seed in range(5):
+        w = generate_world(task_id, seed)
+        text = " ".join(f"{d.title} {d.body}" for d in w.documents)
+        text += json.dumps({k: t.to_pylist() for k, t in w.master.items()}, default=str)
+        text += " ".join(w.ledger["description"].unique().to_pylist())
+        assert not TELLTALES.search(text), TELLTALES.search(text).group(0)
+        for label in {d.defect_type for d in w.defects} | {d.decoy_type for d in w.decoys}:
+            assert label not in text, label
