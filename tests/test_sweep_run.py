@@ -93,7 +93,7 @@ def test_episode_rows_carry_the_run_config_contract_and_the_judged_score(sweep):
 def test_judging_is_pipelined_with_playing(ray_local, tmp_path):
     # a simulated slow model (no CPU): playing outlasts the judge pool's start-up, as with real models
     sim = {"name": "sim", "agent": "sleep", "agent_options": {"latency_ms": 200, "steps": 3}}
-    cfg = validate_config(tiny_config(tmp_path, models=[sim], seeds=24, allow_test_agents=True,
+    cfg = validate_config(tiny_config(tmp_path, models=[sim], seeds=40, allow_test_agents=True,
                                       execution={"episodes_per_worker": 2}))
     drivers = []
     run_sweep(cfg, on_tick=lambda d: drivers.append(d) if not drivers else None)
