@@ -50,30 +50,28 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     totals = [0, 0, 0.0]
     error = None
     try:
-        while not env.done:
-            remaining = None if timeout_s is None else timeout_s - (time.perf_counter() - t0)
-            if remaining is not None and remaining <= 0:
-                env.end(f"timeout: episode exceeded {timeout_s:.0f} s")
-                break
-            turn = await (agent.act(observations) if remaining is None else asyncio.wait_for(agent.act(observations), remaining))
-            totals[0] += turn.tokens_in
-            totals[1] += turn.tokens_out
-            totals[2] += turn.cost_usd
-            if turn.stop_reason:
-                env.end(turn.stop_reason)
-                break
-            actions = turn.actions or [Action(tool="", args={"reply": (turn.text or "")[:2000]})]
-            observations = []
-            for i, action in enumerate(actions):
-                text, _r, _term, _trunc, step_info = env.step(action)
-                if i == 0:
-                    _account(env.steps[-1], turn)
-                if action.tool == "":
-                    text = NO_TOOL_REMINDER
-                observations.append(Observation(action.call_id, action.tool, text, step_info["is_error"]))
-                if env.done:
+        # One deadline for the whole episode (not a wait_for per turn: that costs a Task per turn).
+        async with asyncio.timeout(timeout_s):
+            while not env.done:
+                turn = await agent.act(observations)
+                totals[0] += turn.tokens_in
+                totals[1] += turn.tokens_out
+                totals[2] += turn.cost_usd
+                if turn.stop_reason:
+                    env.end(turn.stop_reason)
                     break
-    except asyncio.TimeoutError:
+                actions = turn.actions or [Action(tool="", args={"reply": (turn.text or "")[:2000]})]
+                observations = []
+                for i, action in enumerate(actions):
+                    text, _r, _term, _trunc, step_info = env.step(action)
+                    if i == 0:
+                        _account(env.steps[-1], turn)
+                    if action.tool == "":
+                        text = NO_TOOL_REMINDER
+                    observations.append(Observation(action.call_id, action.tool, text, step_info["is_error"]))
+                    if env.done:
+                        break
+    except TimeoutError:
         env.end(f"timeout: episode exceeded {timeout_s:.0f} s")
     finally:
         await agent.aclose()

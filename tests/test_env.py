@@ -211,3 +211,19 @@ def test_compute_stats_answers_tiny_populations_with_a_message_not_a_number():
     obs, _ = _obs(env, "compute_stats", group_by="account", robust=True, top_z=3)
     assert obs["z_method"].startswith("robust") and len(obs["top_z_scores"]) == 3
     assert all("account" in r for r in obs["top_z_scores"])
+
+
+def test_an_episode_over_its_deadline_ends_as_a_failed_timeout_and_keeps_its_steps():
+    import asyncio
+
+    from jeval_ray.episode import play_episode
+    from jeval_ray.sweep.agents import SleepAgent
+
+    env = JEEnv("JE-1")
+    out = asyncio.run(play_episode(env, SleepAgent(latency_ms=40, steps=50), 0, timeout_s=0.3))
+    assert out.status == "failed" and out.termination.startswith("timeout: episode exceeded")
+    assert out.error == out.termination
+    assert 2 <= len(out.steps) < 50  # it played until the deadline, then stopped
+    assert out.wall_s < 1.0
+    quick = asyncio.run(play_episode(JEEnv("JE-1"), SleepAgent(latency_ms=1, steps=2), 0, timeout_s=5))
+    assert quick.status == "completed" and quick.termination == "submitted"

@@ -35,23 +35,44 @@ class EpisodeKeys:
                 "model": self.model, "seed": int(self.seed), "condition": self.condition}
 
 
-def steps_table(keys: EpisodeKeys, outcome, keep_observations: bool = True) -> pa.Table:
+def steps_rows(keys: EpisodeKeys, outcome, keep_observations: bool = True) -> list[dict]:
+    """One row per step (the ``steps`` schema)."""
     k = keys.row()
-    rows = [{**k, "step_idx": s.step_idx, "tool": s.tool, "args": s.args, "observation_hash": s.observation_hash,
+    return [{**k, "step_idx": s.step_idx, "tool": s.tool, "args": s.args, "observation_hash": s.observation_hash,
              "tokens_in": s.tokens_in, "tokens_out": s.tokens_out, "latency_ms": s.latency_ms,
              "reasoning_trace": s.reasoning_trace, "is_error": s.is_error, "timestamp": s.timestamp,
              "observation": s.observation if keep_observations else None} for s in outcome.steps]
-    return pa.Table.from_pylist(rows, schema=STEPS)
 
 
-def dispositions_table(keys: EpisodeKeys, outcome) -> pa.Table:
+def steps_table(keys: EpisodeKeys, outcome, keep_observations: bool = True) -> pa.Table:
+    return pa.Table.from_pylist(steps_rows(keys, outcome, keep_observations), schema=STEPS)
+
+
+def dispositions_rows(keys: EpisodeKeys, outcome) -> list[dict]:
+    """One row per disposition, in the order they were made (the ``dispositions`` schema)."""
     k = keys.row()
     last = {d["entry_id"]: i for i, d in enumerate(outcome.dispositions)}
-    rows = [{**k, "step_idx": d["step_idx"], "entry_id": d["entry_id"], "decision": d["decision"], "criteria": d["criteria"],
+    return [{**k, "step_idx": d["step_idx"], "entry_id": d["entry_id"], "decision": d["decision"], "criteria": d["criteria"],
              "evidence": d["evidence"], "rationale": d["rationale"], "amount": d["amount"], "fabricated": d["fabricated"],
              "is_final": last[d["entry_id"]] == i, "is_exception": d["reference"]["is_exception"]}
             for i, d in enumerate(outcome.dispositions)]
-    return pa.Table.from_pylist(rows, schema=DISPOSITIONS)
+
+
+def dispositions_table(keys: EpisodeKeys, outcome) -> pa.Table:
+    return pa.Table.from_pylist(dispositions_rows(keys, outcome), schema=DISPOSITIONS)
+
+
+def table_to_ipc(table: pa.Table) -> bytes:
+    """An Arrow table as one IPC stream (how record tables travel between processes: one buffer,
+    read back without copying, instead of a pickle of every column)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def table_from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
 def judgments_table(keys: EpisodeKeys, judgments: list[Judgment], accounting: list[dict] | None = None) -> pa.Table:

@@ -7,10 +7,29 @@
     print(result.run_dir)
 """
 
-from jeval_ray.sweep.agents import make_model_agent
-from jeval_ray.sweep.config import SweepConfig, json_schema, load_sweep_config, validate_config
-from jeval_ray.sweep.driver import RunPlan, SweepDriver, SweepError, SweepResult, plan_run, run_sweep
-from jeval_ray.sweep.grid import Cell, Grid
+import importlib
 
-__all__ = ["Cell", "Grid", "RunPlan", "SweepConfig", "SweepDriver", "SweepError", "SweepResult", "json_schema",
-           "load_sweep_config", "make_model_agent", "plan_run", "run_sweep", "validate_config"]
+#: Public names and the module that defines each. Imported on first use (PEP 562), so a Ray
+#: worker that unpickles ``jeval_ray.sweep.actors`` does not import the driver, the readers
+#: (pyarrow.dataset, pandas) or the config machinery: worker start-up is part of every sweep.
+_EXPORTS = {
+    "make_model_agent": "agents",
+    "SweepConfig": "config", "json_schema": "config", "load_sweep_config": "config", "validate_config": "config",
+    "RunPlan": "driver", "SweepDriver": "driver", "SweepError": "driver", "SweepResult": "driver", "plan_run": "driver",
+    "run_sweep": "driver",
+    "Cell": "grid", "Grid": "grid",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'jeval_ray.sweep' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"jeval_ray.sweep.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -19,7 +19,9 @@ import traceback
 
 import ray
 
-from jeval_ray.records import EpisodeKeys, dispositions_table, episode_row, steps_table
+import pyarrow as pa
+
+from jeval_ray.records import DISPOSITIONS, STEPS, EpisodeKeys, dispositions_rows, episode_row, steps_rows, table_to_ipc
 
 
 def _now() -> dt.datetime:
@@ -38,18 +40,35 @@ class EpisodeWorker:
     async def ready(self) -> dict:
         return {"label": self.label, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
 
-    async def run_many(self, jobs: list[dict]) -> tuple:
-        """Play several episodes (concurrently); returns ``(results, packet_1, ..., packet_n)``.
+    async def run_many(self, jobs: list[dict]) -> tuple[dict, list]:
+        """Play several episodes (concurrently); returns ``(batch, packets)``: two Ray objects.
 
-        The driver calls this with ``num_returns=1 + len(jobs)`` and hands each packet's ref
-        straight to the judge pool, so a packet (with the text of every cited document) never
-        passes through it. A batch amortises Ray's per-call cost over CPU-bound episodes.
+        ``batch`` holds one result dict per job plus the steps and dispositions of every episode
+        as one Arrow IPC buffer per dataset (each result names its rows' ``(offset, length)``);
+        ``packets`` holds each episode's judge packet (None when there is nothing to judge). The
+        driver calls this with ``num_returns=2`` and hands the packets' ref straight to the judge
+        pool, so a packet (with the text of every cited document) never passes through it. One
+        call, two objects and two buffers per batch amortise Ray's per-call and per-object costs
+        over CPU-bound episodes.
         """
         outs = await asyncio.gather(*(self.run(job) for job in jobs))
-        return ([r for r, _ in outs], *(p for _, p in outs))
+        steps: list[dict] = []
+        disps: list[dict] = []
+        results = []
+        for result, _packet, rows in outs:
+            if rows is not None:
+                result["steps_rows"] = (len(steps), len(rows[0]))
+                result["dispositions_rows"] = (len(disps), len(rows[1]))
+                steps += rows[0]
+                disps += rows[1]
+            results.append(result)
+        batch = {"results": results,
+                 "steps": table_to_ipc(pa.Table.from_pylist(steps, schema=STEPS)) if steps else None,
+                 "dispositions": table_to_ipc(pa.Table.from_pylist(disps, schema=DISPOSITIONS)) if disps else None}
+        return batch, [p for _, p, _ in outs]
 
-    async def run(self, job: dict) -> tuple[dict, dict | None]:
-        """Play one episode; returns (its records, its judge packet or None)."""
+    async def run(self, job: dict) -> tuple[dict, dict | None, tuple[list, list] | None]:
+        """Play one episode; returns (its result, its judge packet or None, its (steps, dispositions) rows)."""
         from jeval_ray.env import JEEnv
         from jeval_ray.episode import play_episode
         from jeval_ray.sweep.agents import make_model_agent
@@ -66,20 +85,15 @@ class EpisodeWorker:
             outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"))
         except Exception as exc:  # noqa: BLE001 - recorded as a failed episode with its traceback
             err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"[:8000]
-            return {"status": "error", "error": err, "worker": self.label}, None
+            return {"status": "error", "error": err, "worker": self.label}, None, None
         finally:
             self.running -= 1
         row = episode_row(keys, outcome, agent=_agent_label(entry), tier=job["tier"], run_config_json=job["contract_json"],
                           judge_agg={}, final_score=None, worker=self.label, started_at=started, finished_at=_now())
         judged = outcome.status == "completed"
-        return {
-            "status": "ok",
-            "row": row,
-            "steps": steps_table(keys, outcome, keep_observations=self.keep_observations),
-            "dispositions": dispositions_table(keys, outcome),
-            "judge": judged,
-            "worker": self.label,
-        }, (outcome.judge_packet if judged else None)
+        rows = (steps_rows(keys, outcome, keep_observations=self.keep_observations), dispositions_rows(keys, outcome))
+        return ({"status": "ok", "row": row, "judge": judged, "worker": self.label},
+                outcome.judge_packet if judged else None, rows)
 
 
 def _agent_label(entry: dict) -> str:
@@ -104,15 +118,21 @@ class JudgeWorker:
         return j.model_dump()
 
     async def judge_many(self, items: list[tuple]) -> list[dict]:
-        """Judge several ``(packet_ref, judge, rubric, idx, seed)`` items; packets are awaited here."""
-        packets = await asyncio.gather(*(item[0] for item in items), return_exceptions=True)
+        """Judge several ``(packets_ref, position, judge, rubric, idx, seed)`` items.
 
-        async def one(packet, item) -> dict:
-            if isinstance(packet, BaseException):  # e.g. lost with its node: not the judge's fault
-                return {"__lost__": f"judge packet lost: {type(packet).__name__}: {packet}"[:2000]}
-            return await self.judge(packet, *item[1:])
+        ``packets_ref`` is the packets object of an episode batch (see ``EpisodeWorker.run_many``);
+        each distinct ref is awaited once, however many of its packets are judged here.
+        """
+        refs = list(dict.fromkeys(item[0] for item in items))
+        fetched = dict(zip(refs, await asyncio.gather(*refs, return_exceptions=True)))
 
-        return list(await asyncio.gather(*(one(p, item) for p, item in zip(packets, items))))
+        async def one(item) -> dict:
+            packets = fetched[item[0]]
+            if isinstance(packets, BaseException):  # e.g. lost with its node: not the judge's fault
+                return {"__lost__": f"judge packet lost: {type(packets).__name__}: {packets}"[:2000]}
+            return await self.judge(packets[item[1]], *item[2:])
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
 
 
 def episode_worker_class(cpus: float, resources: dict, concurrency: int, scheduling: str):

@@ -227,7 +227,7 @@ class _Episode:
     k: int  # attempt number within this invocation (1-based), bounded by max_attempts
     slot: _Slot | None = None
     result: dict | None = None
-    packet_ref: Any = None  # the judge packet stays in the object store, passed by ref to the judges
+    packet_ref: Any = None  # (ref of its batch's packets, position): packets stay in the object store
     judgments: list = field(default_factory=list)
     pending_judges: int = 0
     judge_tries: dict = field(default_factory=dict)
@@ -495,15 +495,15 @@ class SweepDriver:
             ep.slot = slot
         slot.in_flight += len(eps)
         self.timeline.setdefault("first_dispatch", time.monotonic())
-        refs = slot.handle.run_many.options(num_returns=1 + len(eps)).remote([self._job(ep) for ep in eps])
-        for ep, packet_ref in zip(eps, refs[1:]):
-            ep.packet_ref = packet_ref
-        self.refs[refs[0]] = ("episodes", (eps, slot))
+        batch_ref, packets_ref = slot.handle.run_many.options(num_returns=2).remote([self._job(ep) for ep in eps])
+        for i, ep in enumerate(eps):
+            ep.packet_ref = (packets_ref, i)
+        self.refs[batch_ref] = ("episodes", (eps, slot))
 
     def _submit_judges(self, items: list[tuple[_Episode, int]], slot: _Slot) -> None:
         judges = self.cfg.scoring.judges
         slot.in_flight += len(items)
-        calls = [(ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed) for ep, idx in items]
+        calls = [(*ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed) for ep, idx in items]
         self.refs[slot.handle.judge_many.remote(calls)] = ("judges", (items, slot))
 
     # ------------------------------------------------------------------ results
@@ -531,7 +531,7 @@ class SweepDriver:
             eps, slot = payload
             slot.in_flight -= len(eps)
             try:
-                results = ray.get(ref)
+                results = _unpack_batch(ray.get(ref))
             except lost as exc:
                 self._retire(slot, str(exc))
                 for ep in eps:
@@ -679,6 +679,20 @@ class SweepDriver:
 _SOLO_CPUS = 0.1
 #: episodes per Ray call for built-in agents (batch_size: auto)
 _BUILTIN_BATCH = 8
+
+
+def _unpack_batch(batch: dict) -> list[dict]:
+    """Results of ``EpisodeWorker.run_many``, each with its own slice of the batch's record tables."""
+    from jeval_ray.records import table_from_ipc
+
+    tables = {name: table_from_ipc(batch[name]) if batch[name] is not None else None for name in ("steps", "dispositions")}
+    results = batch["results"]
+    for r in results:
+        for name, t in tables.items():
+            span = r.pop(f"{name}_rows", None)
+            if span is not None:
+                r[name] = t.slice(*span) if t is not None else None
+    return results
 
 
 def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
