@@ -12,14 +12,20 @@ columns live in the path, not in the files) plus ``<root>/<run_id>/manifest.json
 - Commit order: within a flush the ``episodes`` file of a partition is written last. An episode
   counts as done (resume skips it) only when its episodes row exists, so rows written before a
   crash without their episode row are orphans that the readers' dedup rule drops.
+- Background writes (``threads > 0``): a flush hands each partition's files to a thread pool
+  (Parquet encoding releases the GIL), so the sweep's scheduling loop goes on while files are
+  written. ``flush_all()`` waits for every pending write; an error of a background write is
+  raised by the next call. At most ``2 * threads`` partition writes are pending at once.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -78,35 +84,48 @@ class RunWriter:
     """Buffers record tables per partition and writes them as Parquet parts."""
 
     def __init__(self, fs, run_path: str, *, flush_episodes: int = 64, flush_seconds: float = 20.0,
-                 flush_bytes: int = 64 << 20, compression: str = "zstd"):
+                 flush_bytes: int = 64 << 20, compression: str = "zstd", threads: int = 0):
         self.fs, self.run_path = fs, run_path.rstrip("/")
         self.flush_episodes, self.flush_seconds, self.flush_bytes = flush_episodes, flush_seconds, flush_bytes
         self.compression = compression
         self._buf: dict[tuple[str, str], dict[str, list[pa.Table | dict]]] = {}
         self._count: dict[tuple[str, str], int] = defaultdict(int)
+        self._pbytes: dict[tuple[str, str], int] = defaultdict(int)  # bytes buffered per partition
         self._bytes = 0
         self._last_flush = time.monotonic()
         self._dirs: set[str] = set()
         self.stats = WriterStats()
+        self._lock = threading.Lock()  # guards stats updated by background writes
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="jeval-writer") if threads > 0 else None
+        self._max_pending = 2 * max(threads, 1)
+        self._pending: deque[Future] = deque()
 
     @property
     def buffered_episodes(self) -> int:
         return sum(self._count.values())
 
     def add(self, task_id: str, model: str, tables: dict[str, pa.Table], n_episodes: int = 1,
-            rows: dict[str, list[dict]] | None = None) -> list[str]:
+            rows: dict[str, list[dict]] | None = None, sizes: dict[str, int] | None = None) -> list[str]:
         """Buffer one episode's tables (and small datasets as row dicts, converted once per flush);
-        returns the episode ids flushed as a result (possibly none)."""
+        returns the episode ids flushed as a result (possibly none).
+
+        ``sizes`` may give each table's size in bytes (e.g. for slices of a larger table, whose
+        exact ``nbytes`` is costly to compute); otherwise ``nbytes`` is used.
+        """
+        self._reap()
         key = (task_id, model)
         buf = self._buf.setdefault(key, {name: [] for name in DATASETS})
+        added = 0
         for name, t in tables.items():
             if t is not None and t.num_rows:
                 buf[name].append(t)
-                self._bytes += t.nbytes
+                added += sizes[name] if sizes and name in sizes else t.nbytes
         for name, rs in (rows or {}).items():
             if rs:
                 buf[name].extend(rs)
-                self._bytes += 512 * len(rs)  # a row dict's rough size: small next to the steps
+                added += 512 * len(rs)  # a row dict's rough size: small next to the steps
+        self._bytes += added
+        self._pbytes[key] += added
         self._count[key] += n_episodes
         self.stats.bytes_buffered_peak = max(self.stats.bytes_buffered_peak, self._bytes)
         if self._bytes >= self.flush_bytes:
@@ -116,25 +135,56 @@ class RunWriter:
         return []
 
     def maybe_flush(self) -> list[str]:
-        """Flush everything when ``flush_seconds`` have passed since the last full flush."""
+        """Flush everything when ``flush_seconds`` have passed since the last full flush (without
+        waiting for background writes)."""
+        self._reap()
         if self._buf and time.monotonic() - self._last_flush >= self.flush_seconds:
-            return self.flush_all()
+            return self.flush_all(wait=False)
         return []
 
-    def flush_all(self) -> list[str]:
+    def flush_all(self, wait: bool = True) -> list[str]:
+        """Flush every partition; with ``wait`` (the default) return only once every file is written."""
         done: list[str] = []
         for key in list(self._buf):
             done += self.flush_partition(key)
         self._last_flush = time.monotonic()
+        if wait:
+            self.wait()
         return done
+
+    def wait(self) -> None:
+        """Wait for every pending background write; raise the first error among them."""
+        first: BaseException | None = None
+        while self._pending:
+            exc = self._pending.popleft().exception()
+            first = first or exc
+        if first is not None:
+            raise first
+
+    def close(self) -> None:
+        """Wait for pending writes and stop the writer threads (buffered rows are not flushed)."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def _reap(self) -> None:
+        """Drop finished background writes (raising the first error); bound how many are pending."""
+        while self._pending and (self._pending[0].done() or len(self._pending) >= self._max_pending):
+            exc = self._pending.popleft().exception()
+            if exc is not None:
+                raise exc
 
     def flush_partition(self, key: tuple[str, str]) -> list[str]:
         buf = self._buf.pop(key, None)
         n = self._count.pop(key, 0)
+        self._bytes -= self._pbytes.pop(key, 0)
         if not buf:
             return []
-        t0 = time.perf_counter()
         ids: list[str] = []
+        jobs: list[tuple[str, pa.Table]] = []  # in WRITE_ORDER: episodes last
         for name in WRITE_ORDER:
             parts = buf.get(name) or []
             if not parts:
@@ -144,27 +194,40 @@ class RunWriter:
             if dicts:
                 tables.append(pa.Table.from_pylist(dicts, schema=DATASETS[name]))
             table = pa.concat_tables(tables)
-            self._bytes -= sum(p.nbytes for p in tables[: len(tables) - bool(dicts)]) + 512 * len(dicts)
-            self._write(name, key, table)
+            jobs.append((self._dir(name, key), table))
             if name == "episodes":
                 ids = table.column("episode_id").to_pylist()
-        self.stats.write_seconds += time.perf_counter() - t0
-        self.stats.flushes += 1
-        self.stats.episodes_written += n
         self._bytes = max(self._bytes, 0)
+        if self._pool is None:
+            self._write_partition(jobs, n)
+        else:
+            self._reap()
+            self._pending.append(self._pool.submit(self._write_partition, jobs, n))
         return ids
 
-    def _write(self, name: str, key: tuple[str, str], table: pa.Table) -> None:
+    def _dir(self, name: str, key: tuple[str, str]) -> str:
         d = partition_dir(self.run_path, name, *key)
         if d not in self._dirs:
             self.fs.create_dir(d, recursive=True)
             self._dirs.add(d)
-        # The partition columns are in the path; the files hold everything else.
-        body = table.drop_columns(list(PARTITION_COLUMNS))
-        path = f"{d}/part-{uuid.uuid4().hex}.parquet"
-        write_file_atomic(self.fs, path, lambda p: pq.write_table(body, p, filesystem=self.fs, compression=self.compression))
-        self.stats.files[name] += 1
-        self.stats.rows[name] += table.num_rows
+        return d
+
+    def _write_partition(self, jobs: list[tuple[str, pa.Table]], n_episodes: int) -> None:
+        """Write one partition's files in order (a thread may run this)."""
+        t0 = time.perf_counter()
+        for d, table in jobs:
+            # The partition columns are in the path; the files hold everything else.
+            body = table.drop_columns(list(PARTITION_COLUMNS))
+            path = f"{d}/part-{uuid.uuid4().hex}.parquet"
+            write_file_atomic(self.fs, path, lambda p: pq.write_table(body, p, filesystem=self.fs, compression=self.compression))
+            name = d[len(self.run_path) + 1:].split("/", 1)[0]
+            with self._lock:
+                self.stats.files[name] += 1
+                self.stats.rows[name] += table.num_rows
+        with self._lock:
+            self.stats.write_seconds += time.perf_counter() - t0
+            self.stats.flushes += 1
+            self.stats.episodes_written += n_episodes
 
 
 __all__ = ["RunWriter", "WRITE_ORDER", "WriterStats", "partition_dir", "write_file_atomic", "write_json_atomic"]

@@ -102,7 +102,7 @@ class ExecutionConfig(BaseModel):
     episodes_per_worker: int = Field(default=64, ge=1, description="Concurrent episodes hosted by one async EpisodeWorker.")
     batch_size: int | Literal["auto"] = Field(
         default="auto",
-        description="Episodes sent to a worker in one Ray call. auto = 8 for built-in agents (CPU-bound, a few ms each: "
+        description="Episodes sent to a worker in one Ray call. auto = 16 for built-in agents (CPU-bound, a few ms each: "
                     "per-call overhead would dominate) and 1 for endpoint models (long-lived; judged as each finishes).")
     episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
     episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
@@ -111,7 +111,7 @@ class ExecutionConfig(BaseModel):
     judge_worker_cpus: float = Field(default=0.1, gt=0)
     judge_worker_resources: dict[str, float] = Field(default_factory=dict)
     judges_in_flight: int = Field(default=128, ge=1)
-    judge_batch_size: int = Field(default=16, ge=1, description="Judge packets sent to a judge worker in one Ray call.")
+    judge_batch_size: int = Field(default=32, ge=1, description="Judge packets sent to a judge worker in one Ray call.")
     max_attempts: int = Field(default=3, ge=1, le=20, description="Attempts per episode when its worker dies.")
     episode_timeout_s: float | None = Field(default=1800.0, gt=0)
     scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")
@@ -125,6 +125,9 @@ class OutputConfig(BaseModel):
     flush_episodes: int = Field(default=64, ge=1, description="Flush a task/model partition after this many episodes.")
     flush_seconds: float = Field(default=20.0, gt=0, description="Flush every buffer at least this often.")
     flush_mb: float = Field(default=64.0, gt=0, description="Flush every buffer when this much is buffered.")
+    writer_threads: int = Field(default=2, ge=0, le=32,
+                                description="Threads that write Parquet files in the background while the sweep "
+                                            "goes on (0 = write in the scheduling loop itself).")
 
 
 class RayConfig(BaseModel):

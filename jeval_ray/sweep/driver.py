@@ -288,7 +288,8 @@ class SweepDriver:
         skipped = sum(1 for eid in self._grid_ids() if eid in completed) if completed else 0
         plan.fs.create_dir(plan.run_path, recursive=True)
         self.writer = RunWriter(plan.fs, plan.run_path, flush_episodes=cfg.output.flush_episodes,
-                                flush_seconds=cfg.output.flush_seconds, flush_bytes=int(cfg.output.flush_mb * (1 << 20)))
+                                flush_seconds=cfg.output.flush_seconds, flush_bytes=int(cfg.output.flush_mb * (1 << 20)),
+                                threads=cfg.output.writer_threads)
         started_at = dt.datetime.now(dt.timezone.utc)
         self._write_manifest("running", started_at, total, skipped)
         self.progress.start(total, skipped)
@@ -305,7 +306,10 @@ class SweepDriver:
             raise
         finally:
             try:
-                self.writer.flush_all()
+                try:
+                    self.writer.flush_all()
+                finally:
+                    self.writer.close()
             finally:
                 self.progress.stop()
                 self._write_manifest(status, started_at, total, skipped)
@@ -613,7 +617,7 @@ class SweepDriver:
         c, r = ep.cell, ep.result
         row = r["row"]
         keys = self._keys(ep)
-        tables = {"steps": r["steps"], "dispositions": r["dispositions"]}
+        tables = {name: r[name] for name in ("steps", "dispositions") if name in r}
         rows: dict[str, list[dict]] = {}
         if ep.judgments:
             self.judging -= 1
@@ -625,7 +629,7 @@ class SweepDriver:
             rows["judgments"] = judgment_rows(keys, ep.judgments)
         rows["episodes"] = [row]
         ep.packet_ref = None  # release the packet
-        self.writer.add(c.task_id, c.model, tables, rows=rows)
+        self.writer.add(c.task_id, c.model, tables, rows=rows, sizes=r.get("sizes"))
         self.timeline["last_finish"] = time.monotonic()
         self.in_flight -= 1
         self.counts["done" if row["status"] == "completed" else "failed"] += 1
@@ -678,20 +682,25 @@ class SweepDriver:
 #: CPUs reserved by an isolation worker (it runs one episode at a time)
 _SOLO_CPUS = 0.1
 #: episodes per Ray call for built-in agents (batch_size: auto)
-_BUILTIN_BATCH = 8
+_BUILTIN_BATCH = 16
 
 
 def _unpack_batch(batch: dict) -> list[dict]:
     """Results of ``EpisodeWorker.run_many``, each with its own slice of the batch's record tables."""
     from jeval_ray.records import table_from_ipc
 
-    tables = {name: table_from_ipc(batch[name]) if batch[name] is not None else None for name in ("steps", "dispositions")}
+    tables = {name: table_from_ipc(batch[name]) for name in ("steps", "dispositions") if batch[name] is not None}
+    # a slice's share of its batch's bytes (exact nbytes of a slice is costly to compute)
+    per_row = {name: len(batch[name]) / max(t.num_rows, 1) for name, t in tables.items()}
     results = batch["results"]
     for r in results:
-        for name, t in tables.items():
+        sizes = {}
+        for name in ("steps", "dispositions"):
             span = r.pop(f"{name}_rows", None)
-            if span is not None:
-                r[name] = t.slice(*span) if t is not None else None
+            if span is not None and name in tables:
+                r[name] = tables[name].slice(*span)
+                sizes[name] = int(per_row[name] * span[1])
+        r["sizes"] = sizes
     return results
 
 
