@@ -319,3 +319,24 @@ def test_a_bad_knob_in_a_condition_names_the_condition(tmp_path):
     bad = {"name": "odd", "knobs": {"prompt_injektion": True}}
     with pytest.raises(ConfigError, match=r"conditions\[1\]\.knobs.*unknown knob 'prompt_injektion'"):
         Grid(validate_config(tiny_config(tmp_path, conditions=["full", bad])))
+
+
+def test_auto_batches_shrink_as_the_grid_runs_out_and_endpoint_models_go_one_at_a_time(tmp_path):
+    from jeval_ray.sweep.driver import _BUILTIN_BATCH_MAX, _BUILTIN_BATCH_MIN, SweepDriver, _Slot
+
+    models = [{"name": "careful", "provider": "builtin", "agent": "careful"},
+              {"name": "remote", "provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}]
+    plan = plan_run(validate_config(tiny_config(tmp_path, models=models, seeds=200)))
+    d = SweepDriver(plan)
+    d.slots = [_Slot(handle=None, kind="episode"), _Slot(handle=None, kind="episode"), _Slot(handle=None, kind="judge")]
+    cell = next(c for c in plan.grid.cells() if c.model == "careful")
+    remote = next(c for c in plan.grid.cells() if c.model == "remote")
+    sizes = []
+    for left in (400, 128, 60, 20, 3, 0):
+        d._undispatched = left
+        sizes.append(d._batch_size(cell))
+        assert d._batch_size(remote) == 1
+    assert sizes[0] == _BUILTIN_BATCH_MAX and sizes[-1] == _BUILTIN_BATCH_MIN
+    assert sizes == sorted(sizes, reverse=True) and sizes[2] == 60 // 4  # remaining / (2 x episode workers)
+    d.ex = d.ex.model_copy(update={"batch_size": 5})
+    assert d._batch_size(cell) == 5 and d._batch_size(remote) == 5

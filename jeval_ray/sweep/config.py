@@ -102,8 +102,9 @@ class ExecutionConfig(BaseModel):
     episodes_per_worker: int = Field(default=64, ge=1, description="Concurrent episodes hosted by one async EpisodeWorker.")
     batch_size: int | Literal["auto"] = Field(
         default="auto",
-        description="Episodes sent to a worker in one Ray call. auto = 16 for built-in agents (CPU-bound, a few ms each: "
-                    "per-call overhead would dominate) and 1 for endpoint models (long-lived; judged as each finishes).")
+        description="Episodes sent to a worker in one Ray call. auto = 1 for endpoint models (long-lived; judged as "
+                    "each finishes); for built-in agents (CPU-bound, a few ms each: per-call overhead would dominate) "
+                    "up to 32 while much of the grid is left, shrinking to 4 as it runs out.")
     episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
     episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
     isolation_workers: int = Field(default=1, ge=1, description="Workers that run last attempts one at a time.")

@@ -256,6 +256,7 @@ class SweepDriver:
         self._cells = None
         self._cells_exhausted = False
         self._pending_cell = None  # a cell that did not fit the previous batch
+        self._undispatched = 0  # set by run()
         self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
         self._judges_per: dict[str, int] = {}
         self._weights: dict[str, Any] = {}
@@ -286,6 +287,7 @@ class SweepDriver:
         total = len(plan.grid)
         self._cells = (c for c in plan.grid.cells() if c.episode_id not in completed)
         skipped = sum(1 for eid in self._grid_ids() if eid in completed) if completed else 0
+        self._undispatched = total - skipped  # cells not yet sent to a worker (guides batch sizes)
         plan.fs.create_dir(plan.run_path, recursive=True)
         self.writer = RunWriter(plan.fs, plan.run_path, flush_episodes=cfg.output.flush_episodes,
                                 flush_seconds=cfg.output.flush_seconds, flush_bytes=int(cfg.output.flush_mb * (1 << 20)),
@@ -466,6 +468,7 @@ class SweepDriver:
                     break
                 attempt = self.max_attempt.get(cell.episode_id, 0) + 1
                 self.in_flight += 1
+                self._undispatched -= 1
                 batch.append(_Episode(cell, attempt, 1))
                 if size == 1:
                     break
@@ -480,9 +483,16 @@ class SweepDriver:
             self._submit_judges(items, slot)
 
     def _batch_size(self, cell: Cell) -> int:
+        """Episodes per Ray call. ``auto``: 1 for endpoint models; for built-in agents (CPU-bound,
+        milliseconds each) guided self-scheduling: large batches while much of the grid is left
+        (Ray's per-call cost is spread thin), shrinking towards the end so no worker sits idle
+        while another finishes a long last batch."""
         if self.ex.batch_size != "auto":
             return int(self.ex.batch_size)
-        return _BUILTIN_BATCH if self._models[cell.model].get("provider", "builtin") == "builtin" else 1
+        if self._models[cell.model].get("provider", "builtin") != "builtin":
+            return 1
+        workers = max(1, sum(1 for s in self.slots if s.kind == "episode" and not s.dead))
+        return max(_BUILTIN_BATCH_MIN, min(_BUILTIN_BATCH_MAX, self._undispatched // (2 * workers)))
 
     def _submit(self, ep: _Episode, slot: _Slot) -> None:
         self._submit_batch([ep], slot)
@@ -681,8 +691,9 @@ class SweepDriver:
 
 #: CPUs reserved by an isolation worker (it runs one episode at a time)
 _SOLO_CPUS = 0.1
-#: episodes per Ray call for built-in agents (batch_size: auto)
-_BUILTIN_BATCH = 16
+#: episodes per Ray call for built-in agents (batch_size: auto): from MAX down to MIN as the grid runs out
+_BUILTIN_BATCH_MAX = 32
+_BUILTIN_BATCH_MIN = 4
 
 
 def _unpack_batch(batch: dict) -> list[dict]:
