@@ -66,12 +66,17 @@ def main() -> None:
 
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     cfg = validate_config(bench._cfg(tempfile.mkdtemp(prefix="cpu_split_"), tasks="available", seeds=seeds,
-                                     execution={"episodes_per_worker": 32, "max_in_flight": 64}))
+                                     output={"flush_episodes": 64, "flush_seconds": 20},
+                                     execution={"episodes_per_worker": 64, "max_in_flight": 128}))
     cells = list(Grid(cfg).cells())
+
+    async def one_loop() -> None:  # the same plain loop as bench_sweep.py's baseline
+        for c in cells:
+            out = await play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed)
+            reference_judge(out.judge_packet)
+
     c0 = time.process_time()
-    for c in cells:
-        out = asyncio.run(play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed))
-        reference_judge(out.judge_packet)
+    asyncio.run(one_loop())
     seq = time.process_time() - c0
     bench._init_ray()
     # CPU of every process over the whole sweep (start-up included), and in steady state: between
@@ -89,7 +94,7 @@ def main() -> None:
     whole = delta(cpu_by_process(), before)
     n = r.done
     per_ep = 1000 * seq / len(cells)
-    print(f"{n} episodes; sequential loop in one process: {per_ep:.1f} ms CPU per episode")
+    print(f"{n} episodes; sequential loop in one process (one event loop): {per_ep:.1f} ms CPU per episode")
     (n_lo, c_lo), (n_hi, c_hi) = marks["lo"], marks["hi"]
     steady_n = n_hi - n_lo
     steady_by = delta(c_hi, c_lo)
