@@ -90,3 +90,16 @@ def test_progress_modes_report_done_failed_retried(ray_local, tmp_path, capsys, 
     else:
         last = [ln for ln in err.splitlines() if ln.startswith("sweep:")][-1]
         assert "2/2 finished" in last and "done 2" in last and "failed 0" in last and "retried" in last and "ep/s" in last
+
+
+def test_a_wedged_worker_is_killed_by_the_watchdog_and_its_episode_ends_as_a_failed_row(ray_local, tmp_path):
+    # 'hang' blocks its worker's event loop: the episode's own deadline can never fire
+    models = [{"name": "wedged", "provider": "builtin", "agent": "hang"}, {"name": "careful", "agent": "careful"}]
+    cfg, r = _run(tmp_path, models, seeds=1, max_attempts=2, episode_timeout_s=1, watchdog_grace_s=1)
+    assert (r.done, r.failed) == (1, 1) and r.worker_replacements >= 2
+    eps = {e["model"]: e for e in read_dataset(r.run_dir, "episodes").to_pylist()}
+    bad, good = eps["wedged"], eps["careful"]
+    assert bad["status"] == "failed" and bad["attempt"] == 2
+    assert "worker died on every attempt" in bad["error"] and "watchdog" in bad["error"]
+    assert "episode_timeout_s=1" in bad["error"]  # the message names the setting to change
+    assert good["status"] == "completed"  # the innocent neighbour of the wedged episode still completes

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 from jeval_ray.agents import Action, Agent, Observation, Turn, make_agent
@@ -36,6 +37,23 @@ class CrashAgent(Agent):
             os._exit(1)  # simulates a segfault/OOM of the worker mid-episode
         assert self.inner is not None
         return await self.inner.act(observations)
+
+
+class HangAgent(Agent):
+    """Blocks its worker's event loop (a blocking sleep inside ``act``): no ``await`` ever returns, so
+    the episode's own deadline cannot fire. Only the driver's watchdog can end it."""
+
+    name = "hang"
+
+    def __init__(self, hang_s: float = 3600.0):
+        self.hang_s = float(hang_s)
+
+    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+        pass
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        time.sleep(self.hang_s)  # deliberately blocking: simulates a wedged agent or library call
+        return Turn(actions=[Action("submit", {"summary": "woke up"})])
 
 
 class SleepAgent(Agent):
@@ -69,6 +87,8 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
             return CrashAgent(None, True)
         if agent == "crash_once":
             return CrashAgent(make_agent("careful", seed), attempt <= 1)
+        if agent == "hang":
+            return HangAgent(opts.get("hang_s", 3600.0))
         if agent == "sleep":
             return SleepAgent(opts.get("latency_ms", 100.0), opts.get("steps", 5))
         return make_agent(agent, seed)
@@ -84,4 +104,4 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
     return LLMAgent(cfg, limiter=limiter)
 
 
-__all__ = ["CrashAgent", "SleepAgent", "make_model_agent"]
+__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "make_model_agent"]

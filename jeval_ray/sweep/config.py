@@ -32,7 +32,7 @@ from jeval_ray.tasks import Weights
 #: Built-in agents of the leaderboard (see ``jeval_ray.agents``).
 LEADERBOARD_AGENTS: tuple[str, ...] = ("random", "naive", "careful")
 #: Fault-injection / benchmark agents; accepted only with ``allow_test_agents: true`` (docs/sweep.md).
-TEST_AGENTS: tuple[str, ...] = ("crash", "crash_once", "sleep")
+TEST_AGENTS: tuple[str, ...] = ("crash", "crash_once", "hang", "sleep")
 #: Endpoint providers (their fields are validated by ``ModelConfig``).
 ENDPOINT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 PROVIDERS: tuple[str, ...] = ("builtin", *ENDPOINT_PROVIDERS)
@@ -51,7 +51,7 @@ class ModelEntry(BaseModel):
     provider: str = Field(default="builtin", description="builtin | openai | anthropic")
     agent: str | None = Field(default=None, description="Built-in agent (provider builtin): random | naive | careful.")
     agent_options: dict[str, Any] = Field(
-        default_factory=dict, description="Options of a test agent (sleep: latency_ms, steps).")
+        default_factory=dict, description="Options of a test agent (sleep: latency_ms, steps; hang: hang_s).")
 
     def endpoint_fields(self) -> dict[str, Any]:
         """The fields handed to ``ModelConfig`` (everything but ``agent``/``agent_options``)."""
@@ -114,7 +114,12 @@ class ExecutionConfig(BaseModel):
     judges_in_flight: int = Field(default=128, ge=1)
     judge_batch_size: int = Field(default=32, ge=1, description="Judge packets sent to a judge worker in one Ray call.")
     max_attempts: int = Field(default=3, ge=1, le=20, description="Attempts per episode when its worker dies.")
-    episode_timeout_s: float | None = Field(default=1800.0, gt=0)
+    episode_timeout_s: float | None = Field(
+        default=1800.0, gt=0,
+        description="Deadline of one episode (it ends as a failed 'timeout' row). The driver's watchdog also kills a "
+                    "worker whose batch overruns its episodes' deadlines by watchdog_grace_s (a wedged agent that "
+                    "never yields); its episodes are retried like those of any dead worker. null = no deadline.")
+    watchdog_grace_s: float = Field(default=60.0, gt=0, description="Slack the watchdog allows beyond episode deadlines.")
     scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")
     worker_start_timeout_s: float = Field(default=300.0, gt=0, description="Abort when no worker can start for this long.")
 
@@ -159,7 +164,7 @@ class SweepConfig(BaseModel):
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
-    allow_test_agents: bool = Field(default=False, description="Allow the fault-injection agents crash, crash_once, sleep.")
+    allow_test_agents: bool = Field(default=False, description="Allow the fault-injection agents crash, crash_once, hang, sleep.")
 
     @field_validator("seeds")
     @classmethod

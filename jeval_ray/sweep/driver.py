@@ -218,6 +218,7 @@ class _Slot:
     in_flight: int = 0
     label: str = ""
     created: float = field(default_factory=time.monotonic)
+    kill_reason: str = ""  # set when the watchdog killed this worker
 
 
 @dataclass(eq=False)
@@ -257,6 +258,7 @@ class SweepDriver:
         self._cells_exhausted = False
         self._pending_cell = None  # a cell that did not fit the previous batch
         self._undispatched = 0  # set by run()
+        self._deadlines: dict = {}  # batch ref -> monotonic deadline (the watchdog)
         self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
         self._judges_per: dict[str, int] = {}
         self._weights: dict[str, Any] = {}
@@ -386,6 +388,7 @@ class SweepDriver:
                 pass
         self.slots.clear()
         self.refs.clear()
+        self._deadlines.clear()
 
     # ------------------------------------------------------------------ loop
     def _loop(self) -> None:
@@ -408,9 +411,39 @@ class SweepDriver:
                 for ref in ready:
                     self._handle(ref)
             self._check_workers()
+            self._check_deadlines()
             self.writer.maybe_flush()
             self.progress.update(done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
                                  in_flight=self.in_flight, workers=sum(1 for s in self.slots if s.kind == "episode" and s.ready))
+
+    def _check_deadlines(self) -> None:
+        """The watchdog: kill a worker whose batch overran its episodes' deadlines plus the grace.
+
+        An episode's own deadline cannot fire while its worker's event loop is blocked (a wedged
+        agent or library call); killing the worker turns its episodes into ordinary lost ones,
+        retried within ``max_attempts`` and then written as failed rows with this reason.
+        """
+        import ray
+
+        now = time.monotonic()
+        for ref, deadline in list(self._deadlines.items()):
+            if now <= deadline or ref not in self.refs:
+                continue
+            del self._deadlines[ref]
+            eps, slot = self.refs[ref][1]
+            if slot.dead or slot.kill_reason:
+                continue
+            slot.kill_reason = (f"watchdog: worker {slot.label or '?'} did not return a batch of {len(eps)} episode(s) "
+                                f"within its deadline (execution.episode_timeout_s={self.ex.episode_timeout_s:g} per "
+                                f"episode + watchdog_grace_s={self.ex.watchdog_grace_s:g}); the worker was killed")
+            self.progress.log(slot.kill_reason)
+            try:
+                ray.kill(slot.handle, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone: its refs fail and are handled as lost
+                pass
+
+    def _is_builtin(self, cell: Cell) -> bool:
+        return self._models[cell.model].get("provider", "builtin") == "builtin"
 
     def _work_left(self) -> bool:
         return bool(self.in_flight or self.retry_queue or self.isolated_queue or self.judge_queue or not self._cells_exhausted)
@@ -489,7 +522,7 @@ class SweepDriver:
         while another finishes a long last batch."""
         if self.ex.batch_size != "auto":
             return int(self.ex.batch_size)
-        if self._models[cell.model].get("provider", "builtin") != "builtin":
+        if not self._is_builtin(cell):
             return 1
         workers = max(1, sum(1 for s in self.slots if s.kind == "episode" and not s.dead))
         return max(_BUILTIN_BATCH_MIN, min(_BUILTIN_BATCH_MAX, self._undispatched // (2 * workers)))
@@ -508,11 +541,17 @@ class SweepDriver:
         for ep in eps:
             ep.slot = slot
         slot.in_flight += len(eps)
-        self.timeline.setdefault("first_dispatch", time.monotonic())
+        now = time.monotonic()
+        self.timeline.setdefault("first_dispatch", now)
         batch_ref, packets_ref = slot.handle.run_many.options(num_returns=2).remote([self._job(ep) for ep in eps])
         for i, ep in enumerate(eps):
             ep.packet_ref = (packets_ref, i)
         self.refs[batch_ref] = ("episodes", (eps, slot))
+        if self.ex.episode_timeout_s is not None:
+            # Episodes of endpoint models run concurrently (each awaits its model); CPU-bound
+            # built-in episodes run one after another, so a batch may wait behind the worker's others.
+            ahead = slot.in_flight if all(self._is_builtin(ep.cell) for ep in eps) else 1
+            self._deadlines[batch_ref] = now + self.ex.episode_timeout_s * ahead + self.ex.watchdog_grace_s
 
     def _submit_judges(self, items: list[tuple[_Episode, int]], slot: _Slot) -> None:
         judges = self.cfg.scoring.judges
@@ -544,12 +583,14 @@ class SweepDriver:
         if kind == "episodes":
             eps, slot = payload
             slot.in_flight -= len(eps)
+            self._deadlines.pop(ref, None)
             try:
                 results = _unpack_batch(ray.get(ref))
             except lost as exc:
-                self._retire(slot, str(exc))
+                why = slot.kill_reason or f"{type(exc).__name__}: {exc}"
+                self._retire(slot, why)
                 for ep in eps:
-                    self._episode_lost(ep, f"{type(exc).__name__}: {exc}")
+                    self._episode_lost(ep, why)
                 return
             except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be deserialised
                 err = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:8000], "worker": slot.label}
