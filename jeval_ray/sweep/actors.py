@@ -17,9 +17,8 @@ import datetime as dt
 import os
 import traceback
 
-import ray
-
 import pyarrow as pa
+import ray
 
 from jeval_ray.records import DISPOSITIONS, STEPS, EpisodeKeys, dispositions_rows, episode_row, steps_rows, table_to_ipc
 

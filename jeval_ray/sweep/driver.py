@@ -22,11 +22,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import tempfile
 import platform
 import re
 import socket
 import sys
+import tempfile
 import time
 import uuid
 from collections import deque
@@ -37,7 +37,7 @@ from jeval_ray import __version__
 from jeval_ray.errors import ConfigError, JEvalError
 from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
-from jeval_ray.store._fs import exists, is_dir, is_local, list_dir, resolve_fs
+from jeval_ray.store._fs import exists, is_local, list_dir, resolve_fs
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
 from jeval_ray.sweep.progress import Progress
