@@ -95,29 +95,50 @@ def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_fl
 
 
 # ---------------------------------------------------------------------------- 2. cpu scaling
-def bench_cpu(tmp: str, seeds: int = 20) -> dict:
+def cpu_grid_config(tmp: str, seeds: int):
+    """The CPU-bound grid: every available task x the careful agent x ``seeds``, product flush defaults."""
+    from jeval_ray.sweep import validate_config
+
+    return validate_config(_cfg(tmp, tasks="available", seeds=seeds, output={"flush_episodes": 64, "flush_seconds": 20},
+                                execution={"episodes_per_worker": 64, "max_in_flight": 128}))
+
+
+def plain_loop(cells, fresh_loop_per_episode: bool = False) -> None:
+    """The sequential baseline: play each cell with the careful agent and apply the reference judge.
+
+    By default every episode runs in one event loop (the fastest plain loop); with
+    ``fresh_loop_per_episode`` each gets its own, as ``jeval_ray.episode.play`` does.
+    """
     from jeval_ray.agents import make_agent
     from jeval_ray.env import JEEnv
     from jeval_ray.episode import play_episode
     from jeval_ray.scoring import reference_judge
-    from jeval_ray.sweep import Grid, run_sweep, validate_config
 
-    cfg = validate_config(_cfg(tmp, tasks="available", seeds=seeds, output={"flush_episodes": 64, "flush_seconds": 20},
-                               execution={"episodes_per_worker": 64, "max_in_flight": 128}))
-    cells = list(Grid(cfg).cells())
+    def episode(c):
+        return play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed)
 
-    async def one_loop() -> None:  # the fastest plain loop: one event loop for every episode
+    if fresh_loop_per_episode:
         for c in cells:
-            out = await play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed)
-            reference_judge(out.judge_packet)
+            reference_judge(asyncio.run(episode(c)).judge_packet)
+        return
 
-    t0 = time.perf_counter()
+    async def one_loop() -> None:
+        for c in cells:
+            reference_judge((await episode(c)).judge_packet)
+
     asyncio.run(one_loop())
+
+
+def bench_cpu(tmp: str, seeds: int = 20) -> dict:
+    from jeval_ray.sweep import Grid, run_sweep
+
+    cfg = cpu_grid_config(tmp, seeds)
+    cells = list(Grid(cfg).cells())
+    t0 = time.perf_counter()
+    plain_loop(cells)
     seq = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for c in cells:  # what jeval_ray.episode.play does per episode: a fresh event loop each
-        out = asyncio.run(play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed))
-        reference_judge(out.judge_packet)
+    plain_loop(cells, fresh_loop_per_episode=True)
     seq_play = time.perf_counter() - t0
     _init_ray()
     t0 = time.perf_counter()

@@ -30,25 +30,14 @@ import bench_sweep as bench  # noqa: E402
 def main() -> None:
     import ray
 
-    from jeval_ray.agents import make_agent
-    from jeval_ray.env import JEEnv
-    from jeval_ray.episode import play_episode
-    from jeval_ray.scoring import reference_judge
-    from jeval_ray.sweep import Grid, run_sweep, validate_config
+    from jeval_ray.sweep import Grid, run_sweep
     from jeval_ray.sweep.actors import episode_worker_class
 
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 80
-    over = {"output": {"flush_episodes": 64, "flush_seconds": 20}, "execution": {"episodes_per_worker": 64, "max_in_flight": 128}}
-    cfg = validate_config(bench._cfg(tempfile.mkdtemp(prefix="ceiling_"), tasks="available", seeds=seeds, **over))
+    cfg = bench.cpu_grid_config(tempfile.mkdtemp(prefix="ceiling_"), seeds)
     cells = list(Grid(cfg).cells())
-
-    async def one_loop() -> None:
-        for c in cells:
-            out = await play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed)
-            reference_judge(out.judge_packet)
-
     t0 = time.perf_counter()
-    asyncio.run(one_loop())
+    bench.plain_loop(cells)
     seq = time.perf_counter() - t0
 
     bench._init_ray()

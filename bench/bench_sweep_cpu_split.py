@@ -58,25 +58,13 @@ def delta(after: dict, before: dict) -> collections.Counter:
 
 
 def main() -> None:
-    from jeval_ray.agents import make_agent
-    from jeval_ray.env import JEEnv
-    from jeval_ray.episode import play_episode
-    from jeval_ray.scoring import reference_judge
-    from jeval_ray.sweep import Grid, run_sweep, validate_config
+    from jeval_ray.sweep import Grid, run_sweep
 
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-    cfg = validate_config(bench._cfg(tempfile.mkdtemp(prefix="cpu_split_"), tasks="available", seeds=seeds,
-                                     output={"flush_episodes": 64, "flush_seconds": 20},
-                                     execution={"episodes_per_worker": 64, "max_in_flight": 128}))
+    cfg = bench.cpu_grid_config(tempfile.mkdtemp(prefix="cpu_split_"), seeds)
     cells = list(Grid(cfg).cells())
-
-    async def one_loop() -> None:  # the same plain loop as bench_sweep.py's baseline
-        for c in cells:
-            out = await play_episode(JEEnv(c.task_id, c.knobs, c.tools_withheld), make_agent("careful", c.seed), c.seed)
-            reference_judge(out.judge_packet)
-
     c0 = time.process_time()
-    asyncio.run(one_loop())
+    bench.plain_loop(cells)  # the same plain loop as bench_sweep.py's baseline
     seq = time.process_time() - c0
     bench._init_ray()
     # CPU of every process over the whole sweep (start-up included), and in steady state: between
@@ -97,6 +85,9 @@ def main() -> None:
     print(f"{n} episodes; sequential loop in one process (one event loop): {per_ep:.1f} ms CPU per episode")
     (n_lo, c_lo), (n_hi, c_hi) = marks["lo"], marks["hi"]
     steady_n = n_hi - n_lo
+    if steady_n < 200:
+        print(f"note: only {steady_n} episodes finished between the 20% and 80% marks; the steady-state column "
+              "needs a larger grid (e.g. 80 seeds) to mean anything")
     steady_by = delta(c_hi, c_lo)
     print("| process | CPU s, whole sweep | ms per episode, whole sweep | ms per episode, steady state |")
     print("|---|---:|---:|---:|")
