@@ -8,10 +8,15 @@ import json
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pydantic import TypeAdapter
 
 from jeval_ray import __version__
 from jeval_ray.records.schemas import DISPOSITIONS, EPISODES, JUDGMENTS, METRICS, STEPS
 from jeval_ray.scoring import Judgment
+from jeval_ray.scoring.judge import DispositionScore
+
+#: item_scores as JSON in one pydantic-core call (not a model_dump per item plus json.dumps)
+_ITEM_SCORES = TypeAdapter(list[DispositionScore])
 
 
 def episode_id(task_id: str, model: str, seed: int, condition: str, config_digest: str) -> str:
@@ -84,7 +89,7 @@ def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment], accounting: list
     k = keys.row()
     accounting = accounting or [{} for _ in judgments]
     return [{**k, "judge": j.judge, "judge_idx": i, "rubric": j.rubric, "status": j.status, "rationale_score": j.rationale_score,
-             "item_scores": json.dumps([d.model_dump() for d in j.dispositions]), "overall_comment": j.overall_comment,
+             "item_scores": _ITEM_SCORES.dump_json(j.dispositions).decode(), "overall_comment": j.overall_comment,
              "error": j.error, "tokens_in": a.get("tokens_in", 0), "tokens_out": a.get("tokens_out", 0),
              "cost_usd": a.get("cost_usd", 0.0), "latency_ms": a.get("latency_ms", 0.0)}
             for i, (j, a) in enumerate(zip(judgments, accounting))]

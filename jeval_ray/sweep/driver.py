@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import pickle
 import platform
 import re
 import socket
@@ -744,7 +745,7 @@ def _unpack_batch(batch: dict) -> list[dict]:
     tables = {name: table_from_ipc(batch[name]) for name in ("steps", "dispositions") if batch[name] is not None}
     # a slice's share of its batch's bytes (exact nbytes of a slice is costly to compute)
     per_row = {name: len(batch[name]) / max(t.num_rows, 1) for name, t in tables.items()}
-    results = batch["results"]
+    results = pickle.loads(batch["results"])  # pickled by our own EpisodeWorker (see run_many)
     for r in results:
         sizes = {}
         for name in ("steps", "dispositions"):
