@@ -27,6 +27,15 @@ def ray_local():
         ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def worlds(request) -> dict:
+    """The worlds of a task test module: ``{seed: World}`` for its ``TASK`` over its ``SEEDS`` (default 0-4)."""
+    from jeval_ray.world import generate_world
+
+    task = request.module.TASK
+    return {s: generate_world(task, s) for s in getattr(request.module, "SEEDS", range(5))}
+
+
 def tiny_config(tmp_path: Path, **over) -> dict:
     """A sweep config small enough for tests: 1-2 tasks, 2 seeds, fast flushes."""
     cfg = {

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-
 import pyarrow.compute as pc
-import pytest
-
-from jeval_ray.tasks import get_task
-from jeval_ray.world import generate_world
 
 TASK = "JE-2"
 SEEDS = range(5)
@@ -17,17 +12,6 @@ def headers(world) -> dict[str, dict]:
     """One row per entry (its debit line carries the header fields)."""
     led = world.ledger
     return {r["entry_id"]: r for r in led.filter(pc.equal(led["line_no"], 1)).to_pylist()}
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
-    assert spec.criteria_codes == ("SELF_APPROVAL",)
 
 
 def test_defects_are_manual_self_approvals_with_required_evidence(worlds):

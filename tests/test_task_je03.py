@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-
-import pytest
-
 from jeval_ray.agents import entries_of
-from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je03 import _standing, _valid
-from jeval_ray.world import generate_world
 
 TASK = "JE-3"
 SEEDS = range(5)
@@ -20,17 +15,6 @@ def entries(world) -> dict[str, dict]:
 
 def chart(world) -> dict[str, dict]:
     return {a["account"]: a for a in world.master["accounts"].to_pylist()}
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
-    assert spec.criteria_codes == ("INVALID_ACCOUNT",)
 
 
 def test_chart_carries_status_and_dates(worlds):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-
 import pyarrow.compute as pc
-import pytest
-
-from jeval_ray.tasks import get_task
-from jeval_ray.world import generate_world
 
 TASK = "JE-4"
 SEEDS = range(5)
@@ -21,17 +16,6 @@ def headers(world) -> dict[str, dict]:
 
 def users(world) -> dict[str, dict]:
     return {u["user_id"]: u for u in world.master["users"].to_pylist()}
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L1" and spec.step_budget == 40
-    assert spec.criteria_codes == ("UNAUTHORISED_USER",)
 
 
 def test_user_master_has_leavers(worlds):

@@ -13,7 +13,6 @@ from collections import defaultdict
 
 import pytest
 
-from jeval_ray.tasks import get_task
 from jeval_ray.world import generate_world
 
 TASK = "JE-5"
@@ -75,17 +74,6 @@ def covered(world, row: dict) -> list[str]:
     """Contracts fixing exactly this entry's amount for its vendor over its posting date."""
     return [k for k, c in contracts(world).items() if c["vendor"] == row["vendor_id"]
             and abs(c["fee"] - row["debit"]) < 0.005 and c["start"] <= row["posting_date"] <= c["end"]]
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L2" and spec.step_budget == 60
-    assert spec.criteria_codes == ("LIMIT_AVOIDANCE",)
 
 
 def test_users_carry_approval_limits_and_the_matrix_states_them(worlds):

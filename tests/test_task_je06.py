@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-from jeval_ray.tasks import get_task
 from jeval_ray.world import generate_world
 
 TASK = "JE-6"
@@ -59,17 +58,6 @@ def covering(world, row: dict) -> list[str]:
     ts = row["entry_timestamp"]
     return [k for k, m in memos(world).items()
             if ts.date() in m["dates"] and row["preparer"] in m["users"] and m["start"] <= ts.time() < m["end"]]
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L2" and spec.step_budget == 60
-    assert spec.criteria_codes == ("OFF_HOURS",)
 
 
 def test_policy_states_hours_and_scope(worlds):

@@ -13,8 +13,7 @@ import pytest
 
 from jeval_ray.env._tools import ComputeStatsArgs, EpisodeState, compute_stats
 from jeval_ray.episode import play
-from jeval_ray.tasks import get_task
-from jeval_ray.tasks import je12
+from jeval_ray.tasks import get_task, je12
 from jeval_ray.world import WorldBuilder, generate_world
 
 SEEDS = range(5)

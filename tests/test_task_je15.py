@@ -8,9 +8,7 @@ import re
 import pytest
 
 from jeval_ray.env._tools import Disposition, EpisodeState
-from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je15 import outcome_adjust
-from jeval_ray.world import generate_world
 
 TASK = "JE-15"
 SEEDS = range(5)
@@ -23,17 +21,6 @@ def heads(world) -> dict[str, dict]:
 
 def table(world, name) -> list[dict]:
     return world.master[name].to_pylist()
-
-
-@pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-def test_spec_is_available():
-    spec = get_task(TASK)
-    assert spec.available and spec.tier == "L4" and spec.step_budget == 120
-    assert spec.criteria_codes == ("SHELL_VENDOR",)
 
 
 def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):

@@ -49,11 +49,6 @@ def memo_covers(world, doc_id: str, h: dict) -> bool:
 
 
 @pytest.fixture(scope="module")
-def worlds():
-    return {s: generate_world(TASK, s) for s in SEEDS}
-
-
-@pytest.fixture(scope="module")
 def big():
     """Enough exceptions and decoys that every kind and variant appears."""
     return generate_world(TASK, 1, {"n_entries": 3000, "n_defects": 30, "n_decoys": 30, "near_miss": 1.0})

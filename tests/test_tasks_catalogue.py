@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from jeval_ray.errors import TaskNotAvailableError
 from jeval_ray.env._tools import TOOLS
+from jeval_ray.errors import TaskNotAvailableError
 from jeval_ray.tasks import ALL_TOOLS, TASK_IDS, all_tasks, get_task
 
 
@@ -67,3 +67,17 @@ def test_catalogue_document_is_up_to_date():
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "tasks.md"
     assert doc.read_text() == catalogue_markdown(), "regenerate: python -m jeval_ray.tasks --markdown > docs/tasks.md"
+
+
+@pytest.mark.parametrize("task_id, tier, budget, criteria", [
+    ("JE-2", "L1", 40, "SELF_APPROVAL"),
+    ("JE-3", "L1", 40, "INVALID_ACCOUNT"),
+    ("JE-4", "L1", 40, "UNAUTHORISED_USER"),
+    ("JE-5", "L2", 60, "LIMIT_AVOIDANCE"),
+    ("JE-6", "L2", 60, "OFF_HOURS"),
+    ("JE-15", "L4", 120, "SHELL_VENDOR"),
+])
+def test_spec_is_available_with_its_tier_budget_and_criteria(task_id, tier, budget, criteria):
+    spec = get_task(task_id)
+    assert spec.available and spec.tier == tier and spec.step_budget == budget
+    assert spec.criteria_codes == (criteria,)
