@@ -27,7 +27,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAYS_2025, month_close_dates
+from jeval_ray.world._base import HOLIDAY_DATES, month_close_dates, month_end
 
 SPEC = spec(
     "JE-9",
@@ -49,15 +49,9 @@ SPEC = spec(
 
 POLICY_TITLE = "Revenue recognition and period-end cut-off policy"
 REVENUE_ACCOUNTS = ("4000", "4100")
-_HOL = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
-_MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
 _SO_REF = re.compile(r"\bSO-\d+\b")
-
-
-def _month_end(d: np.datetime64) -> np.datetime64:
-    return (np.datetime64(d, "M") + 1).astype("datetime64[D]") - 1
 
 
 def _policy_body(year_end_close: str) -> str:
@@ -90,11 +84,11 @@ def plant(b) -> None:
     b.facts["brief_notes"] = {"year end close": f"the FY2025 books were closed on {b.facts['year_end_close']}"}
 
     post = e["post_date"]
-    month_end = (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 1
+    last_day = (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 1
     is_rev = e["template"] == "customer_invoice"
     # sanitise the base: only planted revenue sits on a period end, every base entry is recorded
     # on its posting date (so nothing else is entered after period end, let alone after close)
-    move = is_rev & (post == month_end)
+    move = is_rev & (post == last_day)
     e["post_date"][move] = post[move] - 1
     e["entry_date"][:] = e["post_date"]
     e["doc_date"][:] = np.minimum(e["doc_date"], e["post_date"])
@@ -123,16 +117,16 @@ def plant(b) -> None:
     for idx in late_def:
         m = int(rng.integers(1, 13))
         close = np.datetime64(closes[f"2025-{m:02d}"])
-        _to_late(b, idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=_HOL))
+        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=HOLIDAY_DATES))
         b.add_defect(idx, "entry_after_close", "CUTOFF", ["entry", "master:calendar", policy], int(e["debit_cents"][idx]))
     for idx in late_dec:
         m = int(rng.integers(1, 13))
         close = np.datetime64(closes[f"2025-{m:02d}"])
         me = np.datetime64(f"2025-{m:02d}", "M").astype("datetime64[D]")
-        window = np.arange(_month_end(me) + 1, close + 1, dtype="datetime64[D]")
-        window = window[np.is_busday(window, holidays=_HOL)]
+        window = np.arange(month_end(me) + 1, close + 1, dtype="datetime64[D]")
+        window = window[np.is_busday(window, holidays=HOLIDAY_DATES)]
         lo = int(near * (len(window) - 1))
-        _to_late(b, idx, m, window[int(rng.integers(lo, len(window)))])
+        b.post_late(idx, m, window[int(rng.integers(lo, len(window)))])
         b.add_decoy(idx, "recorded_before_close", ["master:calendar", policy])
 
     # delivery notes for a few ordinary (mid-month) sales, so the shipping file is not only period-end items
@@ -145,24 +139,12 @@ def plant(b) -> None:
 def _to_period_end(b, idx: int) -> np.datetime64:
     """Move a customer invoice to the last day of its month, as product revenue."""
     e = b.e
-    pe = _month_end(e["post_date"][idx])
+    pe = month_end(e["post_date"][idx])
     e["post_date"][idx] = pe
     e["entry_date"][idx] = pe
     e["doc_date"][idx] = pe - int(b.rng.integers(0, 2))
     e["credit_account"][idx] = "4000"
     return pe
-
-
-def _to_late(b, idx: int, month: int, entry_date: np.datetime64) -> None:
-    """Post a manual entry on the last business day of ``month`` but record it on ``entry_date``."""
-    e = b.e
-    last = np.busday_offset(_month_end(np.datetime64(f"2025-{month:02d}-01")), 0, roll="backward", holidays=_HOL)
-    e["post_date"][idx] = last
-    e["doc_date"][idx] = last - int(b.rng.integers(0, 4))
-    e["entry_date"][idx] = entry_date
-    e["time_s"][idx] = int(b.rng.integers(9 * 3600, 17 * 3600))
-    desc = str(e["description"][idx])
-    e["description"][idx] = re.sub(r"\b(" + "|".join(_MONTH_ABBR) + r")\b", _MONTH_ABBR[month - 1], desc)
 
 
 def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
@@ -191,7 +173,7 @@ def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
 
 # ----------------------------------------------------------------------------- strategies
 def _period_end(day: str) -> str:
-    return str(_month_end(np.datetime64(day[:10])))
+    return str(month_end(np.datetime64(day[:10])))
 
 
 def _scan(kit: Kit):

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAYS_2025
+from jeval_ray.world._base import HOLIDAY_DATES
 
 SPEC = spec(
     "JE-15",
@@ -78,7 +78,6 @@ SERVICES = (
 )
 REQUESTERS = (("HJOHANSSON", "Finance"), ("IBROWN", "Finance"), ("LGARCIA", "Sales"), ("MCHEN", "IT"),
               ("FNGUYEN", "General Ledger"))
-_HOL = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
 _YEAR_END = np.datetime64("2025-12-31")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December")
@@ -86,7 +85,7 @@ _INV_REF = re.compile(r"\((INV-\d+)\)")
 
 
 def _business_day(d: np.datetime64) -> np.datetime64:
-    return min(np.busday_offset(np.datetime64(d, "D"), 0, roll="forward", holidays=_HOL), _YEAR_END)
+    return min(np.busday_offset(np.datetime64(d, "D"), 0, roll="forward", holidays=HOLIDAY_DATES), _YEAR_END)
 
 
 def _cents_under(limit_usd: float, rng, lo: float = 0.6, hi: float = 0.97) -> int:
@@ -266,9 +265,9 @@ def _make_manual(b, idx: int, preparer: str, approver: str, cents: int) -> None:
     """A manually keyed invoice on a business day in office hours, with the given people and amount."""
     e = b.e
     rng = b.rng
-    day = np.busday_offset(e["post_date"][idx], 0, roll="forward", holidays=_HOL)
+    day = np.busday_offset(e["post_date"][idx], 0, roll="forward", holidays=HOLIDAY_DATES)
     if day > _YEAR_END:
-        day = np.busday_offset(e["post_date"][idx], 0, roll="backward", holidays=_HOL)
+        day = np.busday_offset(e["post_date"][idx], 0, roll="backward", holidays=HOLIDAY_DATES)
     e["post_date"][idx] = day
     e["entry_date"][idx] = day
     e["doc_date"][idx] = day - int(rng.integers(0, 5))

@@ -38,7 +38,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import BUSINESS_HOURS, HOLIDAYS_2025, month_close_dates
+from jeval_ray.world._base import BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, month_close_dates
 
 SPEC = spec(
     "JE-16",
@@ -85,10 +85,8 @@ WEEKEND_REASONS = ("the month-end close of period {p}", "the quarter-end close o
                    "the ERP upgrade cut-over reconciliations", "the physical inventory count adjustments")
 HOURS = (BUSINESS_HOURS[0] // 3600, BUSINESS_HOURS[1] // 3600)  # 08:00-18:00
 MEMO_HOURS = (8, 20)
-_HOL = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
 #: the year-end close runs into January 2026: its holidays too (New Year's Day, Martin Luther King Jr. Day)
-_HOL_CLOSE = np.concatenate([_HOL, np.array(["2026-01-01", "2026-01-19"], dtype="datetime64[D]")])
-_MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_HOL_CLOSE = np.concatenate([HOLIDAY_DATES, np.array(["2026-01-01", "2026-01-19"], dtype="datetime64[D]")])
 
 
 # ----------------------------------------------------------------------------- world
@@ -141,7 +139,7 @@ def _assert_clean_base(b) -> None:
     if (e["entry_date"] != e["post_date"]).any():
         raise RuntimeError("JE-16 base has entries recorded on another day than their posting date")
     day = e["entry_date"].astype("datetime64[D]")
-    off = manual & (~np.is_busday(day, holidays=_HOL) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
+    off = manual & (~np.is_busday(day, holidays=HOLIDAY_DATES) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
     if off.any():
         raise RuntimeError("JE-16 base has manual entries outside the posting window")
     no_rights = [u["user_id"] for u in b.users if not u["posting_rights"] or u["status"] != "active"]
@@ -419,7 +417,7 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
     for idx in b.pick(n_def, where=pool, what="manual entries") if n_def else []:
         m = int(rng.integers(1, 13))
         close = np.datetime64(closes[f"2025-{m:02d}"])
-        _to_late(b, idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=_HOL_CLOSE))
+        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=_HOL_CLOSE))
         b.add_defect(idx, "entry_after_close", "CUTOFF", ["entry", "master:calendar", ctx["pol_close"]])
     for idx in b.pick(n_dec, where=pool, what="manual entries") if n_dec else []:
         m = int(rng.integers(1, 13))
@@ -428,21 +426,8 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
         window = np.arange(me, close + 1, dtype="datetime64[D]")
         window = window[np.is_busday(window, holidays=_HOL_CLOSE)]
         lo = int(b.knobs.near_miss * (len(window) - 1))
-        _to_late(b, idx, m, window[int(rng.integers(lo, len(window)))])
+        b.post_late(idx, m, window[int(rng.integers(lo, len(window)))])
         b.add_decoy(idx, "recorded_before_close", ["master:calendar", ctx["pol_close"]])
-
-
-def _to_late(b, idx: int, month: int, entry_date: np.datetime64) -> None:
-    """Post a manual entry on the last business day of ``month``, recorded on ``entry_date`` in office hours."""
-    e = b.e
-    me = (np.datetime64(f"2025-{month:02d}", "M") + 1).astype("datetime64[D]") - 1
-    last = np.busday_offset(me, 0, roll="backward", holidays=_HOL)
-    e["post_date"][idx] = last
-    e["doc_date"][idx] = last - int(b.rng.integers(0, 4))
-    e["entry_date"][idx] = entry_date
-    e["time_s"][idx] = int(b.rng.integers(9 * 3600, 17 * 3600))
-    desc = str(e["description"][idx])
-    e["description"][idx] = re.sub(r"\b(" + "|".join(_MONTH_ABBR) + r")\b", _MONTH_ABBR[month - 1], desc)
 
 
 # ----------------------------------------------------------------------------- strategies

@@ -45,6 +45,8 @@ HOLIDAYS_2025 = (
     ("2025-11-27", "Thanksgiving Day"),
     ("2025-12-25", "Christmas Day"),
 )
+#: ``HOLIDAYS_2025`` as a datetime64 array, for numpy's business-day functions
+HOLIDAY_DATES = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
 
 # (account, name, type, normal balance side)
 ACCOUNTS = (
@@ -190,7 +192,9 @@ TEMPLATES = (
 )
 _WHAT = np.array(["utilities", "consulting fees", "maintenance", "insurance", "software licences",
                   "travel costs", "marketing costs", "office supplies", "audit fees", "freight"])
-_MONTHS = np.array(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"])
+MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = np.array(MONTH_ABBR)
+_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 _TERSE = np.array(["Adj", "Misc adj", "Per JV", "Correction", "See file", "Reclass", "Entry"])
 
 _PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
@@ -199,13 +203,17 @@ _PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
 def business_days(start: np.datetime64, end: np.datetime64) -> np.ndarray:
     """Weekdays in [start, end] that are not holidays."""
     days = np.arange(start, end + np.timedelta64(1, "D"), dtype="datetime64[D]")
-    hol = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
-    return days[np.is_busday(days, holidays=hol)]
+    return days[np.is_busday(days, holidays=HOLIDAY_DATES)]
+
+
+def month_end(d) -> np.datetime64:
+    """The last calendar day of the month of ``d``."""
+    return (np.datetime64(d, "M") + 1).astype("datetime64[D]") - 1
 
 
 def month_close_dates() -> list[tuple[str, str]]:
     """(period, close date): the 5th business day after each month end; year end has its own."""
-    hol = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+    hol = HOLIDAY_DATES
     out = []
     for m in range(1, 13):
         first_next = np.datetime64(f"{2025 + (m == 12)}-{(m % 12) + 1:02d}-01")
@@ -452,6 +460,17 @@ class WorldBuilder:
 
     def user(self, user_id: str) -> dict:
         return next(u for u in self.users if u["user_id"] == user_id)
+
+    def post_late(self, idx: int, month: int, entry_date: np.datetime64) -> None:
+        """Post entry ``idx`` on the last business day of ``month`` (2025) but record it on
+        ``entry_date``, in office hours; the description's month word follows the posting month."""
+        e = self.e
+        last = np.busday_offset(month_end(np.datetime64(f"2025-{month:02d}-01")), 0, roll="backward", holidays=HOLIDAY_DATES)
+        e["post_date"][idx] = last
+        e["doc_date"][idx] = last - int(self.rng.integers(0, 4))
+        e["entry_date"][idx] = entry_date
+        e["time_s"][idx] = int(self.rng.integers(9 * 3600, 17 * 3600))
+        e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[month - 1], str(e["description"][idx]))
 
     def date_str(self, d) -> str:
         return str(np.datetime64(d, "D"))
