@@ -184,7 +184,7 @@ class RunWriter:
         if not buf:
             return []
         ids: list[str] = []
-        jobs: list[tuple[str, pa.Table]] = []  # in WRITE_ORDER: episodes last
+        jobs: list[tuple[str, str, pa.Table]] = []  # (dataset, directory, table) in WRITE_ORDER: episodes last
         for name in WRITE_ORDER:
             parts = buf.get(name) or []
             if not parts:
@@ -194,7 +194,7 @@ class RunWriter:
             if dicts:
                 tables.append(pa.Table.from_pylist(dicts, schema=DATASETS[name]))
             table = pa.concat_tables(tables)
-            jobs.append((self._dir(name, key), table))
+            jobs.append((name, self._dir(name, key), table))
             if name == "episodes":
                 ids = table.column("episode_id").to_pylist()
         self._bytes = max(self._bytes, 0)
@@ -212,15 +212,14 @@ class RunWriter:
             self._dirs.add(d)
         return d
 
-    def _write_partition(self, jobs: list[tuple[str, pa.Table]], n_episodes: int) -> None:
+    def _write_partition(self, jobs: list[tuple[str, str, pa.Table]], n_episodes: int) -> None:
         """Write one partition's files in order (a thread may run this)."""
         t0 = time.perf_counter()
-        for d, table in jobs:
+        for name, d, table in jobs:
             # The partition columns are in the path; the files hold everything else.
             body = table.drop_columns(list(PARTITION_COLUMNS))
             path = f"{d}/part-{uuid.uuid4().hex}.parquet"
             write_file_atomic(self.fs, path, lambda p: pq.write_table(body, p, filesystem=self.fs, compression=self.compression))
-            name = d[len(self.run_path) + 1:].split("/", 1)[0]
             with self._lock:
                 self.stats.files[name] += 1
                 self.stats.rows[name] += table.num_rows

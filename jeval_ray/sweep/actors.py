@@ -74,7 +74,7 @@ class EpisodeWorker:
         """Play one episode; returns (its result, its judge packet or None, its (steps, dispositions) rows)."""
         from jeval_ray.env import JEEnv
         from jeval_ray.episode import play_episode
-        from jeval_ray.sweep.agents import make_model_agent
+        from jeval_ray.sweep.agents import agent_label, make_model_agent
 
         keys = EpisodeKeys(job["run_id"], job["episode_id"], job["attempt"], job["task_id"], job["model"], job["seed"],
                            job["condition"])
@@ -91,18 +91,12 @@ class EpisodeWorker:
             return {"status": "error", "error": err, "worker": self.label}, None, None
         finally:
             self.running -= 1
-        row = episode_row(keys, outcome, agent=_agent_label(entry), tier=job["tier"], run_config_json=job["contract_json"],
+        row = episode_row(keys, outcome, agent=agent_label(entry), tier=job["tier"], run_config_json=job["contract_json"],
                           judge_agg={}, final_score=None, worker=self.label, started_at=started, finished_at=_now())
         judged = outcome.status == "completed"
         rows = (steps_rows(keys, outcome, keep_observations=self.keep_observations), dispositions_rows(keys, outcome))
         return ({"status": "ok", "row": row, "judge": judged, "worker": self.label},
                 outcome.judge_packet if judged else None, rows)
-
-
-def _agent_label(entry: dict) -> str:
-    if entry.get("provider", "builtin") == "builtin":
-        return str(entry.get("agent"))
-    return f"{entry.get('provider')}:{entry.get('model')}"
 
 
 class JudgeWorker:

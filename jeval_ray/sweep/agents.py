@@ -77,6 +77,16 @@ class SleepAgent(Agent):
         return Turn(actions=[Action("list_documents", {"limit": 1})], latency_ms=self.latency_s * 1e3)
 
 
+def is_builtin(entry: dict) -> bool:
+    """A model entry (as a dict) served by a built-in agent rather than an endpoint."""
+    return entry.get("provider", "builtin") == "builtin"
+
+
+def agent_label(entry: dict) -> str:
+    """The ``agent`` column of an episode row: the built-in agent's name, or ``provider:model``."""
+    return str(entry.get("agent")) if is_builtin(entry) else f"{entry.get('provider')}:{entry.get('model')}"
+
+
 def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
     """The agent of one episode for a sweep model entry (a ``ModelEntry`` or its dict)."""
     d = entry if isinstance(entry, dict) else {**entry.model_dump(), **(entry.model_extra or {})}
@@ -104,4 +114,4 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
     return LLMAgent(cfg, limiter=limiter)
 
 
-__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "make_model_agent"]
+__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "agent_label", "is_builtin", "make_model_agent"]

@@ -39,6 +39,7 @@ from jeval_ray.errors import ConfigError, JEvalError
 from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
 from jeval_ray.store._fs import exists, is_local, list_dir, resolve_fs
+from jeval_ray.sweep.agents import agent_label, is_builtin
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
 from jeval_ray.sweep.progress import Progress
@@ -444,7 +445,7 @@ class SweepDriver:
                 pass
 
     def _is_builtin(self, cell: Cell) -> bool:
-        return self._models[cell.model].get("provider", "builtin") == "builtin"
+        return is_builtin(self._models[cell.model])
 
     def _work_left(self) -> bool:
         return bool(self.in_flight or self.retry_queue or self.isolated_queue or self.judge_queue or not self._cells_exhausted)
@@ -688,9 +689,7 @@ class SweepDriver:
 
     def _write_failed(self, ep: _Episode, error: str, worker: str = "") -> None:
         c = ep.cell
-        model = self._models[c.model]
-        agent = str(model.get("agent")) if model.get("provider", "builtin") == "builtin" else f"{model.get('provider')}:{model.get('model')}"
-        row = failed_episode_row(self._keys(ep), agent=agent, tier=c.tier, run_config_json=c.contract_json,
+        row = failed_episode_row(self._keys(ep), agent=agent_label(self._models[c.model]), tier=c.tier, run_config_json=c.contract_json,
                                  error=error[:8000], termination="error", worker=worker)
         self.writer.add(c.task_id, c.model, {}, rows={"episodes": [row]})
         self.timeline["last_finish"] = time.monotonic()
