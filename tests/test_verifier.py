@@ -163,3 +163,23 @@ def test_reference_judge_zeroes_fabricated_dispositions_and_rewards_specific_one
     assert by[d0.entry_id].dealbreaker == "fabricated_evidence" and sum(by[d0.entry_id].scores.values()) == 0
     assert sum(by[d1.entry_id].scores.values()) == 20
     assert j.rationale_score == pytest.approx(0.5)
+
+
+def test_a_judgment_record_writes_the_same_row_and_aggregates_like_the_model(env):
+    import json
+
+    from jeval_ray.records import EpisodeKeys, judgment_rows
+    from jeval_ray.scoring import Judgment, aggregate_judgments
+
+    d1 = env.world.defects[1]
+    _do(env, "get_entry", entry_id=d1.entry_id)
+    _do(env, "flag_entry", entry_id=d1.entry_id, criteria="UNBALANCED", evidence=[d1.entry_id], rationale="unbalanced")
+    ok = reference_judge(build_judge_packet(env.spec, env.world, env.state, env.brief))
+    failed = Judgment(judge="llm", status="failed", error="timed out")
+    keys = EpisodeKeys("run", "ep", 1, "JE-1", "m", 0, "full")
+    records = [ok.as_record(), failed.as_record()]
+    assert judgment_rows(keys, records) == judgment_rows(keys, [ok, failed])
+    assert aggregate_judgments(records) == aggregate_judgments([ok, failed]) == {
+        "rationale": ok.rationale_score, "judge_spread": 0.0, "judges_ok": 1, "judges_failed": 1}
+    assert json.loads(records[0]["item_scores"])[0]["entry_id"] == d1.entry_id
+    assert records[1]["status"] == "failed" and records[1]["error"] == "timed out"

@@ -8,15 +8,10 @@ import json
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pydantic import TypeAdapter
 
 from jeval_ray import __version__
 from jeval_ray.records.schemas import DISPOSITIONS, EPISODES, JUDGMENTS, METRICS, STEPS
 from jeval_ray.scoring import Judgment
-from jeval_ray.scoring.judge import DispositionScore
-
-#: item_scores as JSON in one pydantic-core call (not a model_dump per item plus json.dumps)
-_ITEM_SCORES = TypeAdapter(list[DispositionScore])
 
 
 def episode_id(task_id: str, model: str, seed: int, condition: str, config_digest: str) -> str:
@@ -80,18 +75,20 @@ def table_from_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
-def judgments_table(keys: EpisodeKeys, judgments: list[Judgment], accounting: list[dict] | None = None) -> pa.Table:
+def judgments_table(keys: EpisodeKeys, judgments: list[Judgment] | list[dict],
+                    accounting: list[dict] | None = None) -> pa.Table:
     return pa.Table.from_pylist(judgment_rows(keys, judgments, accounting), schema=JUDGMENTS)
 
 
-def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment], accounting: list[dict] | None = None) -> list[dict]:
-    """One row per judge of an episode (the ``judgments`` schema)."""
+def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment] | list[dict], accounting: list[dict] | None = None) -> list[dict]:
+    """One row per judge of an episode (the ``judgments`` schema).
+
+    ``judgments``: ``Judgment`` models or their records (``Judgment.as_record``, what judge workers return).
+    """
     k = keys.row()
     accounting = accounting or [{} for _ in judgments]
-    return [{**k, "judge": j.judge, "judge_idx": i, "rubric": j.rubric, "status": j.status, "rationale_score": j.rationale_score,
-             "item_scores": _ITEM_SCORES.dump_json(j.dispositions).decode(), "overall_comment": j.overall_comment,
-             "error": j.error, "tokens_in": a.get("tokens_in", 0), "tokens_out": a.get("tokens_out", 0),
-             "cost_usd": a.get("cost_usd", 0.0), "latency_ms": a.get("latency_ms", 0.0)}
+    return [{**k, **(j if isinstance(j, dict) else j.as_record()), "judge_idx": i, "tokens_in": a.get("tokens_in", 0),
+             "tokens_out": a.get("tokens_out", 0), "cost_usd": a.get("cost_usd", 0.0), "latency_ms": a.get("latency_ms", 0.0)}
             for i, (j, a) in enumerate(zip(judgments, accounting))]
 
 

@@ -11,7 +11,7 @@ import re
 import statistics
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from jeval_ray.env._tools import EpisodeState
 from jeval_ray.scoring.rubric import load_rubric, rubric_items
@@ -41,6 +41,20 @@ class Judgment(BaseModel):
     rationale_score: float = 0.0
     overall_comment: str = ""
     error: str | None = None
+
+    def as_record(self) -> dict:
+        """The judgment as the flat fields of its ``judgments`` row, item scores as one JSON string.
+
+        This is what a judge worker sends back: the driver writes it as it is, without building and
+        validating the model a second time.
+        """
+        return {"judge": self.judge, "rubric": self.rubric, "status": self.status, "rationale_score": self.rationale_score,
+                "item_scores": _ITEM_SCORES.dump_json(self.dispositions).decode(), "overall_comment": self.overall_comment,
+                "error": self.error}
+
+
+#: item scores as JSON in one pydantic-core call (not a model_dump per item plus json.dumps)
+_ITEM_SCORES = TypeAdapter(list[DispositionScore])
 
 
 def build_judge_packet(spec: TaskSpec, world: World, state: EpisodeState, brief: str) -> dict:
@@ -105,12 +119,16 @@ def reference_judge(packet: dict, rubric_id: str = "global_rubric_v1") -> Judgme
                     overall_comment=f"{len(scored)} dispositions scored mechanically")
 
 
-def aggregate_judgments(judgments: list[Judgment]) -> dict:
-    """Median of the successful judges' rationale scores, with their spread and failures."""
-    ok = [j.rationale_score for j in judgments if j.status == "ok"]
+def aggregate_judgments(judgments: list[Judgment] | list[dict]) -> dict:
+    """Median of the successful judges' rationale scores, with their spread and failures.
+
+    ``judgments``: ``Judgment`` models or their records (``Judgment.as_record``).
+    """
+    pairs = [(j["status"], j["rationale_score"]) if isinstance(j, dict) else (j.status, j.rationale_score) for j in judgments]
+    ok = [score for status, score in pairs if status == "ok"]
     return {
         "rationale": statistics.median(ok) if ok else None,
         "judge_spread": (max(ok) - min(ok)) if ok else None,
         "judges_ok": len(ok),
-        "judges_failed": sum(j.status == "failed" for j in judgments),
+        "judges_failed": sum(status == "failed" for status, _ in pairs),
     }

@@ -109,10 +109,11 @@ class JudgeWorker:
         return {"label": self.label}
 
     async def judge(self, packet: dict, judge: str, rubric: str, idx: int, seed: int) -> dict:
+        """One judgment, as its ``judgments`` row fields (``Judgment.as_record``): validated here, once."""
         from jeval_ray.sweep.judges import run_judge
 
         j = await run_judge(judge, packet, rubric=rubric, idx=idx, seed=seed)
-        return j.model_dump()
+        return j.as_record()
 
     async def judge_many(self, items: list[tuple]) -> list[dict]:
         """Judge several ``(packets_ref, position, judge, rubric, idx, seed)`` items.

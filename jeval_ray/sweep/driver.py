@@ -621,11 +621,11 @@ class SweepDriver:
                     ep.judge_tries[idx] = tries + 1
                     self.judge_queue.append((ep, idx))
                     continue
-                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=err)
+                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=err).as_record()
             elif "__lost__" in answer:
-                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=answer["__lost__"])
+                j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=answer["__lost__"]).as_record()
             else:
-                j = Judgment.model_validate(answer)
+                j = answer  # a judgment record, validated by the judge worker (Judgment.as_record)
             ep.judgments[idx] = j
             ep.pending_judges -= 1
             if ep.pending_judges == 0:
