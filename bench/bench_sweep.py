@@ -11,6 +11,9 @@
    all episodes in one event loop; a loop of ``play()``, one event loop per episode, is slower
    and is reported too). Target >= 1.6x on 2 cores. Start-up (actor processes importing the
    package, warming up) is inside the sweep's wall time: larger grids (``--cpu-seeds``) amortise it.
+   The same run also measures the machine's own ceiling for this grid: two warm plain processes
+   started together, each playing half the cells (no Ray, no judge pool, no writing). On a shared
+   VM two busy processes do not get two cores' worth of work done; this says how much they got.
 3. Driver memory: peak RSS of the driver process for a 20,000- vs a 2,000-episode sweep of fast
    simulated agents (each in a fresh subprocess). Target ratio <= 1.5.
 4. Parquet: rows/s written (rows / time inside the writer) and files per partition afterwards.
@@ -129,6 +132,39 @@ def plain_loop(cells, fresh_loop_per_episode: bool = False) -> None:
     asyncio.run(one_loop())
 
 
+def _plain_share(seeds: int, out: str, k: int, n: int, barrier, results) -> None:
+    """A child of ``parallel_plain``: import, warm up, wait for the others, play share ``k`` of ``n``."""
+    from jeval_ray.sweep import Grid
+
+    cells = list(Grid(cpu_grid_config(out, seeds)).cells())[k::n]
+    plain_loop(cells[:4])  # warm up: imports, first-call costs
+    barrier.wait()
+    t0 = time.perf_counter()
+    plain_loop(cells)
+    results.put(time.perf_counter() - t0)
+
+
+def parallel_plain(seeds: int, out: str, procs: int = 2) -> float:
+    """The machine's own ceiling for the CPU-bound grid: ``procs`` plain processes, each playing its
+    share of the cells in one event loop, already warm and started together. Seconds until the last
+    one finishes. No Ray, no judge pool, no writing: what ideal parallelism of the plain loop gets."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(procs + 1), ctx.Queue()
+    children = [ctx.Process(target=_plain_share, args=(seeds, out, k, procs, barrier, results)) for k in range(procs)]
+    for c in children:
+        c.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    walls = [results.get() for _ in children]
+    elapsed = time.perf_counter() - t0
+    for c in children:
+        c.join()
+    assert len(walls) == procs
+    return elapsed
+
+
 def bench_cpu(tmp: str, seeds: int = 20) -> dict:
     from jeval_ray.sweep import Grid, run_sweep
 
@@ -140,13 +176,15 @@ def bench_cpu(tmp: str, seeds: int = 20) -> dict:
     t0 = time.perf_counter()
     plain_loop(cells, fresh_loop_per_episode=True)
     seq_play = time.perf_counter() - t0
+    par = parallel_plain(seeds, tmp)
     _init_ray()
     t0 = time.perf_counter()
     r = run_sweep(cfg)
     wall = time.perf_counter() - t0
     assert r.done == len(cells), r
     span = r.timeline["last_finish"] - r.timeline["first_dispatch"]
-    return {"episodes": len(cells), "sequential_s": seq, "sequential_play_s": seq_play, "ray_wall_s": wall,
+    return {"episodes": len(cells), "sequential_s": seq, "sequential_play_s": seq_play, "parallel_plain_s": par,
+            "speedup_parallel_plain": seq / par, "ray_vs_parallel_plain": par / wall, "ray_wall_s": wall,
             "ray_span_s": span, "speedup_wall": seq / wall, "speedup_span": seq / span, "speedup_wall_vs_play": seq_play / wall,
             "rows": r.rows, "write_s": r.write_seconds, "files_per_partition": _files_per_partition(r.run_dir)}
 
@@ -231,6 +269,10 @@ def main() -> int:
                    "seq %.1f s / ray sweep %.1f s" % (c["sequential_s"], c["ray_wall_s"]), "%.2fx" % c["speedup_wall"], ">= 1.6"))
         print(line("  same, dispatch -> last write", "seq %.1f s / ray %.1f s" % (c["sequential_s"], c["ray_span_s"]),
                    "%.2fx" % c["speedup_span"], ""))
+        print(line("  machine ceiling: 2 warm plain processes", "seq %.1f s / 2 procs %.1f s" % (c["sequential_s"], c["parallel_plain_s"]),
+                   "%.2fx" % c["speedup_parallel_plain"], ""))
+        print(line("  sweep / that ceiling", "2 procs %.1f s / ray sweep %.1f s" % (c["parallel_plain_s"], c["ray_wall_s"]),
+                   "%.2f" % c["ray_vs_parallel_plain"], ""))
         print(line("  vs a loop of play() (loop per episode)", "seq %.1f s / ray sweep %.1f s" % (c["sequential_play_s"], c["ray_wall_s"]),
                    "%.2fx" % c["speedup_wall_vs_play"], ""))
     if "mem" in results:
