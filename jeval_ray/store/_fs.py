@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
@@ -16,6 +16,20 @@ def resolve_fs(root: str, filesystem: pafs.FileSystem | None = None) -> tuple[pa
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(root))
     fs, path = pafs.FileSystem.from_uri(root)
     return fs, path.rstrip("/")
+
+
+def join_uri(root: str, *parts: str) -> str:
+    """``root`` with ``parts`` appended to its path; a URI keeps its query (``?endpoint_override=…``) at the end."""
+    tail = "/".join(p.strip("/") for p in parts)
+    if "://" not in root:
+        return f"{root.rstrip('/')}/{tail}" if tail else root
+    u = urlsplit(root)
+    return urlunsplit(u._replace(path=f"{u.path.rstrip('/')}/{tail}" if tail else u.path))
+
+
+def has_credentials(uri: str) -> bool:
+    """Does a filesystem URI carry credentials (``s3://key:secret@bucket/…``)?"""
+    return "://" in uri and "@" in (urlsplit(uri).netloc or "")
 
 
 def is_local(fs: pafs.FileSystem) -> bool:

@@ -83,13 +83,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resuming run {plan.run_id} at {plan.run_uri}", file=sys.stderr)
     try:
         result = run_sweep(plan, progress=mode)
+    except ConfigError as exc:  # the output location refused the first write (before Ray started)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        from shlex import quote  # an object-store URI's query has '&' in it
+
         print(f"\ninterrupted; completed episodes are saved. Resume with: python -m jeval_ray.sweep "
-              f"{'--config ' + args.config + ' ' if args.config else ''}--out {plan.root_uri} --run-id {plan.run_id}",
-              file=sys.stderr)
+              f"{'--config ' + quote(args.config) + ' ' if args.config else ''}--out {quote(plan.root_uri)} "
+              f"--run-id {plan.run_id}", file=sys.stderr)
         return 130
     if not args.no_leaderboard:
         print_leaderboard(result.run_dir)

@@ -38,7 +38,7 @@ from jeval_ray import __version__
 from jeval_ray.errors import ConfigError, JEvalError
 from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
-from jeval_ray.store._fs import exists, is_local, list_dir, resolve_fs
+from jeval_ray.store._fs import exists, has_credentials, is_local, join_uri, list_dir, resolve_fs
 from jeval_ray.sweep.agents import agent_label, is_builtin
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
@@ -69,10 +69,11 @@ class RunPlan:
     resume: bool
     address: str | None
     max_in_flight: int
+    out_field: str = "output.root"  # where the output location came from: --out or output.root
 
     @property
     def run_uri(self) -> str:
-        return f"{self.root_uri.rstrip('/')}/{self.run_id}"
+        return join_uri(self.root_uri, self.run_id)
 
 
 @dataclass
@@ -101,6 +102,10 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
     grid = Grid(cfg)
     root_uri = out or cfg.output.root
     field_name = "--out" if out else "output.root"
+    if has_credentials(root_uri):  # checked first: no message below may echo them
+        raise ConfigError(f"{field_name}: the output URI carries credentials before '@'; they would be written into the "
+                          "manifest and printed. Fix: remove them from the URI and give them the filesystem's usual way "
+                          "(for s3://, the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables).")
     try:
         fs, root = resolve_fs(root_uri, filesystem)
     except (OSError, ValueError) as exc:
@@ -140,7 +145,7 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
         raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
     addr = address or os.environ.get("RAY_ADDRESS") or cfg.ray.address
     return RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
-                   resume=resume, address=addr, max_in_flight=mif)
+                   resume=resume, address=addr, max_in_flight=mif, out_field=field_name)
 
 
 def _check_local_writable(root: str, field_name: str, root_uri: str) -> None:
@@ -292,12 +297,16 @@ class SweepDriver:
         self._cells = (c for c in plan.grid.cells() if c.episode_id not in completed)
         skipped = sum(1 for eid in self._grid_ids() if eid in completed) if completed else 0
         self._undispatched = total - skipped  # cells not yet sent to a worker (guides batch sizes)
-        plan.fs.create_dir(plan.run_path, recursive=True)
+        started_at = dt.datetime.now(dt.timezone.utc)
+        try:  # the first write, before Ray starts: an object store that refuses it is a bad output location
+            plan.fs.create_dir(plan.run_path, recursive=True)
+            self._write_manifest("running", started_at, total, skipped)
+        except OSError as exc:
+            raise ConfigError(f"{plan.out_field}: cannot write to {plan.root_uri!r} ({str(exc)[:500]}). Fix: check that "
+                              "the bucket or directory exists and that these credentials may write to it.") from None
         self.writer = RunWriter(plan.fs, plan.run_path, flush_episodes=cfg.output.flush_episodes,
                                 flush_seconds=cfg.output.flush_seconds, flush_bytes=int(cfg.output.flush_mb * (1 << 20)),
                                 threads=cfg.output.writer_threads)
-        started_at = dt.datetime.now(dt.timezone.utc)
-        self._write_manifest("running", started_at, total, skipped)
         self.progress.start(total, skipped)
         warn = cfg.seed_warning()
         status = "failed"
