@@ -7,8 +7,8 @@ observation, so nothing an agent sends can crash an episode.
 
 from __future__ import annotations
 
-import copy
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -456,15 +456,16 @@ class Tool:
 
     def schema(self) -> dict:
         """OpenAI function-calling schema, generated from the argument model (a fresh copy)."""
-        return copy.deepcopy(_schema_of(self.name, self.description, self.args))
+        return json.loads(_schema_json(self.name, self.description, self.args))
 
 
 @functools.cache
-def _schema_of(name: str, description: str, args: type[_Args]) -> dict:
-    # pydantic rebuilds the JSON schema on every call; episodes reset thousands of times per sweep
+def _schema_json(name: str, description: str, args: type[_Args]) -> str:
+    # pydantic rebuilds the JSON schema on every call, and a deep copy of the dict costs more than
+    # parsing it again: episodes reset thousands of times per sweep, each wanting its own copy
     params = args.model_json_schema()
     params.pop("title", None)
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+    return json.dumps({"type": "function", "function": {"name": name, "description": description, "parameters": params}})
 
 
 TOOLS: dict[str, Tool] = {

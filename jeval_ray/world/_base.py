@@ -12,6 +12,7 @@ neither position reveals what was planted.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -211,7 +212,8 @@ def month_end(d) -> np.datetime64:
     return (np.datetime64(d, "M") + 1).astype("datetime64[D]") - 1
 
 
-def month_close_dates() -> list[tuple[str, str]]:
+@functools.cache
+def month_close_dates() -> tuple[tuple[str, str], ...]:
     """(period, close date): the 5th business day after each month end; year end has its own."""
     hol = HOLIDAY_DATES
     out = []
@@ -219,7 +221,15 @@ def month_close_dates() -> list[tuple[str, str]]:
         first_next = np.datetime64(f"{2025 + (m == 12)}-{(m % 12) + 1:02d}-01")
         close = np.busday_offset(first_next, 4, roll="forward", holidays=hol)
         out.append((f"2025-{m:02d}", str(close if m < 12 else np.datetime64(YEAR_END_CLOSE))))
-    return out
+    return tuple(out)
+
+
+@functools.cache
+def _calendar_table() -> pa.Table:
+    """The ``calendar`` master table: the same in every world (holidays and period closes), built once."""
+    cal = [{"date": d, "kind": "holiday", "description": nm} for d, nm in HOLIDAYS_2025]
+    cal += [{"date": c, "kind": "period_close", "description": f"close of period {p}"} for p, c in month_close_dates()]
+    return pa.Table.from_pylist(sorted(cal, key=lambda r: r["date"]))
 
 
 class WorldBuilder:
@@ -280,7 +290,7 @@ class WorldBuilder:
     # ----------------------------------------------------------------- base population
     def bank_account(self) -> str:
         """A new, seed-determined bank account number (for new vendors or users)."""
-        return "US" + "".join(str(d) for d in self.rng.integers(0, 10, size=18))
+        return "US" + "".join(map(str, self.rng.integers(0, 10, size=18).tolist()))
 
     def _generate_entries(self, n: int) -> None:
         rng = self.rng
@@ -606,8 +616,6 @@ class WorldBuilder:
         return pa.table(cols)
 
     def _master_tables(self, eid: np.ndarray) -> dict[str, pa.Table]:
-        cal = [{"date": d, "kind": "holiday", "description": nm} for d, nm in HOLIDAYS_2025]
-        cal += [{"date": c, "kind": "period_close", "description": f"close of period {p}"} for p, c in month_close_dates()]
         balances = self._balances()
         tables = {
             "accounts": self.accounts,
@@ -615,13 +623,16 @@ class WorldBuilder:
             "vendors": self.vendors,
             "vendor_changes": self.vendor_changes,
             "customers": self.customers,
-            "calendar": sorted(cal, key=lambda r: r["date"]),
+            "calendar": _calendar_table(),
             "related_parties": self.related_parties,
             "balances": balances,
         }
         out = {}
         for name, rows in tables.items():
-            out[name] = pa.Table.from_pylist(rows) if rows else pa.table({})
+            if isinstance(rows, pa.Table):  # immutable and shared by every world
+                out[name] = rows
+            else:
+                out[name] = pa.Table.from_pylist(rows) if rows else pa.table({})
         return out
 
     def _balances(self) -> list[dict]:

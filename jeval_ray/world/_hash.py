@@ -10,7 +10,10 @@ import pyarrow as pa
 
 
 def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    else:
+        arr = col
     h.update(str(arr.type).encode())
     h.update(len(arr).to_bytes(8, "little"))
     if arr.null_count:
