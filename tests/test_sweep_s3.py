@@ -107,6 +107,17 @@ def test_credentials_inside_the_output_uri_are_refused_and_not_echoed(s3, tmp_pa
     uri = s3.uri(f"jeval-test:{SECRET}@runs-bucket/sweeps")
     assert main(["--config", _config(tmp_path), "--out", uri, "--run-id", "r2", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "--out: the output URI carries credentials" in err and "AWS_SECRET_ACCESS_KEY" in err
+    assert "--out: the output URI carries a secret" in err and "AWS_SECRET_ACCESS_KEY" in err
     assert SECRET not in err and not ray.is_initialized()
     assert _keys(s3.fs, "runs-bucket/sweeps/r2") == []
+
+
+def test_join_uri_keeps_the_query_last_and_only_a_secret_in_the_user_info_counts_as_credentials():
+    from jeval_ray.store._fs import has_credentials, join_uri
+
+    assert join_uri("s3://b/runs/?endpoint_override=h:9000&scheme=http", "r1") == "s3://b/runs/r1?endpoint_override=h:9000&scheme=http"
+    assert join_uri("/data/runs/", "r1") == "/data/runs/r1" and join_uri("gs://b", "r1") == "gs://b/r1"
+    assert has_credentials("s3://AKIA:secret@b/runs")
+    assert not has_credentials("hdfs://alice@namenode:8020/runs")  # a user name, not a secret
+    assert not has_credentials("abfs://container@account.dfs.core.windows.net/runs")
+    assert not has_credentials("/home/a@b/runs") and not has_credentials("s3://b/runs?region=us-east-1")

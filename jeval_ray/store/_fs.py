@@ -28,8 +28,17 @@ def join_uri(root: str, *parts: str) -> str:
 
 
 def has_credentials(uri: str) -> bool:
-    """Does a filesystem URI carry credentials (``s3://key:secret@bucket/…``)?"""
-    return "://" in uri and "@" in (urlsplit(uri).netloc or "")
+    """Does a filesystem URI carry a secret in its user info (``s3://key:secret@bucket/…``)?
+
+    A user info without one is left alone: ``hdfs://user@namenode/…`` names a user and
+    ``abfs://container@account…`` a container.
+    """
+    if "://" not in uri:
+        return False
+    try:
+        return urlsplit(uri).password is not None
+    except ValueError:  # e.g. an unparsable port: pyarrow will say what is wrong with it
+        return False
 
 
 def is_local(fs: pafs.FileSystem) -> bool:

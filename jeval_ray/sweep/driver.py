@@ -103,8 +103,9 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
     root_uri = out or cfg.output.root
     field_name = "--out" if out else "output.root"
     if has_credentials(root_uri):  # checked first: no message below may echo them
-        raise ConfigError(f"{field_name}: the output URI carries credentials before '@'; they would be written into the "
-                          "manifest and printed. Fix: remove them from the URI and give them the filesystem's usual way "
+        raise ConfigError(f"{field_name}: the output URI carries a secret in its user info (key:secret@…); it would be "
+                          "written into the manifest and printed. Fix: remove it from the URI and give credentials the "
+                          "filesystem's usual way "
                           "(for s3://, the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables).")
     try:
         fs, root = resolve_fs(root_uri, filesystem)
@@ -768,7 +769,11 @@ def _unpack_batch(batch: dict) -> list[dict]:
 def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
               max_in_flight: int | None = None, progress: str | Progress = "quiet",
               on_tick: Callable[[SweepDriver], None] | None = None, filesystem=None) -> SweepResult:
-    """Plan (unless given a plan), start or join Ray, run the sweep; returns counts and where it wrote."""
+    """Plan (unless given a plan), start or join Ray, run the sweep; returns counts and where it wrote.
+
+    Raises ``ConfigError`` for a bad config or output location, before Ray is started: from planning,
+    or when the output location refuses the first write (the manifest).
+    """
     plan = cfg if isinstance(cfg, RunPlan) else plan_run(cfg, out=out, run_id=run_id, address=address,
                                                           max_in_flight=max_in_flight, filesystem=filesystem)
     prog = progress if isinstance(progress, Progress) else Progress(progress)
