@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", metavar="ADDR", help="Ray cluster to join ('auto', 'ray://host:10001', host:port). "
                    "Default: $RAY_ADDRESS, then the config's ray.address, else a local ray.init().")
     p.add_argument("--out", metavar="PATH_OR_URI", help="output root: a local directory or a pyarrow filesystem URI "
-                   "(s3://bucket/prefix, gs://...). The run is written to <out>/<run-id>/. Default: config output.root.")
+                   "(s3://bucket/prefix, gs://...; options as a query, e.g. ?endpoint_override=host:9000&scheme=http). "
+                   "The run is written to <out>/<run-id>/. Credentials come from the filesystem's usual environment "
+                   "variables (AWS_ACCESS_KEY_ID, ...), never from the URI. Default: config output.root.")
     p.add_argument("--run-id", metavar="ID", help="run id; an existing run with this id is RESUMED (completed episodes "
                    "are skipped, the rest re-run with a higher attempt). Default: a new timestamped id.")
     p.add_argument("--dry-run", action="store_true", help="print the grid and each episode's run-config contract "
