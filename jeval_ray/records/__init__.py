@@ -1,20 +1,8 @@
 """Records: the Arrow schemas of steps, episodes, dispositions and judgments, and row builders."""
 
-from jeval_ray.records.rows import (
-                                    EpisodeKeys,
-                                    dispositions_rows,
-                                    dispositions_table,
-                                    episode_id,
-                                    episode_row,
-                                    episodes_table,
-                                    failed_episode_row,
-                                    judgment_rows,
-                                    judgments_table,
-                                    steps_rows,
-                                    steps_table,
-                                    table_from_ipc,
-                                    table_to_ipc,
-)
+from jeval_ray.records.rows import (EpisodeKeys, dispositions_rows, dispositions_table, episode_id, episode_row,
+                                    episodes_table, failed_episode_row, judgment_rows, judgments_table, steps_rows,
+                                    steps_table, table_from_ipc, table_to_ipc)
 from jeval_ray.records.schemas import DATASETS, DISPOSITIONS, EPISODES, JUDGMENTS, KEYS, METRICS, PARTITION_COLUMNS, STEPS
 
 __all__ = ["DATASETS", "DISPOSITIONS", "EPISODES", "EpisodeKeys", "JUDGMENTS", "KEYS", "METRICS", "PARTITION_COLUMNS",

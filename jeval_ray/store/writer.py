@@ -197,7 +197,6 @@ class RunWriter:
             jobs.append((name, self._dir(name, key), table))
             if name == "episodes":
                 ids = table.column("episode_id").to_pylist()
-        self._bytes = max(self._bytes, 0)
         if self._pool is None:
             self._write_partition(jobs, n)
         else:

@@ -215,11 +215,10 @@ def month_end(d) -> np.datetime64:
 @functools.cache
 def month_close_dates() -> tuple[tuple[str, str], ...]:
     """(period, close date): the 5th business day after each month end; year end has its own."""
-    hol = HOLIDAY_DATES
     out = []
     for m in range(1, 13):
         first_next = np.datetime64(f"{2025 + (m == 12)}-{(m % 12) + 1:02d}-01")
-        close = np.busday_offset(first_next, 4, roll="forward", holidays=hol)
+        close = np.busday_offset(first_next, 4, roll="forward", holidays=HOLIDAY_DATES)
         out.append((f"2025-{m:02d}", str(close if m < 12 else np.datetime64(YEAR_END_CLOSE))))
     return tuple(out)
 
@@ -616,24 +615,19 @@ class WorldBuilder:
         return pa.table(cols)
 
     def _master_tables(self, eid: np.ndarray) -> dict[str, pa.Table]:
-        balances = self._balances()
-        tables = {
-            "accounts": self.accounts,
-            "users": self.users,
-            "vendors": self.vendors,
-            "vendor_changes": self.vendor_changes,
-            "customers": self.customers,
-            "calendar": _calendar_table(),
-            "related_parties": self.related_parties,
-            "balances": balances,
+        def table(rows: list[dict]) -> pa.Table:
+            return pa.Table.from_pylist(rows) if rows else pa.table({})
+
+        return {
+            "accounts": table(self.accounts),
+            "users": table(self.users),
+            "vendors": table(self.vendors),
+            "vendor_changes": table(self.vendor_changes),
+            "customers": table(self.customers),
+            "calendar": _calendar_table(),  # the same in every world: built once, shared (Arrow tables are immutable)
+            "related_parties": table(self.related_parties),
+            "balances": table(self._balances()),
         }
-        out = {}
-        for name, rows in tables.items():
-            if isinstance(rows, pa.Table):  # immutable and shared by every world
-                out[name] = rows
-            else:
-                out[name] = pa.Table.from_pylist(rows) if rows else pa.table({})
-        return out
 
     def _balances(self) -> list[dict]:
         """Opening and closing balances per account, one row each; closing includes hidden entries.
