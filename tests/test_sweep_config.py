@@ -129,6 +129,10 @@ BASE = {"tasks": ["JE-1"], "models": [{"name": "careful", "provider": "builtin",
     ({"task_knobs": {"JE-2": {"noise_documents": 1}}}, "task_knobs.JE-2", "add JE-2 to tasks"),
     ({"scoring": {"judges": ["oracle"]}}, "scoring.judges", "reference"),
     ({"execution": {"episode_worker_cpus": 0}}, "execution.episode_worker_cpus", "raise it"),
+    ({"execution": {"episode_workers": 8, "episode_worker_cpus": 0.25}, "ray": {"num_cpus": 2}}, "execution.episode_workers=8",
+     "raise ray.num_cpus"),
+    ({"execution": {"episode_worker_cpus": 1.0}, "ray": {"num_cpus": 1}}, "judge_worker_cpus", "raise ray.num_cpus"),
+    ({"execution": {"judge_worker_resources": {"tpu": 1}}}, "judge_worker_resources", "--address"),
     ({"colour": "blue"}, "colour", "remove it"),
 ])
 def test_a_bad_config_gives_one_message_naming_the_field_and_the_fix(patch, field, fix):
@@ -212,6 +216,7 @@ def _write(tmp_path: Path, cfg: dict, name: str = "bad.yaml") -> Path:
     ({"models": [{"name": "x", "provider": "mystery"}]}, "models[0].provider"),
     ({"scoring": {"weights": {"outcome": 0.2, "process": 0.2, "rationale": 0.2}}}, "scoring.weights"),
     ({"seeds": -1}, "seeds"),
+    ({"execution": {"episode_workers": 4, "episode_worker_cpus": 0.5}, "ray": {"num_cpus": 2}}, "execution.episode_workers"),
 ])
 def test_the_cli_exits_2_with_one_line_and_writes_nothing(tmp_path, patch, needle):
     cfg = {**tiny_config(tmp_path), **patch}

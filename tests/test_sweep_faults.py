@@ -103,3 +103,15 @@ def test_a_wedged_worker_is_killed_by_the_watchdog_and_its_episode_ends_as_a_fai
     assert "worker died on every attempt" in bad["error"] and "watchdog" in bad["error"]
     assert "episode_timeout_s=1" in bad["error"]  # the message names the setting to change
     assert good["status"] == "completed"  # the innocent neighbour of the wedged episode still completes
+
+
+def test_a_judge_pool_the_cluster_cannot_place_stops_the_sweep_with_an_error_naming_it(ray_local, tmp_path):
+    """On a cluster (an address: the local capacity check is skipped) a judge worker asking for a resource
+    no node has stays pending; the sweep stops after worker_start_timeout_s instead of waiting forever."""
+    from jeval_ray.sweep import SweepError
+
+    cfg = validate_config(tiny_config(tmp_path, models=[SLEEPY], seeds=2, allow_test_agents=True,
+                                      execution={"episode_workers": 1, "worker_start_timeout_s": 2,
+                                                 "judge_worker_resources": {"no_such_resource": 1}}))
+    with pytest.raises(SweepError, match=r"no JudgeWorker could be scheduled for 2 s .*no_such_resource.*judge_worker_cpus"):
+        run_sweep(cfg, address="auto")

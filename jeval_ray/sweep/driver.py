@@ -145,8 +145,62 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
     if mif < 1:
         raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
     addr = address or os.environ.get("RAY_ADDRESS") or cfg.ray.address
+    if not addr:
+        check_pools_fit(cfg)
     return RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
                    resume=resume, address=addr, max_in_flight=mif, out_field=field_name)
+
+
+def _local_capacity(cfg: SweepConfig) -> tuple[dict[str, float], str]:
+    """The resources a local sweep will have, and where that figure comes from (Ray is not started)."""
+    import ray
+
+    if ray.is_initialized():  # the caller's own ray.init(): its resources are what the pools get
+        return ({k: float(v) for k, v in ray.cluster_resources().items()},
+                "the Ray instance this process is connected to; for a cluster that grows, pass --address")
+    if cfg.ray.num_cpus is not None:
+        return {"CPU": float(cfg.ray.num_cpus)}, f"ray.num_cpus={cfg.ray.num_cpus}"
+    try:  # what ray.init() will detect (cgroup limits included)
+        from ray._private.utils import get_num_cpus
+
+        cpus = float(get_num_cpus())
+    except Exception:  # noqa: BLE001 - a Ray without that helper: the OS count
+        cpus = float(os.cpu_count() or 1)
+    return {"CPU": cpus}, f"this machine's {cpus:g} CPUs (ray.num_cpus unset)"
+
+
+def pool_demand(ex) -> dict[str, float]:
+    """Resources the sweep's actor pools hold at once: the episode workers (at least one when
+    ``episode_workers`` is auto), the judge workers and the isolation workers."""
+    n = 1 if ex.episode_workers == "auto" else int(ex.episode_workers)
+    need = {"CPU": n * ex.episode_worker_cpus + ex.judge_workers * ex.judge_worker_cpus + ex.isolation_workers * _SOLO_CPUS}
+    for count, res in ((n + ex.isolation_workers, ex.episode_worker_resources), (ex.judge_workers, ex.judge_worker_resources)):
+        for k, v in res.items():
+            need[k] = need.get(k, 0.0) + count * float(v)
+    return need
+
+
+def check_pools_fit(cfg: SweepConfig) -> None:
+    """On a local Ray (fixed resources) refuse pools that cannot all be placed: one left pending would
+    hold up the sweep until ``worker_start_timeout_s``. Raises ``ConfigError`` naming the fields."""
+    ex = cfg.execution
+    have, source = _local_capacity(cfg)
+    need = pool_demand(ex)
+    for res, amount in need.items():
+        if amount <= have.get(res, 0.0) + 1e-9:
+            continue
+        n = "1 (auto, at least)" if ex.episode_workers == "auto" else str(ex.episode_workers)
+        if res == "CPU":
+            parts = (f"execution.episode_workers={n} x episode_worker_cpus={ex.episode_worker_cpus:g} + "
+                     f"judge_workers={ex.judge_workers} x judge_worker_cpus={ex.judge_worker_cpus:g} + "
+                     f"isolation_workers={ex.isolation_workers} x {_SOLO_CPUS:g}")
+            raise ConfigError(f"execution: the worker pools need {amount:g} CPUs ({parts}) but a local sweep has "
+                              f"{have.get('CPU', 0.0):g} ({source}); a pool that cannot be placed would stall the sweep. "
+                              "Fix: lower execution.episode_workers or the *_cpus fields, or raise ray.num_cpus.")
+        where = source if "connected" in source else "a local ray.init() provides no custom resources"
+        raise ConfigError(f"execution: the worker pools need the custom resource {res!r} ({amount:g}) but a local sweep "
+                          f"has {have.get(res, 0.0):g} ({where}). Fix: remove it from execution.episode_worker_resources "
+                          "/ judge_worker_resources, or run on a cluster whose nodes provide it (--address).")
 
 
 def _check_local_writable(root: str, field_name: str, root_uri: str) -> None:
@@ -270,7 +324,7 @@ class SweepDriver:
         self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
         self._judges_per: dict[str, int] = {}
         self._weights: dict[str, Any] = {}
-        self._no_worker_since: float | None = None
+        self._no_worker_since: dict[str, float] = {}  # pool kind -> since when it has had work and no ready worker
         self.writer = None
         #: monotonic times of pipeline events (tests check judging overlaps playing)
         self.timeline: dict[str, float] = {}
@@ -461,17 +515,28 @@ class SweepDriver:
         return bool(self.in_flight or self.retry_queue or self.isolated_queue or self.judge_queue or not self._cells_exhausted)
 
     def _check_workers(self) -> None:
-        """Abort if no episode worker has been able to start for ``worker_start_timeout_s``."""
-        ready = any(s.ready for s in self.slots if s.kind == "episode")
-        if ready or not self._work_left():
-            self._no_worker_since = None
-            return
+        """Abort when a pool that has work waiting has had no ready worker for ``worker_start_timeout_s``
+        (episode workers while the grid has work; the judge pool while packets wait to be judged; the
+        isolation worker while last attempts wait): a pool the cluster cannot place would stall the sweep."""
+        ex = self.ex
+        waiting = {"episode": self._work_left(), "judge": bool(self.judge_queue), "solo": bool(self.isolated_queue)}
         now = time.monotonic()
-        self._no_worker_since = self._no_worker_since or now
-        if now - self._no_worker_since > self.ex.worker_start_timeout_s:
-            raise SweepError(f"no EpisodeWorker could be scheduled for {self.ex.worker_start_timeout_s:.0f} s "
-                             f"(each needs num_cpus={self.ex.episode_worker_cpus} and {self.ex.episode_worker_resources or 'no custom resources'}); "
-                             "check the cluster's resources or lower execution.episode_worker_cpus")
+        for kind, has_work in waiting.items():
+            if not has_work or any(s.ready for s in self.slots if s.kind == kind and not s.dead):
+                self._no_worker_since.pop(kind, None)
+                continue
+            since = self._no_worker_since.setdefault(kind, now)
+            if now - since <= ex.worker_start_timeout_s:
+                continue
+            needs = {"episode": ("EpisodeWorker", f"num_cpus={ex.episode_worker_cpus:g}", ex.episode_worker_resources,
+                                 "execution.episode_worker_cpus"),
+                     "judge": ("JudgeWorker", f"num_cpus={ex.judge_worker_cpus:g}", ex.judge_worker_resources,
+                               "execution.judge_worker_cpus"),
+                     "solo": ("isolation worker", f"num_cpus={_SOLO_CPUS:g}", ex.episode_worker_resources,
+                              "execution.episode_workers")}[kind]
+            raise SweepError(f"no {needs[0]} could be scheduled for {ex.worker_start_timeout_s:.0f} s (each needs "
+                             f"{needs[1]} and {needs[2] or 'no custom resources'}; execution.worker_start_timeout_s); "
+                             f"check the cluster's resources or lower {needs[3]}")
 
     def _pick(self, kind: str, cap: int) -> _Slot | None:
         best = None
@@ -780,5 +845,5 @@ def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str
     return SweepDriver(plan, prog, on_tick).run()
 
 
-__all__ = ["DEDUP_RULE", "MANIFEST", "RunPlan", "SweepDriver", "SweepError", "SweepResult", "environment_info", "init_ray",
-           "plan_run", "run_sweep"]
+__all__ = ["DEDUP_RULE", "MANIFEST", "RunPlan", "SweepDriver", "SweepError", "SweepResult", "check_pools_fit",
+           "environment_info", "init_ray", "plan_run", "run_sweep"]
