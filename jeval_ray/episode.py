@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from jeval_ray.agents._base import Action, Agent, Observation, Turn
 from jeval_ray.env import JEEnv, StepLog
 from jeval_ray.scoring import EpisodeScore, build_judge_packet
+from jeval_ray.world import WorldCache
 
 NO_TOOL_REMINDER = ("You replied without calling a tool. Continue the engagement by calling one of the tools; "
                     "call submit(summary) when you are done.")
@@ -34,6 +35,7 @@ class EpisodeOutcome:
     wall_s: float = 0.0
     error: str | None = None
     dispositions: list[dict] = field(default_factory=list)
+    world_reused: bool = False  # the world came from a WorldCache (generated for an earlier episode)
 
 
 def _account(step: StepLog, turn: Turn) -> None:
@@ -41,10 +43,17 @@ def _account(step: StepLog, turn: Turn) -> None:
     step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
 
 
-async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float | None = None) -> EpisodeOutcome:
-    """Play one episode; per-turn accounting lands on the first step of each turn."""
+async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float | None = None,
+                       worlds: WorldCache | None = None) -> EpisodeOutcome:
+    """Play one episode; per-turn accounting lands on the first step of each turn. ``worlds``: a cache
+    to take the world from (or generate it into); without one the episode generates its own."""
     t0 = time.perf_counter()
-    brief, info = env.reset(seed)
+    world, reused = None, False
+    if worlds is not None and worlds.capacity:
+        hits = worlds.hits
+        world = worlds.get(env.spec.id, seed, env.knobs.model_dump())
+        reused = worlds.hits > hits
+    brief, info = env.reset(seed, world=world)
     agent.reset(brief, info["tools"], seed)
     observations: list[Observation] = []
     totals = [0, 0, 0.0]
@@ -85,6 +94,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
         task_id=env.spec.id, seed=seed, world_hash=env.world.world_hash, brief=brief, steps=env.steps, score=score,
         termination=termination, status=status, judge_packet=packet, tokens_in=totals[0], tokens_out=totals[1],
         cost_usd=totals[2], wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
+        world_reused=reused,
     )
 
 

@@ -163,3 +163,29 @@ def test_the_output_root_can_be_a_filesystem_uri(ray_local, tmp_path):
     assert r.run_dir.startswith("file://") and r.done == 2
     assert read_dataset(r.run_dir, "episodes").num_rows == 2
     assert (tmp_path / "uri-root" / r.run_id / "manifest.json").is_file()
+
+
+def test_workers_sharing_worlds_write_exactly_what_workers_generating_every_world_write(sweep, tmp_path):
+    """The fixture's sweep keeps worlds (``execution.world_cache``, default 16): each (task, seed) world
+    serves 2 models x 2 conditions. Played again generating every episode's world, every record is the
+    same but for the run id, clocks and worker labels."""
+    assert sweep["cfg"].execution.world_cache == 16
+    # 16 episodes on 4 distinct worlds: batches of 4 cells (2 conditions x 2 models of one world) per worker
+    assert sweep["result"].worlds == {"generated": 4, "reused": 12}
+    manifest = json.loads((sweep["run_dir"] / "manifest.json").read_text())
+    assert manifest["invocations"][-1]["worlds"] == {"generated": 4, "reused": 12}
+    cfg = validate_config(tiny_config(tmp_path, tasks=TASKS, models=MODELS, conditions=["full", "withheld"],
+                                      execution={"world_cache": 0}))
+    fresh = run_sweep(cfg)
+    assert fresh.worlds == {"generated": 16, "reused": 0}
+    volatile = {"run_id", "started_at", "finished_at", "wall_s", "worker", "timestamp", "latency_ms"}
+
+    def rows(run_dir, name):
+        t = read_dataset(str(run_dir), name)
+        out = [{k: v for k, v in r.items() if k not in volatile} for r in t.to_pylist()]
+        return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+    for name in ("episodes", "steps", "dispositions", "judgments"):
+        cached, regenerated = rows(sweep["run_dir"], name), rows(fresh.run_dir, name)
+        assert len(cached) == len(regenerated) > 0, name
+        assert cached == regenerated, name

@@ -144,3 +144,69 @@ def test_nothing_a_world_shows_names_what_was_planted(task_id):
         assert not TELLTALES.search(text), TELLTALES.search(text).group(0)
         for label in {d.defect_type for d in w.defects} | {d.decoy_type for d in w.decoys}:
             assert label not in text, label
+
+
+# -- the world cache (episode workers share a world across the models and conditions of a cell) ---
+
+
+def test_the_world_cache_returns_the_generated_world_again_for_the_same_task_seed_and_knobs():
+    from jeval_ray.world import WorldCache
+
+    cache = WorldCache(4)
+    knobs = {"n_entries": 60, "n_defects": 2, "n_decoys": 2, "noise_documents": 1}
+    w = cache.get("JE-1", 3, knobs)
+    assert cache.get("JE-1", 3, dict(reversed(list(knobs.items())))) is w  # key order does not matter
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert w.world_hash == generate_world("JE-1", 3, knobs).world_hash
+    assert cache.get("JE-1", 4, knobs) is not w and cache.get("JE-1", 3, {**knobs, "n_decoys": 1}) is not w
+    assert cache.get("JE-2", 3, knobs).task_id == "JE-2"
+    assert (cache.hits, cache.misses, len(cache)) == (1, 4, 4)
+
+
+def test_the_world_cache_forgets_the_least_recently_used_world_first_and_capacity_0_keeps_none():
+    from jeval_ray.world import WorldCache
+
+    knobs = {"n_entries": 40, "n_defects": 1, "n_decoys": 1, "noise_documents": 0}
+    cache = WorldCache(2)
+    a, b = cache.get("JE-1", 0, knobs), cache.get("JE-1", 1, knobs)
+    assert cache.get("JE-1", 0, knobs) is a  # 0 is now the most recent
+    cache.get("JE-1", 2, knobs)  # evicts seed 1
+    assert len(cache) == 2 and cache.get("JE-1", 0, knobs) is a and cache.get("JE-1", 1, knobs) is not b
+    off = WorldCache(0)
+    first = off.get("JE-1", 0, knobs)
+    assert off.get("JE-1", 0, knobs) is not first and len(off) == 0 and off.hits == 0
+    with pytest.raises(ValueError):
+        WorldCache(-1)
+
+
+def test_an_episode_on_a_cached_world_plays_exactly_as_on_a_fresh_one():
+    import asyncio
+
+    from jeval_ray.agents import make_agent
+    from jeval_ray.env import JEEnv
+    from jeval_ray.episode import play_episode
+    from jeval_ray.world import WorldCache
+
+    cache = WorldCache(4)
+
+    def play(worlds, withheld=()):
+        env = JEEnv("JE-3", {"n_entries": 120}, withheld)
+        out = asyncio.run(play_episode(env, make_agent("careful", 5), 5, worlds=worlds))
+        return [(s.tool, s.args, s.observation, s.observation_hash, s.is_error) for s in out.steps], out.score, out.world_hash
+
+    fresh = play(None)
+    assert play(cache) == fresh and cache.misses == 1
+    assert play(cache) == fresh and cache.hits == 1  # the second episode on the same world object
+    assert play(cache, ("search_documents",))[2] == fresh[2] and cache.hits == 2  # a withheld tool: same world
+
+
+def test_reset_refuses_a_prebuilt_world_of_another_seed_or_knobs():
+    from jeval_ray.env import JEEnv
+
+    w = generate_world("JE-1", 1, {"n_entries": 40, "n_defects": 1, "n_decoys": 1})
+    with pytest.raises(ValueError, match="prebuilt world"):
+        JEEnv("JE-1", {"n_entries": 40, "n_defects": 1, "n_decoys": 1}).reset(2, world=w)
+    with pytest.raises(ValueError, match="prebuilt world"):
+        JEEnv("JE-1", {"n_entries": 50, "n_defects": 1, "n_decoys": 1}).reset(1, world=w)
+    brief, info = JEEnv("JE-1", {"n_entries": 40, "n_defects": 1, "n_decoys": 1}).reset(1, world=w)
+    assert info["world_hash"] == w.world_hash

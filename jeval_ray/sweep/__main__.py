@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_leaderboard:
         print_leaderboard(result.run_dir)
     print(f"episodes: {result.done} completed, {result.failed} failed, {result.skipped} skipped (already complete), "
-          f"{result.retried} retried, in {result.elapsed_s:.1f} s")
+          f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated, "
+          f"{result.worlds['reused']} reused (execution.world_cache)")
     if warn:
         print(f"warning: {warn}")
     print(f"output: {result.run_dir}")

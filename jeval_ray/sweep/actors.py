@@ -31,9 +31,13 @@ def _now() -> dt.datetime:
 class EpisodeWorker:
     """Hosts several isolated episodes at once (an async actor)."""
 
-    def __init__(self, models: dict[str, dict], keep_observations: bool = True):
+    def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0):
+        from jeval_ray.world import WorldCache
+
         self.models = models
         self.keep_observations = keep_observations
+        # worlds shared by the next cells of the same (task, seed, knobs): other models, other conditions
+        self.worlds = WorldCache(world_cache)
         self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
         self.running = 0
 
@@ -85,7 +89,7 @@ class EpisodeWorker:
             env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"],
                         keep_observations=self.keep_observations)
             agent = make_model_agent(entry, job["seed"], attempt=job["attempt"])
-            outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"))
+            outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"), worlds=self.worlds)
         except Exception as exc:  # noqa: BLE001 - recorded as a failed episode with its traceback
             err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"[:8000]
             return {"status": "error", "error": err, "worker": self.label}, None, None
@@ -95,7 +99,7 @@ class EpisodeWorker:
                           judge_agg={}, final_score=None, worker=self.label, started_at=started, finished_at=_now())
         judged = outcome.status == "completed"
         rows = (steps_rows(keys, outcome, keep_observations=self.keep_observations), dispositions_rows(keys, outcome))
-        return ({"status": "ok", "row": row, "judge": judged, "worker": self.label},
+        return ({"status": "ok", "row": row, "judge": judged, "worker": self.label, "world_reused": outcome.world_reused},
                 outcome.judge_packet if judged else None, rows)
 
 

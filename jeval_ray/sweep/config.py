@@ -107,6 +107,13 @@ class ExecutionConfig(BaseModel):
                     "up to 32 while much of the grid is left, shrinking to 4 as it runs out.")
     episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
     episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
+    world_cache: int = Field(
+        default=16, ge=0,
+        description="Generated worlds each episode worker keeps (least recently used go first). The grid lists the "
+                    "models and conditions of one (task, seed) one after another, and a withheld tool does not change "
+                    "the world, so each world is generated about once per worker instead of once per episode. Worlds "
+                    "are immutable; episodes stay isolated. A world at default knobs holds about 0.2 MB. "
+                    "0 = generate every episode's world.")
     isolation_workers: int = Field(default=1, ge=1, description="Workers that run last attempts one at a time.")
     judge_workers: int = Field(default=1, ge=1)
     judge_worker_cpus: float = Field(default=0.1, gt=0)

@@ -91,6 +91,8 @@ class SweepResult:
     write_seconds: float
     seed_warning: str | None
     worker_replacements: int = 0
+    #: worlds the episode workers generated, and episodes that took a world generated before (world_cache)
+    worlds: dict = field(default_factory=lambda: {"generated": 0, "reused": 0})
     #: monotonic times: first_dispatch, first_judgment, last_episode_result, last_finish
     timeline: dict = field(default_factory=dict)
 
@@ -314,6 +316,7 @@ class SweepDriver:
         self.in_flight = 0  # dispatched and not yet buffered for writing (includes retries and judging)
         self.judging = 0  # played, waiting for judgments
         self.counts = {"done": 0, "failed": 0, "retried": 0}
+        self.worlds = {"generated": 0, "reused": 0}
         self.replacements = 0
         self.consecutive_start_failures = 0
         self._cells = None
@@ -390,7 +393,7 @@ class SweepDriver:
                            done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
                            elapsed_s=time.monotonic() - t0, files=dict(st.files), rows=dict(st.rows),
                            write_seconds=st.write_seconds, seed_warning=warn, worker_replacements=self.replacements,
-                           timeline=dict(self.timeline))
+                           worlds=dict(self.worlds), timeline=dict(self.timeline))
 
     # ------------------------------------------------------------------ pools
     def _grid_ids(self):
@@ -424,7 +427,8 @@ class SweepDriver:
                 self._models, self.cfg.output.keep_observations)
         else:
             handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, ex.episodes_per_worker,
-                                          ex.scheduling).remote(self._models, self.cfg.output.keep_observations)
+                                          ex.scheduling).remote(self._models, self.cfg.output.keep_observations,
+                                                                ex.world_cache)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)
@@ -720,6 +724,7 @@ class SweepDriver:
             self._write_failed(ep, result["error"], worker=result.get("worker", ""))
             return
         ep.result = result
+        self.worlds["reused" if result.get("world_reused") else "generated"] += 1
         if not result["judge"]:  # the episode itself failed (timeout, model error): nothing to judge
             ep.packet_ref = None
             self._finish(ep)
@@ -785,7 +790,7 @@ class SweepDriver:
         invocations.append({"started_at": started_at.isoformat(), "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                             "status": status, "skipped": skipped, "done": self.counts["done"],
                             "failed": self.counts["failed"], "retried": self.counts["retried"],
-                            "worker_replacements": self.replacements})
+                            "worker_replacements": self.replacements, "worlds": dict(self.worlds)})
         warn = cfg.seed_warning()
         manifest = {
             "kind": MANIFEST_KIND, "run_id": plan.run_id, "name": cfg.name, "status": status,

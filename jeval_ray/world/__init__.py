@@ -1,6 +1,7 @@
 """World generation: ``generate_world(task_id, seed, knobs)`` is a pure, deterministic function."""
 
 from jeval_ray.world._base import WorldBuilder
+from jeval_ray.world._cache import WorldCache
 from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
 from jeval_ray.world._rng import rng_for, stable_int
 
@@ -16,4 +17,4 @@ def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
     return builder.build()
 
 
-__all__ = ["generate_world", "World", "WorldBuilder", "Document", "DefectRecord", "DecoyRecord", "rng_for", "stable_int"]
+__all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for", "stable_int"]

@@ -1,0 +1,50 @@
+"""``WorldCache``: a small LRU of generated worlds, keyed by ``(task_id, seed, knobs)``.
+
+A ``World`` is immutable (frozen, with Arrow tables) and everything an episode changes lives in its
+``EpisodeState``, so one world can serve every episode of the same ``(task_id, seed, knobs)``: the
+models and conditions of one grid cell-group (a withheld tool does not change the world). The sweep
+lists those cells one after another, so a worker keeping a few worlds generates each about once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from jeval_ray.world._model import World
+
+
+class WorldCache:
+    """Least-recently-used worlds; ``capacity`` 0 keeps none (every call generates)."""
+
+    def __init__(self, capacity: int = 16):
+        if capacity < 0:
+            raise ValueError("capacity must be >= 0")
+        self.capacity = int(capacity)
+        self.hits = 0
+        self.misses = 0
+        self._worlds: OrderedDict[tuple, World] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._worlds)
+
+    def get(self, task_id: str, seed: int, knobs: dict) -> World:
+        """The world of ``(task_id, seed, knobs)`` (resolved knobs, as ``JEEnv.knobs.model_dump()``)."""
+        from jeval_ray.world import generate_world
+
+        key = (task_id, int(seed), json.dumps(knobs, sort_keys=True, default=str))
+        world = self._worlds.get(key)
+        if world is not None:
+            self.hits += 1
+            self._worlds.move_to_end(key)
+            return world
+        self.misses += 1
+        world = generate_world(task_id, int(seed), knobs)
+        if self.capacity:
+            self._worlds[key] = world
+            while len(self._worlds) > self.capacity:
+                self._worlds.popitem(last=False)
+        return world
+
+
+__all__ = ["WorldCache"]
