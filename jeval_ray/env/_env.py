@@ -87,7 +87,8 @@ class JEEnv:
 
     def reset(self, seed: int = 0, *, world: World | None = None) -> tuple[str, dict]:
         """Generate the world of ``(task, seed, knobs)`` (or take a prebuilt one of the same) and brief the agent."""
-        if world is not None and (world.task_id, world.seed, world.knobs) != (self.spec.id, int(seed), self.knobs.model_dump(mode="json")):
+        wanted = (self.spec.id, int(seed), self.knobs.model_dump(mode="json"))
+        if world is not None and (world.task_id, world.seed, world.knobs) != wanted:
             raise ValueError(f"reset: the prebuilt world is of ({world.task_id}, seed {world.seed}, its knobs), not of "
                              f"({self.spec.id}, seed {int(seed)}, this environment's knobs)")
         self.world = world if world is not None else generate_world(self.spec.id, int(seed), self.knobs.model_dump())

@@ -17,4 +17,5 @@ def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
     return builder.build()
 
 
-__all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for", "stable_int"]
+__all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for",
+           "stable_int"]
