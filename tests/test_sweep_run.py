@@ -189,3 +189,29 @@ def test_workers_sharing_worlds_write_exactly_what_workers_generating_every_worl
         cached, regenerated = rows(sweep["run_dir"], name), rows(fresh.run_dir, name)
         assert len(cached) == len(regenerated) > 0, name
         assert cached == regenerated, name
+
+
+SLOW_SIM = {"name": "sim", "provider": "builtin", "agent": "sleep", "agent_options": {"latency_ms": 1000, "steps": 1}}
+TINY_WORLD = {"n_entries": 40, "n_defects": 1, "n_decoys": 1, "noise_documents": 0}
+
+
+def test_episodes_per_worker_auto_lets_max_in_flight_episodes_play_at_once(ray_local, tmp_path):
+    """2 workers and max_in_flight 140: auto gives each worker room for 70, so all 140 are dispatched at
+    once (a fixed 64 per worker would cap the sweep at 128 without saying so)."""
+    cfg = validate_config(tiny_config(tmp_path, models=[SLOW_SIM], seeds=140, knobs=TINY_WORLD, allow_test_agents=True,
+                                      execution={"episode_workers": 2, "episodes_per_worker": "auto", "max_in_flight": 140}))
+    peak = []
+    r = run_sweep(cfg, on_tick=lambda d: peak.append(sum(s.in_flight for s in d.slots if s.kind == "episode")))
+    assert r.done == 140 and r.warnings == []
+    assert max(peak) == 140
+
+
+def test_fewer_episodes_per_worker_than_max_in_flight_needs_is_a_warning(ray_local, tmp_path):
+    cfg = validate_config(tiny_config(tmp_path, models=[SLOW_SIM], seeds=8, knobs=TINY_WORLD, allow_test_agents=True,
+                                      execution={"episode_workers": 2, "episodes_per_worker": 3, "max_in_flight": 16}))
+    peak = []
+    r = run_sweep(cfg, on_tick=lambda d: peak.append(sum(s.in_flight for s in d.slots if s.kind == "episode")))
+    assert r.done == 8 and max(peak) == 6
+    assert len(r.warnings) == 1 and "at most 6 episodes play at once" in r.warnings[0] and "'auto'" in r.warnings[0]
+    manifest = json.loads((Path(r.run_dir) / "manifest.json").read_text())
+    assert r.warnings[0] in manifest["warnings"]

@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"episodes: {result.done} completed, {result.failed} failed, {result.skipped} skipped (already complete), "
           f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated, "
           f"{result.worlds['reused']} reused (execution.world_cache)")
-    if warn:
-        print(f"warning: {warn}")
+    for w in ([warn] if warn else []) + result.warnings:
+        print(f"warning: {w}")
     print(f"output: {result.run_dir}")
     return 0
 

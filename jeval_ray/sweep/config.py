@@ -21,7 +21,7 @@ import json
 import os
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -98,8 +98,12 @@ class ExecutionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_in_flight: int = Field(default=256, ge=1, description="Episodes dispatched and not yet judged and buffered.")
-    episode_workers: int | Literal["auto"] = Field(default="auto", description="auto = one per CPU of the cluster.")
-    episodes_per_worker: int = Field(default=64, ge=1, description="Concurrent episodes hosted by one async EpisodeWorker.")
+    episode_workers: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(default="auto", description="auto = one per CPU of the cluster.")
+    episodes_per_worker: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        default="auto",
+        description="Concurrent episodes hosted by one async EpisodeWorker. auto = max_in_flight / episode workers "
+                    "(rounded up), so max_in_flight episodes can be played at once; a number below that caps the "
+                    "sweep at workers x episodes_per_worker (the sweep warns).")
     batch_size: int | Literal["auto"] = Field(
         default="auto",
         description="Episodes sent to a worker in one Ray call. auto = 1 for endpoint models (long-lived; judged as "
@@ -282,6 +286,7 @@ _FIXES = {
 _FIELD_FIXES = {
     "seeds": "set seeds to a count >= 1 (5 or more to measure variance) or a list of distinct seeds >= 0",
     "execution.episode_workers": "use a positive integer or 'auto'",
+    "execution.episodes_per_worker": "use a positive integer or 'auto'",
     "tasks": "use 'available', 'all' or a list of task ids such as [JE-1, JE-3]",
     "conditions": "use 'full', 'withheld' or {name: ..., withhold: [tools]}",
     "models": "give every model a unique name",
@@ -313,7 +318,7 @@ def _loc(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("int", "list[int]", "str", "ConditionSpec", "list[str]", "literal['available','all']",
+        elif part in ("int", "constrained-int", "list[int]", "str", "ConditionSpec", "list[str]", "literal['available','all']",
                       "function-after[_check(), str]", "function-after[_check(), ConditionSpec]"):
             continue  # union-branch markers carry no meaning for the user
         else:

@@ -93,6 +93,8 @@ class SweepResult:
     worker_replacements: int = 0
     #: worlds the episode workers generated, and episodes that took a world generated before (world_cache)
     worlds: dict = field(default_factory=lambda: {"generated": 0, "reused": 0})
+    #: warnings found while running (e.g. fewer episodes at once than max_in_flight)
+    warnings: list = field(default_factory=list)
     #: monotonic times: first_dispatch, first_judgment, last_episode_result, last_finish
     timeline: dict = field(default_factory=dict)
 
@@ -317,6 +319,8 @@ class SweepDriver:
         self.judging = 0  # played, waiting for judgments
         self.counts = {"done": 0, "failed": 0, "retried": 0}
         self.worlds = {"generated": 0, "reused": 0}
+        self.warnings: list[str] = []  # found while running (the manifest lists them after the seed warning)
+        self._per_worker = 1  # episodes one episode worker plays at once (set when the pools start)
         self.replacements = 0
         self.consecutive_start_failures = 0
         self._cells = None
@@ -393,7 +397,7 @@ class SweepDriver:
                            done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
                            elapsed_s=time.monotonic() - t0, files=dict(st.files), rows=dict(st.rows),
                            write_seconds=st.write_seconds, seed_warning=warn, worker_replacements=self.replacements,
-                           worlds=dict(self.worlds), timeline=dict(self.timeline))
+                           worlds=dict(self.worlds), warnings=list(self.warnings), timeline=dict(self.timeline))
 
     # ------------------------------------------------------------------ pools
     def _grid_ids(self):
@@ -411,7 +415,16 @@ class SweepDriver:
         return max(1, min(int(cpus) or 1, fit))
 
     def _start_pools(self) -> None:
-        for _ in range(self._n_episode_workers()):
+        n = self._n_episode_workers()
+        mif, per = self.plan.max_in_flight, self.ex.episodes_per_worker
+        self._per_worker = -(-mif // n) if per == "auto" else int(per)
+        if n * self._per_worker < mif:
+            msg = (f"at most {n * self._per_worker} episodes play at once ({n} episode workers x "
+                   f"execution.episodes_per_worker={self._per_worker}), not max_in_flight={mif}; set "
+                   "episodes_per_worker to 'auto' (or higher) to play max_in_flight at once")
+            self.warnings.append(msg)
+            self.progress.log(f"warning: {msg}")
+        for _ in range(n):
             self._new_slot("episode")
         for _ in range(self.ex.judge_workers):
             self._new_slot("judge")
@@ -426,7 +439,7 @@ class SweepDriver:
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
                 self._models, self.cfg.output.keep_observations)
         else:
-            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, ex.episodes_per_worker,
+            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker,
                                           ex.scheduling).remote(self._models, self.cfg.output.keep_observations,
                                                                 ex.world_cache)
         slot = _Slot(handle, kind)
@@ -559,16 +572,16 @@ class SweepDriver:
                 break
             self._submit(self.isolated_queue.popleft(), solo)
         while self.retry_queue:
-            slot = self._pick("episode", self.ex.episodes_per_worker)
+            slot = self._pick("episode", self._per_worker)
             if slot is None:
                 break
             self._submit(self.retry_queue.popleft(), slot)
         mif = self.plan.max_in_flight
         while not self._cells_exhausted and self.in_flight - self.judging < mif and self.judging < mif:
-            slot = self._pick("episode", self.ex.episodes_per_worker)
+            slot = self._pick("episode", self._per_worker)
             if slot is None:
                 break
-            room = min(self.ex.episodes_per_worker - slot.in_flight, mif - (self.in_flight - self.judging))
+            room = min(self._per_worker - slot.in_flight, mif - (self.in_flight - self.judging))
             batch: list[_Episode] = []
             while len(batch) < room:
                 cell = self._pending_cell or next(self._cells, None)
@@ -800,7 +813,7 @@ class SweepDriver:
             "sweep_config": cfg.model_dump(mode="json"), "config_digest": cfg.digest(),
             "grid": {"episodes": total, "tasks": [t.id for t in plan.grid.tasks], "models": plan.grid.models,
                      "seeds": plan.grid.seeds, "conditions": {t: [c.name for c in cs] for t, cs in plan.grid.conditions.items()}},
-            "seed_warning": warn, "warnings": [warn] if warn else [],
+            "seed_warning": warn, "warnings": ([warn] if warn else []) + self.warnings,
             "environment": environment_info(), "ray_address": plan.address or "local",
             "layout": {"datasets": ["steps", "episodes", "dispositions", "judgments"],
                        "partitioning": "hive: task_id=<id>/model=<uri-encoded name>", "files": "part-<uuid>.parquet"},
