@@ -240,6 +240,14 @@ def test_a_client_can_share_the_cluster_limiter(ray_local):
 def test_an_unreachable_limiter_actor_is_a_retryable_error(ray_local):
     handle = get_rate_limiter(*ENDPOINT, period_s=1.0)
     ray.kill(handle, no_restart=True)
+    # ray.kill returns before the actor is gone: a call sent at once can still be served (seen under load)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            ray.get(handle.__ray_ready__.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            break
+        time.sleep(0.05)
     with pytest.raises(ModelRequestError, match="rate limiter actor unavailable") as info:
         asyncio.run(as_async_limiter(handle).acquire(1))
     assert info.value.retryable

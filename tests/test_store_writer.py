@@ -92,6 +92,64 @@ def test_background_writes_keep_every_row_and_flush_all_waits_for_them(tmp_path)
     w.close()
 
 
+def _gated_failure(monkeypatch, task: str):
+    """pq.write_table fails for ``task``'s partition once the returned gate is set."""
+    import threading
+
+    import jeval_ray.store.writer as writer_mod
+
+    real, gate = writer_mod.pq.write_table, threading.Event()
+
+    def write_table(table, where, **kw):
+        if f"task_id={task}/" in str(where):
+            gate.wait(10)
+            raise OSError("disk full (simulated)")
+        return real(table, where, **kw)
+
+    monkeypatch.setattr(writer_mod.pq, "write_table", write_table)
+    return gate
+
+
+def _add(w, task):
+    w.add(task, "m", {"steps": steps(f"e-{task}", task, 2)}, rows={"episodes": [episode(f"e-{task}", task)]})
+
+
+def _written(tmp_path) -> list[str]:
+    t = ds.dataset(str(tmp_path / "episodes"), format="parquet", partitioning="hive").to_table()
+    return sorted(t["episode_id"].to_pylist())
+
+
+def test_partitions_flushed_after_a_write_already_failed_are_still_written(tmp_path, monkeypatch):
+    """JE-2's background write has failed, unreported, when flush_all reaches JE-3 and JE-4: both are
+    written all the same, and the failure is raised once they are."""
+    gate = _gated_failure(monkeypatch, "JE-2")
+    w = RunWriter(pafs.LocalFileSystem(), str(tmp_path), flush_episodes=1000, flush_seconds=3600, threads=2)
+    for task in ("JE-2", "JE-3", "JE-4"):
+        _add(w, task)
+    w.flush_partition(("JE-2", "m"))  # submitted; its write waits at the gate
+    gate.set()
+    assert isinstance(w._pending[-1].exception(timeout=10), OSError)  # failed, not yet reported
+    with pytest.raises(OSError, match="disk full"):
+        w.flush_all()
+    assert _written(tmp_path) == ["e-JE-3", "e-JE-4"]
+    w.close()
+
+
+def test_an_episode_added_after_a_write_failed_is_kept_while_the_failure_is_reported(tmp_path, monkeypatch):
+    gate = _gated_failure(monkeypatch, "JE-2")
+    w = RunWriter(pafs.LocalFileSystem(), str(tmp_path), flush_episodes=1000, flush_seconds=3600, threads=2)
+    _add(w, "JE-2")
+    w.flush_partition(("JE-2", "m"))
+    gate.set()
+    assert isinstance(w._pending[-1].exception(timeout=10), OSError)
+    with pytest.raises(OSError, match="disk full"):
+        _add(w, "JE-3")  # the failure is reported here; JE-3's rows stay buffered
+    _add(w, "JE-4")
+    w.flush_all()
+    assert _written(tmp_path) == ["e-JE-3", "e-JE-4"]
+    w.close()
+
+
 def test_a_failed_background_write_is_raised_and_other_partitions_are_still_written(tmp_path, monkeypatch):
     import jeval_ray.store.writer as writer_mod
 

@@ -110,9 +110,9 @@ class RunWriter:
         returns the episode ids flushed as a result (possibly none).
 
         ``sizes`` may give each table's size in bytes (e.g. for slices of a larger table, whose
-        exact ``nbytes`` is costly to compute); otherwise ``nbytes`` is used.
+        exact ``nbytes`` is costly to compute); otherwise ``nbytes`` is used. A failed background
+        write is raised here, after these rows are buffered (they are written by the next flush).
         """
-        self._reap()
         key = (task_id, model)
         buf = self._buf.setdefault(key, {name: [] for name in DATASETS})
         added = 0
@@ -128,6 +128,7 @@ class RunWriter:
         self._pbytes[key] += added
         self._count[key] += n_episodes
         self.stats.bytes_buffered_peak = max(self.stats.bytes_buffered_peak, self._bytes)
+        self._reap()
         if self._bytes >= self.flush_bytes:
             return self.flush_all()
         if self._count[key] >= self.flush_episodes:
@@ -145,11 +146,20 @@ class RunWriter:
     def flush_all(self, wait: bool = True) -> list[str]:
         """Flush every partition; with ``wait`` (the default) return only once every file is written."""
         done: list[str] = []
+        first: BaseException | None = None
         for key in list(self._buf):
-            done += self.flush_partition(key)
+            try:
+                done += self.flush_partition(key)
+            except Exception as exc:  # noqa: BLE001 - a failed write (this one or an earlier background one):
+                first = first or exc  # every other partition is still flushed, then the first error is raised
         self._last_flush = time.monotonic()
         if wait:
-            self.wait()
+            try:
+                self.wait()
+            except Exception as exc:  # noqa: BLE001
+                first = first or exc
+        if first is not None:
+            raise first
         return done
 
     def wait(self) -> None:
@@ -199,9 +209,9 @@ class RunWriter:
                 ids = table.column("episode_id").to_pylist()
         if self._pool is None:
             self._write_partition(jobs, n)
-        else:
-            self._reap()
+        else:  # submitted before reaping: an earlier write's error must not drop this partition's rows
             self._pending.append(self._pool.submit(self._write_partition, jobs, n))
+            self._reap()
         return ids
 
     def _dir(self, name: str, key: tuple[str, str]) -> str:
