@@ -215,3 +215,8 @@ def test_fewer_episodes_per_worker_than_max_in_flight_needs_is_a_warning(ray_loc
     assert len(r.warnings) == 1 and "at most 6 episodes play at once" in r.warnings[0] and "'auto'" in r.warnings[0]
     manifest = json.loads((Path(r.run_dir) / "manifest.json").read_text())
     assert r.warnings[0] in manifest["warnings"]
+    # a grid no larger than what the workers hold at once is not capped: no warning
+    small = validate_config(tiny_config(tmp_path / "small", models=[SLOW_SIM], seeds=4, knobs=TINY_WORLD,
+                                        allow_test_agents=True,
+                                        execution={"episode_workers": 2, "episodes_per_worker": 2, "max_in_flight": 16}))
+    assert run_sweep(small).warnings == []

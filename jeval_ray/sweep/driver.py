@@ -418,7 +418,7 @@ class SweepDriver:
         n = self._n_episode_workers()
         mif, per = self.plan.max_in_flight, self.ex.episodes_per_worker
         self._per_worker = -(-mif // n) if per == "auto" else int(per)
-        if n * self._per_worker < mif:
+        if n * self._per_worker < min(mif, self._undispatched):  # a grid smaller than the cap is not capped
             msg = (f"at most {n * self._per_worker} episodes play at once ({n} episode workers x "
                    f"execution.episodes_per_worker={self._per_worker}), not max_in_flight={mif}; set "
                    "episodes_per_worker to 'auto' (or higher) to play max_in_flight at once")
