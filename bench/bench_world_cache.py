@@ -33,8 +33,9 @@ def main() -> None:
     ray.init(num_cpus=2, object_store_memory=256 << 20, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     walls: dict[int, list[float]] = {16: [], 0: []}
     with tempfile.TemporaryDirectory() as tmp:
-        n = len(Grid(validate_config(base)))
-        worlds = len({(c.task_id, c.seed, str(sorted(c.knobs.items()))) for c in Grid(validate_config(base)).cells()})
+        grid = Grid(validate_config(base))
+        n = len(grid)
+        worlds = len({(c.task_id, c.seed, str(sorted(c.knobs.items()))) for c in grid.cells()})
         print(f"# default sweep: {n} episodes, {worlds} distinct worlds; {rounds} round(s), order ABBA")
         order = [16, 0, 0, 16] * rounds
         for i, cache in enumerate(order):

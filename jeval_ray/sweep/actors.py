@@ -22,6 +22,7 @@ import pyarrow as pa
 import ray
 
 from jeval_ray.records import DISPOSITIONS, STEPS, EpisodeKeys, dispositions_rows, episode_row, steps_rows, table_to_ipc
+from jeval_ray.world import WorldCache
 
 
 def _now() -> dt.datetime:
@@ -32,8 +33,6 @@ class EpisodeWorker:
     """Hosts several isolated episodes at once (an async actor)."""
 
     def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0):
-        from jeval_ray.world import WorldCache
-
         self.models = models
         self.keep_observations = keep_observations
         # worlds shared by the next cells of the same (task, seed, knobs): other models, other conditions

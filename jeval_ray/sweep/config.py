@@ -318,8 +318,9 @@ def _loc(loc) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("int", "constrained-int", "list[int]", "str", "ConditionSpec", "list[str]", "literal['available','all']",
-                      "function-after[_check(), str]", "function-after[_check(), ConditionSpec]"):
+        elif part in ("int", "constrained-int", "list[int]", "str", "ConditionSpec", "list[str]",
+                      "literal['available','all']", "function-after[_check(), str]",
+                      "function-after[_check(), ConditionSpec]"):
             continue  # union-branch markers carry no meaning for the user
         else:
             out += ("." if out else "") + str(part)

@@ -155,29 +155,35 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
                    resume=resume, address=addr, max_in_flight=mif, out_field=field_name)
 
 
-def _local_capacity(cfg: SweepConfig) -> tuple[dict[str, float], str]:
-    """The resources a local sweep will have, and where that figure comes from (Ray is not started)."""
+def _local_capacity(cfg: SweepConfig) -> tuple[dict[str, float], str, bool]:
+    """The resources a local sweep will have, where that figure comes from, and whether it is a Ray
+    this process already runs (else a ``ray.init()`` to come, which has no custom resources)."""
     import ray
 
     if ray.is_initialized():  # the caller's own ray.init(): its resources are what the pools get
         return ({k: float(v) for k, v in ray.cluster_resources().items()},
-                "the Ray instance this process is connected to; for a cluster that grows, pass --address")
+                "the Ray instance this process is connected to; for a cluster that grows, pass --address", True)
     if cfg.ray.num_cpus is not None:
-        return {"CPU": float(cfg.ray.num_cpus)}, f"ray.num_cpus={cfg.ray.num_cpus}"
+        return {"CPU": float(cfg.ray.num_cpus)}, f"ray.num_cpus={cfg.ray.num_cpus}", False
     try:  # what ray.init() will detect (cgroup limits included)
         from ray._private.utils import get_num_cpus
 
         cpus = float(get_num_cpus())
     except Exception:  # noqa: BLE001 - a Ray without that helper: the OS count
         cpus = float(os.cpu_count() or 1)
-    return {"CPU": cpus}, f"this machine's {cpus:g} CPUs (ray.num_cpus unset)"
+    return {"CPU": cpus}, f"this machine's {cpus:g} CPUs (ray.num_cpus unset)", False
+
+
+def _reserved_cpus(ex) -> float:
+    """CPUs held by the judge pool and the isolation workers (what episode workers cannot use)."""
+    return ex.judge_workers * ex.judge_worker_cpus + ex.isolation_workers * _SOLO_CPUS
 
 
 def pool_demand(ex) -> dict[str, float]:
     """Resources the sweep's actor pools hold at once: the episode workers (at least one when
     ``episode_workers`` is auto), the judge workers and the isolation workers."""
     n = 1 if ex.episode_workers == "auto" else int(ex.episode_workers)
-    need = {"CPU": n * ex.episode_worker_cpus + ex.judge_workers * ex.judge_worker_cpus + ex.isolation_workers * _SOLO_CPUS}
+    need = {"CPU": n * ex.episode_worker_cpus + _reserved_cpus(ex)}
     for count, res in ((n + ex.isolation_workers, ex.episode_worker_resources), (ex.judge_workers, ex.judge_worker_resources)):
         for k, v in res.items():
             need[k] = need.get(k, 0.0) + count * float(v)
@@ -188,7 +194,7 @@ def check_pools_fit(cfg: SweepConfig) -> None:
     """On a local Ray (fixed resources) refuse pools that cannot all be placed: one left pending would
     hold up the sweep until ``worker_start_timeout_s``. Raises ``ConfigError`` naming the fields."""
     ex = cfg.execution
-    have, source = _local_capacity(cfg)
+    have, source, running = _local_capacity(cfg)
     need = pool_demand(ex)
     for res, amount in need.items():
         if amount <= have.get(res, 0.0) + 1e-9:
@@ -201,7 +207,7 @@ def check_pools_fit(cfg: SweepConfig) -> None:
             raise ConfigError(f"execution: the worker pools need {amount:g} CPUs ({parts}) but a local sweep has "
                               f"{have.get('CPU', 0.0):g} ({source}); a pool that cannot be placed would stall the sweep. "
                               "Fix: lower execution.episode_workers or the *_cpus fields, or raise ray.num_cpus.")
-        where = source if "connected" in source else "a local ray.init() provides no custom resources"
+        where = source if running else "a local ray.init() provides no custom resources"
         raise ConfigError(f"execution: the worker pools need the custom resource {res!r} ({amount:g}) but a local sweep "
                           f"has {have.get(res, 0.0):g} ({where}). Fix: remove it from execution.episode_worker_resources "
                           "/ judge_worker_resources, or run on a cluster whose nodes provide it (--address).")
@@ -410,8 +416,7 @@ class SweepDriver:
         if self.ex.episode_workers != "auto":
             return int(self.ex.episode_workers)
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
-        reserved = self.ex.judge_workers * self.ex.judge_worker_cpus + self.ex.isolation_workers * _SOLO_CPUS
-        fit = int(max(cpus - reserved, self.ex.episode_worker_cpus) // self.ex.episode_worker_cpus)
+        fit = int(max(cpus - _reserved_cpus(self.ex), self.ex.episode_worker_cpus) // self.ex.episode_worker_cpus)
         return max(1, min(int(cpus) or 1, fit))
 
     def _start_pools(self) -> None:
