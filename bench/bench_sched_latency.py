@@ -12,7 +12,8 @@ Plays ``bench_sweep.bench_scheduling`` (1,536 episodes of the ``sleep`` agent, 2
   worker's event loop as a timer fires);
 - finish -> result: the episode's end until the driver has its result;
 
-over all episodes and in steady state (without the first and the last 256 dispatched).
+over all episodes and in steady state (without the first and the last 256 dispatched); and how the
+first wave's 256 starts spread (each worker resets its share of the wave's worlds one after another).
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ def main() -> None:
     print(f"efficiency {r['efficiency']:.3f} (steady state {r['steady_efficiency']:.3f}), span {r['span_s']:.1f} s, "
           f"{r['episodes']} episodes, {r['in_flight']} in flight, {r['workers']} workers")
     eps.sort(key=lambda e: log["dispatch"][e["episode_id"]])
+    d0 = min(log["dispatch"].values())
+    wave = sorted(log["dispatch"].values())[:256]
+    starts = np.quantile([e["started_at"].timestamp() - d0 for e in eps[:256]], [0.1, 0.5, 0.9, 1.0])
+    print(f"first wave: dispatched over {wave[-1] - d0:.2f} s; its starts after the first dispatch (p10 p50 p90 max): "
+          + "  ".join(f"{q:.2f}" for q in starts))
     for label, rows in (("all episodes", eps), ("steady state", eps[256:-256])):
         d = np.array([log["dispatch"][e["episode_id"]] for e in rows])
         s = np.array([e["started_at"].timestamp() for e in rows])
