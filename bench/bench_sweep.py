@@ -72,15 +72,19 @@ def _files_per_partition(run_dir: str) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------- 1. scheduling
 def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_flight: int = 256, waves: int = 6,
-                     workers: int = 4) -> dict:
+                     workers: int | None = None, worker_cpus: float | None = None) -> dict:
+    """``workers``/``worker_cpus`` None: the product's defaults (``episode_workers: auto``, one per CPU;
+    ``episodes_per_worker: auto``, the in-flight work shared among them)."""
     from jeval_ray.sweep import run_sweep, validate_config
 
     _init_ray()
     n = in_flight * waves
     model = {"name": "sim", "agent": "sleep", "agent_options": {"latency_ms": latency_ms, "steps": steps}}
-    cfg = validate_config(_cfg(tmp, models=[model], seeds=n, knobs=TINY_WORLD,
-                               execution={"max_in_flight": in_flight, "episode_workers": workers,
-                                          "episodes_per_worker": in_flight // workers, "episode_worker_cpus": 0.25}))
+    execution = {"max_in_flight": in_flight, "episode_workers": "auto" if workers is None else workers,
+                 "episodes_per_worker": "auto"}
+    if worker_cpus is not None:
+        execution["episode_worker_cpus"] = worker_cpus
+    cfg = validate_config(_cfg(tmp, models=[model], seeds=n, knobs=TINY_WORLD, execution=execution))
     r = run_sweep(cfg)
     assert r.done == n, r
     span = r.timeline["last_finish"] - r.timeline["first_dispatch"]
@@ -89,11 +93,11 @@ def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_fl
     # steady state: episodes finishing after the first wave and before the last one
     from jeval_ray.store import read_dataset
 
-    eps = read_dataset(r.run_dir, "episodes").select(["started_at", "finished_at", "wall_s"]).to_pandas()
+    eps = read_dataset(r.run_dir, "episodes").select(["started_at", "finished_at", "wall_s", "worker"]).to_pandas()
     t = (eps["finished_at"] - eps["started_at"].min()).dt.total_seconds()
     lo, hi = 1.5 * duration, t.max() - duration
     steady = ((t > lo) & (t <= hi)).sum() / max(hi - lo, 1e-9)
-    return {"episodes": n, "in_flight": in_flight, "workers": workers, "episode_s": duration, "span_s": span, "achieved_eps": achieved,
+    return {"episodes": n, "in_flight": in_flight, "workers": int(eps["worker"].nunique()), "episode_s": duration, "span_s": span, "achieved_eps": achieved,
             "ideal_eps": ideal, "efficiency": achieved / ideal, "steady_eps": steady, "steady_efficiency": steady / ideal,
             "mean_episode_wall_s": float(eps["wall_s"].mean()), "files_per_partition": _files_per_partition(r.run_dir),
             "rows": r.rows, "write_s": r.write_seconds}
