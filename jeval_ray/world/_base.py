@@ -203,9 +203,12 @@ _PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
 
 #: each template's description split into literal text and ``{field}`` placeholders
 _TEXT_PARTS = tuple(tuple(p for p in re.split(r"(\{\w+\})", t.text) if p) for t in TEMPLATES)
+#: each template's reference prefix, in template order
 _REF_PREFIX = ("INV-", "PAY-", "SO-", "RC-", "ACR-", "RCL-", "DEP-", "PAY-", "DEL-")
-#: up to this many entries (the crossover measured on 2 cores), references and descriptions are joined in Python (about 2 us an
-#: entry); above it, in Arrow (about 0.4 us an entry plus 0.7 ms). Both give the same strings (tests/test_world.py).
+assert len(_REF_PREFIX) == len(TEMPLATES)
+#: up to this many entries (the crossover measured on 2 cores), references and descriptions are
+#: joined in Python (about 2 us an entry); above it, in Arrow (about 0.4 us an entry plus 0.7 ms).
+#: Both give the same strings (tests/test_world.py).
 _PYTHON_TEXT_MAX = 400
 
 
@@ -228,8 +231,8 @@ def _texts_arrow(tpl, ref_no, what_no, month_no, vendor_names, vendor_pos, cust)
                                       pa.array(ref_no).cast(pa.string()), "")
     party_vendor = pa.array(vendor_names).take(pa.array(vendor_pos))
     party_customer = pa.array(list(CUSTOMER_NAMES)).take(pa.array(cust.astype(np.int32)))
-    month = pa.array(_MONTHS.tolist()).take(pa.array(month_no))
-    what = pa.array(_WHAT.tolist()).take(pa.array(what_no.astype(np.int32)))
+    month = pa.array(list(MONTH_ABBR)).take(pa.array(month_no))
+    what = pa.array(_WHAT_LIST).take(pa.array(what_no.astype(np.int32)))
     fields = {"ref": ref, "month": month, "what": what}
     # join each template's text over its own rows only, then put the rows back in entry order
     order = np.argsort(tpl, kind="stable")
