@@ -57,10 +57,10 @@ def main() -> None:
     print(f"efficiency {r['efficiency']:.3f} (steady state {r['steady_efficiency']:.3f}), span {r['span_s']:.1f} s, "
           f"{r['episodes']} episodes, {r['in_flight']} in flight, {r['workers']} workers")
     eps.sort(key=lambda e: log["dispatch"][e["episode_id"]])
-    d0 = min(log["dispatch"].values())
-    wave = sorted(log["dispatch"].values())[:256]
-    starts = np.quantile([e["started_at"].timestamp() - d0 for e in eps[:256]], [0.1, 0.5, 0.9, 1.0])
-    print(f"first wave: dispatched over {wave[-1] - d0:.2f} s; its starts after the first dispatch (p10 p50 p90 max): "
+    wave = eps[: r["in_flight"]]  # eps is in dispatch order
+    d0, d_last = (log["dispatch"][e["episode_id"]] for e in (wave[0], wave[-1]))
+    starts = np.quantile([e["started_at"].timestamp() - d0 for e in wave], [0.1, 0.5, 0.9, 1.0])
+    print(f"first wave: dispatched over {d_last - d0:.2f} s; its starts after the first dispatch (p10 p50 p90 max): "
           + "  ".join(f"{q:.2f}" for q in starts))
     for label, rows in (("all episodes", eps), ("steady state", eps[256:-256])):
         d = np.array([log["dispatch"][e["episode_id"]] for e in rows])

@@ -97,8 +97,8 @@ def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_fl
     t = (eps["finished_at"] - eps["started_at"].min()).dt.total_seconds()
     lo, hi = 1.5 * duration, t.max() - duration
     steady = ((t > lo) & (t <= hi)).sum() / max(hi - lo, 1e-9)
-    return {"episodes": n, "in_flight": in_flight, "workers": int(eps["worker"].nunique()), "episode_s": duration, "span_s": span, "achieved_eps": achieved,
-            "ideal_eps": ideal, "efficiency": achieved / ideal, "steady_eps": steady, "steady_efficiency": steady / ideal,
+    return {"episodes": n, "in_flight": in_flight, "workers": int(eps["worker"].nunique()), "episode_s": duration,
+            "span_s": span, "achieved_eps": achieved, "ideal_eps": ideal, "efficiency": achieved / ideal, "steady_eps": steady, "steady_efficiency": steady / ideal,
             "mean_episode_wall_s": float(eps["wall_s"].mean()), "files_per_partition": _files_per_partition(r.run_dir),
             "rows": r.rows, "write_s": r.write_seconds}
 

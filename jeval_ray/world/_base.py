@@ -201,7 +201,7 @@ _TERSE = np.array(["Adj", "Misc adj", "Per JV", "Correction", "See file", "Recla
 
 _PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
 
-#: each template's description split into literal text and ``{field}`` placeholders
+#: the pieces of each template's description, in order: literal text and ``{field}`` names
 _TEXT_PARTS = tuple(tuple(p for p in re.split(r"(\{\w+\})", t.text) if p) for t in TEMPLATES)
 #: each template's reference prefix, in template order
 _REF_PREFIX = ("INV-", "PAY-", "SO-", "RC-", "ACR-", "RCL-", "DEP-", "PAY-", "DEL-")
