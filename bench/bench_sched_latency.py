@@ -6,8 +6,9 @@ Plays ``bench_sweep.bench_scheduling`` (1,536 episodes of the ``sleep`` agent, 2
 5 x 1 s of latency each) and, from the driver's dispatch and result times and each episode row's
 ``started_at`` / ``finished_at``, prints quantiles (p10, p50, p90, p99, seconds) of:
 
-- dispatch -> start: the driver's ``run_many`` call until the episode's coroutine starts in its
-  worker (mostly: waiting behind the resets of episodes that arrived at that worker just before);
+- dispatch -> start: the driver's ``run_many`` call until the episode starts playing in its worker
+  (mostly: waiting in the worker's queue for a slot, ``queue_per_worker``, and behind the resets of
+  episodes that started there just before);
 - start -> finish: the episode itself (ideal: 5.0 s; more when other episodes' resets hold up the
   worker's event loop as a timer fires);
 - finish -> result: the episode's end until the driver has its result;

@@ -5,7 +5,8 @@
 
 1. Scheduling efficiency: episodes whose agent awaits a fixed latency per step (no CPU), 256 in
    flight: achieved episodes/s (first dispatch -> last episode written) / ideal (in-flight / the
-   pure-latency episode duration). Target >= 0.9.
+   pure-latency episode duration). Target >= 0.9. On the product's defaults, which give each
+   worker a queue (``queue_per_worker: auto``); measured again without queues in the same run.
 2. CPU-bound scaling: the careful agent on one grid, a Ray sweep (which also writes every record
    as Parquet) vs a plain sequential loop in this process (play + reference judge, no writing,
    all episodes in one event loop; a loop of ``play()``, one event loop per episode, is slower
@@ -72,16 +73,18 @@ def _files_per_partition(run_dir: str) -> dict[str, float]:
 
 # ---------------------------------------------------------------------------- 1. scheduling
 def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_flight: int = 256, waves: int = 6,
-                     workers: int | None = None, worker_cpus: float | None = None) -> dict:
+                     workers: int | None = None, worker_cpus: float | None = None, queue: int | str = "auto") -> dict:
     """``workers``/``worker_cpus`` None: the product's defaults (``episode_workers: auto``, one per CPU;
-    ``episodes_per_worker: auto``, the in-flight work shared among them)."""
+    ``episodes_per_worker: auto``, the in-flight work shared among them). ``queue``: the product's
+    ``queue_per_worker``; ``auto`` gives each worker a queue as long as what it plays (the ``sleep``
+    agent waits on latency), 0 none."""
     from jeval_ray.sweep import run_sweep, validate_config
 
     _init_ray()
     n = in_flight * waves
     model = {"name": "sim", "agent": "sleep", "agent_options": {"latency_ms": latency_ms, "steps": steps}}
     execution = {"max_in_flight": in_flight, "episode_workers": "auto" if workers is None else workers,
-                 "episodes_per_worker": "auto"}
+                 "episodes_per_worker": "auto", "queue_per_worker": queue}
     if worker_cpus is not None:
         execution["episode_worker_cpus"] = worker_cpus
     cfg = validate_config(_cfg(tmp, models=[model], seeds=n, knobs=TINY_WORLD, execution=execution))
@@ -90,13 +93,13 @@ def bench_scheduling(tmp: str, latency_ms: float = 1000.0, steps: int = 4, in_fl
     span = r.timeline["last_finish"] - r.timeline["first_dispatch"]
     duration = (steps + 1) * latency_ms / 1000.0  # steps tool calls + submit, one latency each
     achieved, ideal = n / span, in_flight / duration
-    # steady state: episodes finishing after the first wave and before the last one
+    # steady state: the episodes after the first wave over the time from the first wave's end (its
+    # in_flight-th finish) to the last finish; whole waves, so their bursts do not skew the rate
     from jeval_ray.store import read_dataset
 
     eps = read_dataset(r.run_dir, "episodes").select(["started_at", "finished_at", "wall_s", "worker"]).to_pandas()
-    t = (eps["finished_at"] - eps["started_at"].min()).dt.total_seconds()
-    lo, hi = 1.5 * duration, t.max() - duration
-    steady = ((t > lo) & (t <= hi)).sum() / max(hi - lo, 1e-9)
+    t = sorted((eps["finished_at"] - eps["started_at"].min()).dt.total_seconds())
+    steady = (n - in_flight) / max(t[-1] - t[in_flight - 1], 1e-9)
     return {"episodes": n, "in_flight": in_flight, "workers": int(eps["worker"].nunique()), "episode_s": duration,
             "span_s": span, "achieved_eps": achieved, "ideal_eps": ideal, "efficiency": achieved / ideal, "steady_eps": steady, "steady_efficiency": steady / ideal,
             "mean_episode_wall_s": float(eps["wall_s"].mean()), "files_per_partition": _files_per_partition(r.run_dir),
@@ -260,6 +263,7 @@ def main() -> int:
             results["mem"] = bench_memory(tmp)
         if "sched" in only:
             results["sched"] = bench_scheduling(tmp)
+            results["sched_noq"] = bench_scheduling(tmp, queue=0)
         if "cpu" in only:
             results["cpu"] = bench_cpu(tmp, seeds=args.cpu_seeds)
     print(f"# bench_sweep on {os.cpu_count()} CPU(s), python {sys.version.split()[0]}; load average before "
@@ -276,6 +280,9 @@ def main() -> int:
                    "%.3f" % s["steady_efficiency"], ""))
         print(line("", "%d eps, %d in flight, %.1f s latency each (played in %.2f s)" % (
             s["episodes"], s["in_flight"], s["episode_s"], s["mean_episode_wall_s"]), "", ""))
+        s0 = results["sched_noq"]
+        print(line("  same without queues (queue_per_worker 0)", "%.1f / %.1f ep/s ideal" % (s0["achieved_eps"], s0["ideal_eps"]),
+                   "%.3f" % s0["efficiency"], ""))
     if "cpu" in results:
         c = results["cpu"]
         print(line("cpu-bound scaling (careful, %d eps)" % c["episodes"],

@@ -46,8 +46,9 @@ def test_a_sweep_completes_when_a_worker_node_is_removed_mid_sweep(cluster, tmp_
         tmp_path, tasks=["JE-1", "JE-2"], seeds=3, allow_test_agents=True,
         models=[{"name": "sim", "agent": "sleep", "agent_options": {"latency_ms": 100, "steps": 10}},
                 {"name": "careful", "agent": "careful"}],
+        # no queues: the cells not yet playing stay with the driver, so the victim keeps getting work
         execution={"episode_workers": "auto", "scheduling": "spread", "episodes_per_worker": 3, "max_in_flight": 9,
-                   "worker_start_timeout_s": 120}))
+                   "queue_per_worker": 0, "worker_start_timeout_s": 120}))
     r = run_sweep(cfg, on_tick=tick)
     assert removed, "the victim node never hosted a busy worker"
     total = len(Grid(cfg))

@@ -13,7 +13,7 @@ from conftest import ROOT, run_cli, tiny_config
 
 from jeval_ray.errors import ConfigError
 from jeval_ray.sweep.config import default_config_text, json_schema, load_sweep_config, validate_config
-from jeval_ray.sweep.driver import plan_run
+from jeval_ray.sweep.driver import plan_run, resolve_queue
 from jeval_ray.sweep.grid import Grid
 from jeval_ray.tasks import available_tasks
 
@@ -131,6 +131,8 @@ BASE = {"tasks": ["JE-1"], "models": [{"name": "careful", "provider": "builtin",
     ({"execution": {"episode_worker_cpus": 0}}, "execution.episode_worker_cpus", "raise it"),
     ({"execution": {"episodes_per_worker": 0}}, "execution.episodes_per_worker", "raise it"),
     ({"execution": {"episodes_per_worker": "lots"}}, "execution.episodes_per_worker", "'auto'"),
+    ({"execution": {"queue_per_worker": -1}}, "execution.queue_per_worker", "raise it"),
+    ({"execution": {"queue_per_worker": "long"}}, "execution.queue_per_worker", "'auto'"),
     ({"execution": {"episode_workers": 8, "episode_worker_cpus": 0.25}, "ray": {"num_cpus": 2}}, "execution.episode_workers=8",
      "raise ray.num_cpus"),
     ({"execution": {"episode_worker_cpus": 1.0}, "ray": {"num_cpus": 1}}, "judge_worker_cpus", "raise ray.num_cpus"),
@@ -141,6 +143,17 @@ def test_a_bad_config_gives_one_message_naming_the_field_and_the_fix(patch, fiel
     msg = _bad({**BASE, **patch})
     assert field in msg and "Fix" in msg and fix in msg, msg
     assert "\n" not in msg
+
+
+def test_queue_per_worker_auto_queues_for_models_that_wait_on_latency_only():
+    careful = {"name": "careful", "agent": "careful"}
+    sleep = {"name": "sim", "agent": "sleep"}
+    endpoint = {"name": "m", "provider": "openai_compatible", "model": "x"}
+    assert resolve_queue("auto", 64, [careful]) == 0  # CPU-bound agents keep their worker busy anyway
+    assert resolve_queue("auto", 64, [careful, sleep]) == 64
+    assert resolve_queue("auto", 64, [endpoint]) == 64
+    assert resolve_queue(5, 64, [careful]) == 5 and resolve_queue(0, 64, [endpoint]) == 0
+    assert validate_config(tiny_config(Path("/tmp"))).execution.queue_per_worker == "auto"
 
 
 def test_a_missing_api_key_variable_names_the_variable(monkeypatch):

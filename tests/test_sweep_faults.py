@@ -40,6 +40,26 @@ def test_episodes_of_a_worker_killed_with_ray_kill_complete_on_a_replacement(ray
     assert killed[0] not in {e["worker"] for e in eps if e["attempt"] == 2}
 
 
+def test_episodes_queued_on_a_killed_worker_complete_elsewhere_once_each(ray_local, tmp_path):
+    """A worker holding queued episodes (``queue_per_worker`` auto: 2 more than the 2 it plays) is
+    killed: its playing and its queued episodes are retried on other workers, each written once."""
+    killed = []
+
+    def tick(d):
+        queued = [s for s in d.slots if s.kind == "episode" and s.ready and s.in_flight > 2]
+        if not killed and queued:
+            killed.append(queued[0].label)
+            ray_local.kill(queued[0].handle, no_restart=True)
+
+    cfg, r = _run(tmp_path, [SLEEPY], seeds=12, tick=tick, episodes_per_worker=2, max_in_flight=4)
+    assert killed and r.worker_replacements >= 1 and r.retried >= 3
+    assert (r.done, r.failed) == (12, 0)
+    eps = read_dataset(r.run_dir, "episodes").to_pylist()
+    assert len(eps) == 12 and len({e["episode_id"] for e in eps}) == 12
+    assert all(e["status"] == "completed" for e in eps)
+    assert len(_raw(r)) == 12  # a dead attempt writes nothing
+
+
 def test_a_worker_that_exits_mid_episode_is_replaced_and_its_episodes_retried(ray_local, tmp_path):
     model = {"name": "flaky", "provider": "builtin", "agent": "crash_once"}
     cfg, r = _run(tmp_path, [model], seeds=3)

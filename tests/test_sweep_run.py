@@ -171,13 +171,13 @@ def test_workers_sharing_worlds_write_exactly_what_workers_generating_every_worl
     same but for the run id, clocks and worker labels."""
     assert sweep["cfg"].execution.world_cache == 16
     # 16 episodes on 4 distinct worlds: batches of 4 cells (2 conditions x 2 models of one world) per worker
-    assert sweep["result"].worlds == {"generated": 4, "reused": 12}
+    assert sweep["result"].worlds == {"generated": 4, "reused": 12, "ahead": 0}
     manifest = json.loads((sweep["run_dir"] / "manifest.json").read_text())
-    assert manifest["invocations"][-1]["worlds"] == {"generated": 4, "reused": 12}
+    assert manifest["invocations"][-1]["worlds"] == {"generated": 4, "reused": 12, "ahead": 0}
     cfg = validate_config(tiny_config(tmp_path, tasks=TASKS, models=MODELS, conditions=["full", "withheld"],
                                       execution={"world_cache": 0}))
     fresh = run_sweep(cfg)
-    assert fresh.worlds == {"generated": 16, "reused": 0}
+    assert fresh.worlds == {"generated": 16, "reused": 0, "ahead": 0}
     volatile = {"run_id", "started_at", "finished_at", "wall_s", "worker", "timestamp", "latency_ms"}
 
     def rows(run_dir, name):
@@ -206,12 +206,21 @@ def test_episodes_per_worker_auto_lets_max_in_flight_episodes_play_at_once(ray_l
     assert max(peak) == 140
 
 
+def _most_at_once(eps: list[dict]) -> int:
+    """The most episodes playing at one moment, from the rows' ``started_at`` / ``finished_at``."""
+    events = sorted([(e["started_at"], 1) for e in eps] + [(e["finished_at"], -1) for e in eps], key=lambda x: (x[0], x[1]))
+    now = most = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
+
+
 def test_fewer_episodes_per_worker_than_max_in_flight_needs_is_a_warning(ray_local, tmp_path):
     cfg = validate_config(tiny_config(tmp_path, models=[SLOW_SIM], seeds=8, knobs=TINY_WORLD, allow_test_agents=True,
                                       execution={"episode_workers": 2, "episodes_per_worker": 3, "max_in_flight": 16}))
-    peak = []
-    r = run_sweep(cfg, on_tick=lambda d: peak.append(sum(s.in_flight for s in d.slots if s.kind == "episode")))
-    assert r.done == 8 and max(peak) == 6
+    r = run_sweep(cfg)
+    assert r.done == 8 and _most_at_once(read_dataset(r.run_dir, "episodes").to_pylist()) == 6
     assert len(r.warnings) == 1 and "at most 6 episodes play at once" in r.warnings[0] and "'auto'" in r.warnings[0]
     manifest = json.loads((Path(r.run_dir) / "manifest.json").read_text())
     assert r.warnings[0] in manifest["warnings"]
@@ -220,3 +229,28 @@ def test_fewer_episodes_per_worker_than_max_in_flight_needs_is_a_warning(ray_loc
                                         allow_test_agents=True,
                                         execution={"episode_workers": 2, "episodes_per_worker": 2, "max_in_flight": 16}))
     assert run_sweep(small).warnings == []
+
+
+QUEUE_SIM = {"name": "sim", "provider": "builtin", "agent": "sleep", "agent_options": {"latency_ms": 250, "steps": 2}}
+
+
+@pytest.mark.parametrize("queue", ["auto", 0])
+def test_a_worker_plays_its_share_at_once_and_starts_queued_episodes_on_worlds_built_while_they_waited(
+        ray_local, tmp_path, queue):
+    """2 workers x 3 episodes at once; ``queue_per_worker`` auto gives each a queue of 3 more (the sleep
+    agent waits on latency): 12 dispatched at once, never more than 3 playing per worker, and queued
+    episodes find their world built. With 0, the driver holds what does not play."""
+    cfg = validate_config(tiny_config(tmp_path, models=[QUEUE_SIM], seeds=12, knobs=TINY_WORLD, allow_test_agents=True,
+                                      execution={"episode_workers": 2, "episodes_per_worker": 3, "max_in_flight": 6,
+                                                 "queue_per_worker": queue}))
+    dispatched = []
+    r = run_sweep(cfg, on_tick=lambda d: dispatched.append(sum(s.in_flight for s in d.slots if s.kind == "episode")))
+    eps = read_dataset(r.run_dir, "episodes").to_pylist()
+    assert (r.done, r.failed, len(eps)) == (12, 0, 12)
+    assert _most_at_once(eps) == 6
+    assert all(_most_at_once([e for e in eps if e["worker"] == w]) <= 3 for w in {e["worker"] for e in eps})
+    assert r.worlds["generated"] == 12 and r.warnings == []
+    if queue == "auto":
+        assert max(dispatched) == 12 and r.worlds["ahead"] >= 1
+    else:
+        assert max(dispatched) == 6 and r.worlds["ahead"] == 0

@@ -101,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_leaderboard:
         print_leaderboard(result.run_dir)
     print(f"episodes: {result.done} completed, {result.failed} failed, {result.skipped} skipped (already complete), "
-          f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated, "
-          f"{result.worlds['reused']} reused (execution.world_cache)")
+          f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated"
+          + (f" ({result.worlds['ahead']} of them while their episode queued)" if result.worlds.get("ahead") else "")
+          + f", {result.worlds['reused']} reused (execution.world_cache)")
     for w in ([warn] if warn else []) + result.warnings:
         print(f"warning: {w}")
     print(f"output: {result.run_dir}")

@@ -44,13 +44,20 @@ def _warm_up_episode() -> None:
 class EpisodeWorker:
     """Hosts several isolated episodes at once (an async actor)."""
 
-    def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0):
+    def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0,
+                 plays: int | None = None):
         self.models = models
         self.keep_observations = keep_observations
         # worlds shared by the next cells of the same (task, seed, knobs): other models, other conditions
         self.worlds = WorldCache(world_cache)
         self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
-        self.running = 0
+        # ``plays``: episodes played at once; the driver may send more (execution.queue_per_worker),
+        # which wait here and start the moment a playing one ends. While they wait, the worker builds
+        # their worlds in its idle time (``_build_ahead``), so they start without generating one.
+        self.gate = asyncio.Semaphore(plays) if plays else None
+        self.waiting: dict[str, dict] = {}  # episode_id -> job, queued in arrival order
+        self.built: dict[str, tuple | None] = {}  # episode_id -> (world, reused) built ahead (None: failed)
+        self.builder: asyncio.Task | None = None
         _warm_up_episode()
 
     async def ready(self) -> dict:
@@ -87,7 +94,43 @@ class EpisodeWorker:
         return batch, [p for _, p, _ in outs]
 
     async def run(self, job: dict) -> tuple[dict, dict | None, tuple[list, list] | None]:
-        """Play one episode; returns (its result, its judge packet or None, its (steps, dispositions) rows)."""
+        """Play one episode (once the gate lets it: see ``__init__``); returns (its result, its judge
+        packet or None, its (steps, dispositions) rows)."""
+        if self.gate is None:
+            return await self._play(job, None)
+        eid = job["episode_id"]
+        if self.gate.locked():
+            self.waiting[eid] = job
+            if self.builder is None or self.builder.done():
+                self.builder = asyncio.get_running_loop().create_task(self._build_ahead())
+        try:
+            async with self.gate:
+                self.waiting.pop(eid, None)
+                return await self._play(job, self.built.pop(eid, None))
+        finally:
+            self.waiting.pop(eid, None)
+            self.built.pop(eid, None)
+
+    async def _build_ahead(self) -> None:
+        """Build the worlds of waiting jobs, oldest first, one per turn of the event loop (episodes'
+        timers and tool calls run in between). A job that starts first is skipped; a world that fails
+        to build is left to its episode, which reports the error."""
+        from jeval_ray.env import JEEnv
+        from jeval_ray.episode import world_from_cache
+
+        while True:
+            eid = next((e for e in self.waiting if e not in self.built), None)
+            if eid is None:
+                return
+            job = self.waiting[eid]
+            try:
+                env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"])
+                self.built[eid] = world_from_cache(self.worlds, env, job["seed"])
+            except Exception:  # noqa: BLE001 - the episode builds it again and records the error
+                self.built[eid] = None
+            await asyncio.sleep(0)
+
+    async def _play(self, job: dict, built: tuple | None) -> tuple[dict, dict | None, tuple[list, list] | None]:
         from jeval_ray.env import JEEnv
         from jeval_ray.episode import play_episode
         from jeval_ray.sweep.agents import agent_label, make_model_agent
@@ -96,22 +139,21 @@ class EpisodeWorker:
                            job["condition"])
         entry = self.models[job["model"]]
         started = _now()
-        self.running += 1
         try:
             env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"],
                         keep_observations=self.keep_observations)
             agent = make_model_agent(entry, job["seed"], attempt=job["attempt"])
-            outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"), worlds=self.worlds)
+            outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"), worlds=self.worlds,
+                                         world=built)
         except Exception as exc:  # noqa: BLE001 - recorded as a failed episode with its traceback
             err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"[:8000]
             return {"status": "error", "error": err, "worker": self.label}, None, None
-        finally:
-            self.running -= 1
         row = episode_row(keys, outcome, agent=agent_label(entry), tier=job["tier"], run_config_json=job["contract_json"],
                           judge_agg={}, final_score=None, worker=self.label, started_at=started, finished_at=_now())
         judged = outcome.status == "completed"
         rows = (steps_rows(keys, outcome, keep_observations=self.keep_observations), dispositions_rows(keys, outcome))
-        return ({"status": "ok", "row": row, "judge": judged, "worker": self.label, "world_reused": outcome.world_reused},
+        return ({"status": "ok", "row": row, "judge": judged, "worker": self.label, "world_reused": outcome.world_reused,
+                 "world_ahead": built is not None and not built[1]},
                 outcome.judge_packet if judged else None, rows)
 
 

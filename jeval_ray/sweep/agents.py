@@ -82,6 +82,12 @@ def is_builtin(entry: dict) -> bool:
     return entry.get("provider", "builtin") == "builtin"
 
 
+def waits_on_latency(entry: dict) -> bool:
+    """A model entry whose episodes spend their time waiting (an endpoint, or the simulated ``sleep``
+    agent) rather than computing, as the other built-in agents do."""
+    return not is_builtin(entry) or entry.get("agent") == "sleep"
+
+
 def agent_label(entry: dict) -> str:
     """The ``agent`` column of an episode row: the built-in agent's name, or ``provider:model``."""
     return str(entry.get("agent")) if is_builtin(entry) else f"{entry.get('provider')}:{entry.get('model')}"
@@ -114,4 +120,4 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
     return LLMAgent(cfg, limiter=limiter)
 
 
-__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "agent_label", "is_builtin", "make_model_agent"]
+__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "agent_label", "is_builtin", "make_model_agent", "waits_on_latency"]

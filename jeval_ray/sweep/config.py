@@ -109,6 +109,14 @@ class ExecutionConfig(BaseModel):
         description="Episodes sent to a worker in one Ray call. auto = 1 for endpoint models (long-lived; judged as "
                     "each finishes); for built-in agents (CPU-bound, a few ms each: per-call overhead would dominate) "
                     "up to 32 while much of the grid is left, shrinking to 4 as it runs out.")
+    queue_per_worker: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        default="auto",
+        description="Episodes sent to an episode worker beyond the episodes_per_worker it plays at once. They wait in "
+                    "the worker and start the moment one of its episodes ends (no round trip to the driver); while "
+                    "they wait, the worker builds their worlds in its idle time. Each holds its world while it waits "
+                    "(about 0.2 MB at default knobs). auto = episodes_per_worker when a model waits on latency (an "
+                    "endpoint, or the simulated 'sleep' agent), else 0 (CPU-bound built-in agents keep their "
+                    "worker busy without one). 0 = none.")
     episode_worker_cpus: float = Field(default=0.5, gt=0, description="num_cpus reserved per EpisodeWorker (fractions OK).")
     episode_worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources per worker.")
     world_cache: int = Field(
@@ -287,6 +295,7 @@ _FIELD_FIXES = {
     "seeds": "set seeds to a count >= 1 (5 or more to measure variance) or a list of distinct seeds >= 0",
     "execution.episode_workers": "use a positive integer or 'auto'",
     "execution.episodes_per_worker": "use a positive integer or 'auto'",
+    "execution.queue_per_worker": "use 0 (no queue), a positive integer or 'auto'",
     "tasks": "use 'available', 'all' or a list of task ids such as [JE-1, JE-3]",
     "conditions": "use 'full', 'withheld' or {name: ..., withhold: [tools]}",
     "models": "give every model a unique name",

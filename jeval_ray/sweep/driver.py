@@ -39,7 +39,7 @@ from jeval_ray.errors import ConfigError, JEvalError
 from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
 from jeval_ray.store._fs import exists, has_credentials, is_local, join_uri, list_dir, resolve_fs
-from jeval_ray.sweep.agents import agent_label, is_builtin
+from jeval_ray.sweep.agents import agent_label, is_builtin, waits_on_latency
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
 from jeval_ray.sweep.progress import Progress
@@ -91,8 +91,9 @@ class SweepResult:
     write_seconds: float
     seed_warning: str | None
     worker_replacements: int = 0
-    #: worlds the episode workers generated, and episodes that took a world generated before (world_cache)
-    worlds: dict = field(default_factory=lambda: {"generated": 0, "reused": 0})
+    #: worlds the episode workers generated, and episodes that took a world generated before (world_cache);
+    #: ``ahead``: of the generated, those built while their episode waited in its worker's queue
+    worlds: dict = field(default_factory=lambda: {"generated": 0, "reused": 0, "ahead": 0})
     #: warnings found while running (e.g. fewer episodes at once than max_in_flight)
     warnings: list = field(default_factory=list)
     #: monotonic times: first_dispatch, first_judgment, last_episode_result, last_finish
@@ -324,9 +325,11 @@ class SweepDriver:
         self.in_flight = 0  # dispatched and not yet buffered for writing (includes retries and judging)
         self.judging = 0  # played, waiting for judgments
         self.counts = {"done": 0, "failed": 0, "retried": 0}
-        self.worlds = {"generated": 0, "reused": 0}
+        self.worlds = {"generated": 0, "reused": 0, "ahead": 0}
         self.warnings: list[str] = []  # found while running (the manifest lists them after the seed warning)
         self._per_worker = 1  # episodes one episode worker plays at once (set when the pools start)
+        self._queue = 0  # episodes one episode worker may hold beyond those (execution.queue_per_worker)
+        self._n_workers = 1  # episode workers the pool keeps (set when the pools start)
         self.replacements = 0
         self.consecutive_start_failures = 0
         self._cells = None
@@ -420,9 +423,10 @@ class SweepDriver:
         return max(1, min(int(cpus) or 1, fit))
 
     def _start_pools(self) -> None:
-        n = self._n_episode_workers()
+        n = self._n_workers = self._n_episode_workers()
         mif, per = self.plan.max_in_flight, self.ex.episodes_per_worker
         self._per_worker = -(-mif // n) if per == "auto" else int(per)
+        self._queue = resolve_queue(self.ex.queue_per_worker, self._per_worker, self._models.values())
         if n * self._per_worker < min(mif, self._undispatched):  # a grid smaller than the cap is not capped
             msg = (f"at most {n * self._per_worker} episodes play at once ({n} episode workers x "
                    f"execution.episodes_per_worker={self._per_worker}), not max_in_flight={mif}; set "
@@ -444,9 +448,9 @@ class SweepDriver:
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
                 self._models, self.cfg.output.keep_observations)
         else:
-            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker,
-                                          ex.scheduling).remote(self._models, self.cfg.output.keep_observations,
-                                                                ex.world_cache)
+            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources,
+                                          self._per_worker + self._queue, ex.scheduling).remote(self._models, self.cfg.output.keep_observations,
+                                                                ex.world_cache, self._per_worker)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)
@@ -582,11 +586,29 @@ class SweepDriver:
                 break
             self._submit(self.retry_queue.popleft(), slot)
         mif = self.plan.max_in_flight
-        while not self._cells_exhausted and self.in_flight - self.judging < mif and self.judging < mif:
-            slot = self._pick("episode", self._per_worker)
+        # First every ready worker's playing room (at most max_in_flight play at once); then, once all
+        # the workers are up and all are full, their queues (execution.queue_per_worker). A queue only
+        # fills when no worker has a free slot: queued work cannot move to a worker that frees up later.
+        self._fill(self._per_worker, mif)
+        ready = [s for s in self.slots if s.kind == "episode" and s.ready and not s.dead]
+        if self._queue and len(ready) >= self._n_workers and all(s.in_flight >= self._per_worker for s in ready):
+            self._fill(self._per_worker + self._queue, mif + self._queue * len(ready))
+        while self.judge_queue and sum(s.in_flight for s in self.slots if s.kind == "judge") < self.ex.judges_in_flight:
+            slot = self._pick("judge", self.ex.judges_in_flight)
             if slot is None:
                 break
-            room = min(self._per_worker - slot.in_flight, mif - (self.in_flight - self.judging))
+            items = [self.judge_queue.popleft() for _ in range(min(self.ex.judge_batch_size, len(self.judge_queue),
+                                                                   self.ex.judges_in_flight - slot.in_flight))]
+            self._submit_judges(items, slot)
+
+    def _fill(self, per_worker: int, total: int) -> None:
+        """Send cells to ready episode workers (least loaded first) until each holds ``per_worker``
+        episodes or ``total`` are dispatched and not yet played."""
+        while not self._cells_exhausted and self.in_flight - self.judging < total and self.judging < self.plan.max_in_flight:
+            slot = self._pick("episode", per_worker)
+            if slot is None:
+                break
+            room = min(per_worker - slot.in_flight, total - (self.in_flight - self.judging))
             batch: list[_Episode] = []
             while len(batch) < room:
                 cell = self._pending_cell or next(self._cells, None)
@@ -606,13 +628,6 @@ class SweepDriver:
                     break
             if batch:
                 self._submit_batch(batch, slot)
-        while self.judge_queue and sum(s.in_flight for s in self.slots if s.kind == "judge") < self.ex.judges_in_flight:
-            slot = self._pick("judge", self.ex.judges_in_flight)
-            if slot is None:
-                break
-            items = [self.judge_queue.popleft() for _ in range(min(self.ex.judge_batch_size, len(self.judge_queue),
-                                                                   self.ex.judges_in_flight - slot.in_flight))]
-            self._submit_judges(items, slot)
 
     def _batch_size(self, cell: Cell) -> int:
         """Episodes per Ray call. ``auto``: 1 for endpoint models; for built-in agents (CPU-bound,
@@ -647,9 +662,13 @@ class SweepDriver:
             ep.packet_ref = (packets_ref, i)
         self.refs[batch_ref] = ("episodes", (eps, slot))
         if self.ex.episode_timeout_s is not None:
-            # Episodes of endpoint models run concurrently (each awaits its model); CPU-bound
-            # built-in episodes run one after another, so a batch may wait behind the worker's others.
-            ahead = slot.in_flight if all(self._is_builtin(ep.cell) for ep in eps) else 1
+            # Episodes of endpoint models run concurrently (each awaits its model), one turn of the
+            # worker's plays if they have to queue behind them first; CPU-bound built-in episodes run
+            # one after another, so a batch may wait behind all the worker's others.
+            if all(self._is_builtin(ep.cell) for ep in eps):
+                ahead = slot.in_flight
+            else:
+                ahead = 1 if slot.in_flight <= self._per_worker else 2
             self._deadlines[batch_ref] = now + self.ex.episode_timeout_s * ahead + self.ex.watchdog_grace_s
 
     def _submit_judges(self, items: list[tuple[_Episode, int]], slot: _Slot) -> None:
@@ -743,6 +762,7 @@ class SweepDriver:
             return
         ep.result = result
         self.worlds["reused" if result.get("world_reused") else "generated"] += 1
+        self.worlds["ahead"] += bool(result.get("world_ahead"))
         if not result["judge"]:  # the episode itself failed (timeout, model error): nothing to judge
             ep.packet_ref = None
             self._finish(ep)
@@ -833,6 +853,16 @@ _SOLO_CPUS = 0.1
 #: episodes per Ray call for built-in agents (batch_size: auto): from MAX down to MIN as the grid runs out
 _BUILTIN_BATCH_MAX = 32
 _BUILTIN_BATCH_MIN = 4
+
+
+def resolve_queue(setting: int | str, per_worker: int, models) -> int:
+    """Episodes an episode worker may hold beyond the ``per_worker`` it plays (``execution.queue_per_worker``):
+    ``auto`` gives each worker a queue as long as what it plays when any model waits on latency (an
+    endpoint, the ``sleep`` agent: its worker is idle between turns and builds the queued worlds
+    then), and none when every model is a CPU-bound built-in agent."""
+    if setting != "auto":
+        return int(setting)
+    return per_worker if any(waits_on_latency(m) for m in models) else 0
 
 
 def _unpack_batch(batch: dict) -> list[dict]:
