@@ -448,9 +448,9 @@ class SweepDriver:
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
                 self._models, self.cfg.output.keep_observations)
         else:
-            handle = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources,
-                                          self._per_worker + self._queue, ex.scheduling).remote(self._models, self.cfg.output.keep_observations,
-                                                                ex.world_cache, self._per_worker)
+            cls = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker + self._queue,
+                                       ex.scheduling)
+            handle = cls.remote(self._models, self.cfg.output.keep_observations, ex.world_cache, self._per_worker)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)
@@ -580,19 +580,20 @@ class SweepDriver:
                     self._new_slot("solo")
                 break
             self._submit(self.isolated_queue.popleft(), solo)
-        while self.retry_queue:
-            slot = self._pick("episode", self._per_worker)
-            if slot is None:
-                break
-            self._submit(self.retry_queue.popleft(), slot)
-        mif = self.plan.max_in_flight
         # First every ready worker's playing room (at most max_in_flight play at once); then, once all
         # the workers are up and all are full, their queues (execution.queue_per_worker). A queue only
         # fills when no worker has a free slot: queued work cannot move to a worker that frees up later.
+        # Retries go first, either way.
+        mif = self.plan.max_in_flight
+        while self.retry_queue:
+            slot = self._pick("episode", self._per_worker) or self._pick("episode", self._per_worker + self._open_queue())
+            if slot is None:
+                break
+            self._submit(self.retry_queue.popleft(), slot)
         self._fill(self._per_worker, mif)
-        ready = [s for s in self.slots if s.kind == "episode" and s.ready and not s.dead]
-        if self._queue and len(ready) >= self._n_workers and all(s.in_flight >= self._per_worker for s in ready):
-            self._fill(self._per_worker + self._queue, mif + self._queue * len(ready))
+        if self._open_queue():
+            ready = sum(1 for s in self.slots if s.kind == "episode" and s.ready and not s.dead)
+            self._fill(self._per_worker + self._queue, mif + self._queue * ready)
         while self.judge_queue and sum(s.in_flight for s in self.slots if s.kind == "judge") < self.ex.judges_in_flight:
             slot = self._pick("judge", self.ex.judges_in_flight)
             if slot is None:
@@ -600,6 +601,13 @@ class SweepDriver:
             items = [self.judge_queue.popleft() for _ in range(min(self.ex.judge_batch_size, len(self.judge_queue),
                                                                    self.ex.judges_in_flight - slot.in_flight))]
             self._submit_judges(items, slot)
+
+    def _open_queue(self) -> int:
+        """The queue each episode worker may hold now: ``_queue`` once all are up and none has a free slot."""
+        ready = [s for s in self.slots if s.kind == "episode" and s.ready and not s.dead]
+        if self._queue and len(ready) >= self._n_workers and all(s.in_flight >= self._per_worker for s in ready):
+            return self._queue
+        return 0
 
     def _fill(self, per_worker: int, total: int) -> None:
         """Send cells to ready episode workers (least loaded first) until each holds ``per_worker``
