@@ -43,24 +43,16 @@ def _account(step: StepLog, turn: Turn) -> None:
     step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
 
 
-def world_from_cache(worlds: WorldCache, env: JEEnv, seed: int) -> tuple[World, bool]:
-    """The world of ``env``'s task and knobs at ``seed`` from ``worlds`` (generated into it on a miss),
-    and whether it was there already (generated for an earlier episode)."""
-    hits = worlds.hits
-    world = worlds.get(env.spec.id, seed, env.knobs.model_dump())
-    return world, worlds.hits > hits
-
-
 async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float | None = None,
                        worlds: WorldCache | None = None,
                        world: tuple[World, bool] | None = None) -> EpisodeOutcome:
     """Play one episode; per-turn accounting lands on the first step of each turn. ``worlds``: a cache
     to take the world from (or generate it into); ``world``: a world already built for this episode
-    and whether it was reused (``world_from_cache``); with neither the episode generates its own."""
+    and whether it was reused (``WorldCache.fetch``); with neither the episode generates its own."""
     t0 = time.perf_counter()
     built, reused = world if world is not None else (None, False)
     if built is None and worlds is not None and worlds.capacity:
-        built, reused = world_from_cache(worlds, env, seed)
+        built, reused = worlds.fetch(env.spec.id, seed, env.knobs.model_dump())
     world = built
     brief, info = env.reset(seed, world=world)
     agent.reset(brief, info["tools"], seed)

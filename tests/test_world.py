@@ -176,6 +176,7 @@ def test_the_world_cache_returns_the_generated_world_again_for_the_same_task_see
     assert cache.get("JE-1", 4, knobs) is not w and cache.get("JE-1", 3, {**knobs, "n_decoys": 1}) is not w
     assert cache.get("JE-2", 3, knobs).task_id == "JE-2"
     assert (cache.hits, cache.misses, len(cache)) == (1, 4, 4)
+    assert cache.fetch("JE-2", 3, knobs)[1] and not cache.fetch("JE-2", 5, knobs)[1]  # kept already, or just made
 
 
 def test_the_world_cache_forgets_the_least_recently_used_world_first_and_capacity_0_keeps_none():

@@ -116,7 +116,6 @@ class EpisodeWorker:
         timers and tool calls run in between). A job that starts first is skipped; a world that fails
         to build is left to its episode, which reports the error."""
         from jeval_ray.env import JEEnv
-        from jeval_ray.episode import world_from_cache
 
         while True:
             eid = next((e for e in self.waiting if e not in self.built), None)
@@ -125,7 +124,7 @@ class EpisodeWorker:
             job = self.waiting[eid]
             try:
                 env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"])
-                self.built[eid] = world_from_cache(self.worlds, env, job["seed"])
+                self.built[eid] = self.worlds.fetch(env.spec.id, job["seed"], env.knobs.model_dump())
             except Exception:  # noqa: BLE001 - the episode builds it again and records the error
                 self.built[eid] = None
             await asyncio.sleep(0)

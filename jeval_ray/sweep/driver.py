@@ -586,7 +586,7 @@ class SweepDriver:
         # Retries go first, either way.
         mif = self.plan.max_in_flight
         while self.retry_queue:
-            slot = self._pick("episode", self._per_worker) or self._pick("episode", self._per_worker + self._open_queue())
+            slot = self._pick("episode", self._per_worker + self._open_queue())
             if slot is None:
                 break
             self._submit(self.retry_queue.popleft(), slot)

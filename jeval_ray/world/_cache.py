@@ -30,6 +30,10 @@ class WorldCache:
 
     def get(self, task_id: str, seed: int, knobs: dict) -> World:
         """The world of ``(task_id, seed, knobs)`` (resolved knobs, as ``JEEnv.knobs.model_dump()``)."""
+        return self.fetch(task_id, seed, knobs)[0]
+
+    def fetch(self, task_id: str, seed: int, knobs: dict) -> tuple[World, bool]:
+        """``get``, and whether the world was kept here already (generated for an earlier episode)."""
         from jeval_ray.world import generate_world
 
         key = (task_id, int(seed), json.dumps(knobs, sort_keys=True, default=str))
@@ -37,14 +41,14 @@ class WorldCache:
         if world is not None:
             self.hits += 1
             self._worlds.move_to_end(key)
-            return world
+            return world, True
         self.misses += 1
         world = generate_world(task_id, int(seed), knobs)
         if self.capacity:
             self._worlds[key] = world
             while len(self._worlds) > self.capacity:
                 self._worlds.popitem(last=False)
-        return world
+        return world, False
 
 
 __all__ = ["WorldCache"]
