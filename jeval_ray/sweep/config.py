@@ -425,13 +425,16 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
     """The jury's names resolve, every judge model is a valid endpoint, its key is set (``check_env``)."""
     from jeval_ray.sweep.judges import JUDGES, is_known_judge
 
+    def f(name: str) -> str:
+        return f"{where}.{name}" if where else name
+
     names = [m.name for m in scoring.judge_models]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ConfigError(f"field '{where}.judge_models': judge model names must be unique; repeated: {', '.join(dup)}. "
+        raise ConfigError(f"field '{f('judge_models')}': judge model names must be unique; repeated: {', '.join(dup)}. "
                           "Fix: rename them.")
     for i, m in enumerate(scoring.judge_models):
-        at = f"{where}.judge_models[{i}]"
+        at = f(f"judge_models[{i}]")
         if m.name in JUDGES:
             raise ConfigError(f"field '{at}.name': {m.name!r} is a built-in judge. Fix: choose another name.")
         if m.provider not in ENDPOINT_PROVIDERS:
@@ -453,10 +456,10 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
     for name in scoring.judges:
         if name not in names and not is_known_judge(name):
             known = ", ".join(sorted(JUDGES) + names)
-            raise ConfigError(f"field '{where}.judges': unknown judge {name!r}. "
-                              f"Fix: use one of {known}, a name of {where}.judge_models, or an importable 'module:function'.")
+            raise ConfigError(f"field '{f('judges')}': unknown judge {name!r}. "
+                              f"Fix: use one of {known}, a name of {f('judge_models')}, or an importable 'module:function'.")
     if scoring.judge_budget_usd is not None and not any(n in names for n in scoring.judges):
-        raise ConfigError(f"field '{where}.judge_budget_usd': no LLM judge in {where}.judges spends anything. "
+        raise ConfigError(f"field '{f('judge_budget_usd')}': no LLM judge in {f('judges')} spends anything. "
                           "Fix: remove judge_budget_usd or add a judge model to the jury.")
 
 
