@@ -10,7 +10,7 @@ The jury of ``--config`` (a ``scoring`` block: rubric, judges, judge models, re-
 judges every episode, and each judgment is **appended** to the ``judgments`` dataset with its
 ``jury`` id and ``scored_by = 'rescore'``: nothing is overwritten, and the manifest's
 ``judging.juries`` gains the jury with its agreement and calibration. A judgment is keyed by
-``JUDGMENT_KEY`` (episode, attempt, judge, judge index, judge model, rubric, prompt hash); keys
+``JUDGMENT_KEY`` (episode, attempt, judge, judge index, judge model, rubric, prompt hash, jury); keys
 already holding an ``ok`` row or an ``invalid_output`` unscored row are skipped, so an interrupted
 re-score resumes where it stopped and a second identical one adds nothing. (Rows left unscored by
 an endpoint failure are judged again.) Once ``judge_budget_usd`` is spent, the remaining judgments
@@ -103,7 +103,7 @@ def _read(run_path: str, fs) -> tuple[list[dict], dict, dict, set]:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    from jeval_ray.store.reader import dedup, kept_attempts, open_dataset, read_dataset, read_raw
+    from jeval_ray.store.reader import kept_attempts, open_dataset, read_dataset, read_raw
 
     eps = read_dataset(run_path, "episodes", filesystem=fs).to_pylist()
     eps = [e for e in eps if e["status"] == "completed"]
@@ -116,8 +116,10 @@ def _read(run_path: str, fs) -> tuple[list[dict], dict, dict, set]:
         t = steps.to_table(columns=["episode_id", "attempt", "task_id", "model", "step_idx", "args"],
                            filter=ds.field("tool") == "submit")
         kept = kept_attempts(read_raw(run_path, "episodes", columns=["episode_id", "attempt", "status"], filesystem=fs))
-        t = dedup("steps", t, kept) if t.num_rows else t
+        kept_keys = set(zip(kept["episode_id"].to_pylist(), kept["attempt"].to_pylist()))
         for s in t.to_pylist():
+            if (s["episode_id"], s["attempt"]) not in kept_keys:
+                continue
             try:
                 summaries[(s["episode_id"], s["attempt"])] = str(json.loads(s["args"] or "{}").get("summary") or "")
             except (ValueError, AttributeError):
@@ -160,7 +162,9 @@ async def _rescore(run_path: str, fs, cfg: RescoreConfig, out=print) -> dict:
                 seed = judge_seed(e["episode_id"], idx)
                 phash = panel.llm(name).request(packet, cfg.judge, seed)[3] if panel.is_llm(name) else None
                 model = name if panel.is_llm(name) else None
-                if (*key, name, idx, model, cfg.judge, phash) in done:
+                ident = {"episode_id": key[0], "attempt": key[1], "judge": name, "judge_idx": idx, "judge_model": model,
+                         "rubric": cfg.judge, "prompt_hash": phash, "jury": jury}
+                if tuple(ident[k] for k in JUDGMENT_KEY) in done:
                     stats["skipped"] += 1
                     continue
                 if panel.is_llm(name) and cap is not None and stats["cost_usd"] >= cap:

@@ -116,8 +116,8 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
     pa.field("jury", pa.string(), metadata={"description": "Id of the jury that wrote this row (rubric, judges, judge "
              "models, judging settings; sweep.judges.jury_id). The manifest's judging.juries describes each id."}),
     pa.field("prompt_hash", pa.string(), metadata={"description": "sha256 (16 hex) of an LLM judgment's first request "
-             "(messages and response_format); with episode, attempt, judge, judge_idx, judge model and rubric it keys "
-             "re-scored rows."}),
+             "(messages and response_format); with episode, attempt, judge, judge_idx, judge model, rubric and jury it "
+             "keys re-scored rows (records.schemas.JUDGMENT_KEY)."}),
     pa.field("judge_seed", pa.int64(), metadata={"description": "The seed of this judge of this episode (from episode "
              "id and judge_idx): orders the dispositions in the prompt and is sent as the request seed."}),
     pa.field("calls", pa.int32(), metadata={"description": "Judge model requests answered for this judgment "
@@ -130,7 +130,8 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
              "'rescore' for rows appended by python -m jeval_ray.rescore."}),
 ])
 
-#: the columns that identify a judgments row across re-scores (a second identical re-score adds nothing)
-JUDGMENT_KEY = ("episode_id", "attempt", "judge", "judge_idx", "judge_model", "rubric", "prompt_hash")
+#: the columns that identify a judgments row across re-scores (a second identical re-score adds nothing); the jury
+#: is part of it so each jury's rows are complete under its own id (the report picks one jury)
+JUDGMENT_KEY = ("episode_id", "attempt", "judge", "judge_idx", "judge_model", "rubric", "prompt_hash", "jury")
 
 DATASETS: dict[str, pa.Schema] = {"steps": STEPS, "episodes": EPISODES, "dispositions": DISPOSITIONS, "judgments": JUDGMENTS}

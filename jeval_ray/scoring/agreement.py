@@ -56,20 +56,41 @@ def _delta2(values: np.ndarray, margins: np.ndarray, level: Level) -> np.ndarray
     raise ValueError(f"unknown level of measurement {level!r}")
 
 
-def coincidences(units: Iterable[Sequence[float | None]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, o)``: the sorted distinct pairable values and the coincidence matrix over them."""
-    pairable = [[v for v in u if v is not None] for u in units]
-    pairable = [u for u in pairable if len(u) >= 2]
-    values = np.array(sorted({v for u in pairable for v in u}), dtype=float)
-    index = {v: i for i, v in enumerate(values.tolist())}
-    o = np.zeros((len(values), len(values)))
+def _pairable(units: Iterable[Sequence[float | None]]) -> list[list[float]]:
+    pairable = [[float(v) for v in u if v is not None] for u in units]
+    return [u for u in pairable if len(u) >= 2]
+
+
+def _coincidence(pairable: list[list[float]], index: dict[float, int]) -> np.ndarray:
+    o = np.zeros((len(index), len(index)))
     for u in pairable:
-        counts = np.zeros(len(values))
+        counts = np.zeros(len(index))
         for v in u:
-            counts[index[float(v)]] += 1
+            counts[index[v]] += 1
         # every ordered pair of different coders: counts x counts minus each value paired with itself
         o += (np.outer(counts, counts) - np.diag(counts)) / (len(u) - 1)
-    return values, o
+    return o
+
+
+def coincidences(units: Iterable[Sequence[float | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, o)``: the sorted distinct pairable values and the coincidence matrix over them."""
+    pairable = _pairable(units)
+    values = sorted({v for u in pairable for v in u})
+    return np.array(values, dtype=float), _coincidence(pairable, {v: i for i, v in enumerate(values)})
+
+
+def alpha_from_coincidences(values: np.ndarray, o: np.ndarray, level: Level = "ordinal") -> float | None:
+    """Alpha of a coincidence matrix over ``values`` (values whose margin is 0 take no part)."""
+    if len(values) == 0:
+        return None
+    margins = o.sum(axis=1)
+    n = margins.sum()
+    d2 = _delta2(values, margins, level)
+    expected = float((np.outer(margins, margins) * d2).sum())
+    if n <= 1 or expected <= 1e-12:
+        return None
+    observed = float((o * d2).sum())
+    return 1.0 - (n - 1) * observed / expected
 
 
 def krippendorff_alpha(units: Iterable[Sequence[float | None]], level: Level = "ordinal") -> float | None:
@@ -79,16 +100,7 @@ def krippendorff_alpha(units: Iterable[Sequence[float | None]], level: Level = "
     Returns ``None`` when alpha is undefined (no pairable values, or no variation among them).
     """
     values, o = coincidences(units)
-    if len(values) == 0:
-        return None
-    margins = o.sum(axis=1)
-    n = margins.sum()
-    d2 = _delta2(values, margins, level)
-    expected = float((np.outer(margins, margins) * d2).sum())
-    if n <= 1 or expected == 0.0:
-        return None
-    observed = float((o * d2).sum())
-    return 1.0 - (n - 1) * observed / expected
+    return alpha_from_coincidences(values, o, level)
 
 
 def bootstrap_alpha(groups: Mapping[str, list[Sequence[float | None]]], level: Level = "ordinal", *,
@@ -96,20 +108,28 @@ def bootstrap_alpha(groups: Mapping[str, list[Sequence[float | None]]], level: L
     """Alpha over all units and a percentile bootstrap interval resampling whole *groups* (episodes).
 
     ``groups``: group id -> its units. Units of one episode are not independent (one agent, one
-    trajectory), so episodes are what is resampled. The RNG is seeded: the interval is reproducible.
+    trajectory), so episodes are what is resampled. A resample's coincidence matrix is the sum of its
+    groups' matrices (each group's computed once). The RNG is seeded: the interval is reproducible.
     ``defined`` counts the resamples where alpha was defined (the others are left out of the interval).
     """
     keys = sorted(groups)
-    alpha = krippendorff_alpha([u for k in keys for u in groups[k]], level)
-    out = {"alpha": alpha, "level": level, "groups": len(keys), "units": sum(len(groups[k]) for k in keys),
+    per = [_pairable(groups[k]) for k in keys]
+    values = sorted({v for units in per for u in units for v in u})
+    index = {v: i for i, v in enumerate(values)}
+    vals = np.array(values, dtype=float)
+    mats = np.array([_coincidence(units, index) for units in per]) if keys else np.zeros((0, 0, 0))
+    alpha = alpha_from_coincidences(vals, mats.sum(axis=0), level) if keys else None
+    out = {"alpha": alpha, "level": level, "groups": len(keys), "units": sum(len(u) for u in per),
            "ci_low": None, "ci_high": None, "confidence": confidence, "bootstrap_samples": samples, "defined": 0}
     if alpha is None or len(keys) < 2 or samples < 1:
         return out
     rng = random.Random(seed)
     draws = []
     for _ in range(samples):
-        pick = [keys[rng.randrange(len(keys))] for _ in keys]
-        a = krippendorff_alpha([u for k in pick for u in groups[k]], level)
+        counts = np.zeros(len(keys))
+        for _k in keys:
+            counts[rng.randrange(len(keys))] += 1
+        a = alpha_from_coincidences(vals, np.tensordot(counts, mats, axes=1), level)
         if a is not None:
             draws.append(a)
     if draws:
