@@ -252,3 +252,33 @@ def test_judges_with_different_levels_disagree_on_style_items_only(server, packe
     assert all(x["scores"]["criterion_identified"] == y["scores"]["criterion_identified"] for x, y in zip(a, b))
     ref = reference_judge(packet)
     assert json.loads(mid.reference_item_scores) == json.loads(ref.as_record()["item_scores"])
+
+
+@pytest.mark.parametrize("task,agent,seed", [("JE-13", "careful", 0), ("JE-2", "naive", 1), ("JE-1", "random", 0),
+                                             ("JE-1", "random", 1), ("JE-16", "careful", 1)])
+def test_a_rescore_rebuilds_the_judge_packet_of_the_sweep_exactly(task, agent, seed):
+    """From the stored rows and the deterministic world (void flags included: random fabricates)."""
+    from jeval_ray.contract import make_contract
+    from jeval_ray.records import EpisodeKeys, dispositions_rows, steps_rows
+    from jeval_ray.rescore import rebuild_packet
+
+    out = play(task, agent, seed=seed)
+    keys = EpisodeKeys("run", "ep", 1, task, agent, seed, "full")
+    rows = dispositions_rows(keys, out)
+    summary = next((json.loads(s["args"]).get("summary", "") for s in steps_rows(keys, out) if s["tool"] == "submit"), "")
+    rebuilt = rebuild_packet({"run_config": make_contract(task, seed).to_json()}, rows[::-1], summary)
+    assert rebuilt == out.judge_packet
+    if agent == "random" and seed == 0:
+        assert any(d["fabricated"] for d in rebuilt["dispositions"])
+
+
+def test_the_judge_route_takes_answer_modes_over_http(server, packet):
+    import httpx
+
+    base = server.url.removesuffix("/v1")
+    assert httpx.post(f"{base}/admin/judge", json={"next": {"invalid": 3}}).status_code == 200
+    assert _run(_judge(server), packet).status == "unscored"
+    assert httpx.post(f"{base}/admin/judge", json={"modes": {"judge-x": "bogus"}}).status_code == 400
+    assert httpx.post(f"{base}/admin/judge", json={"modes": {"judge-f": "fenced"}}).status_code == 200
+    fenced = _run(_judge(server, model="judge-f"), packet)
+    assert (fenced.status, fenced.reasks) == ("ok", 0)
