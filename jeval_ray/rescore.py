@@ -195,16 +195,14 @@ async def _rescore(run_path: str, fs, cfg: RescoreConfig, out=print) -> dict:
 
 
 def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started: dt.datetime) -> None:
-    from jeval_ray.scoring.jury import describe_jury, judging_summary
+    from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
     from jeval_ray.store.reader import read_dataset
     from jeval_ray.store.writer import write_json_atomic
     from jeval_ray.sweep.driver import MANIFEST, _read_manifest
 
     manifest = _read_manifest(fs, run_path) or {}
     block = manifest.get("judging") or {}
-    described = {k: {f: v[f] for f in ("scored_by", "judges", "judge_models", "judges_per_episode", "max_reasks",
-                                       "rationale_max_chars", "budget_usd") if f in v}
-                 for k, v in (block.get("juries") or {}).items()}
+    described = described_juries(block)
     if stats["jury"] not in described:
         described[stats["jury"]] = describe_jury(cfg.judging(), "rescore", cfg.judge_budget_usd)
     rows = read_dataset(run_path, "judgments", filesystem=fs).to_pylist()

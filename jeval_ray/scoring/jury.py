@@ -72,6 +72,16 @@ def judging_summary(rows: list[dict], described: dict[str, dict] | None = None, 
     return out
 
 
+#: the fields of a jury's manifest entry that describe it (the rest is computed from its rows)
+DESCRIPTION_FIELDS = ("scored_by", "judges", "judge_models", "judges_per_episode", "max_reasks", "rationale_max_chars",
+                      "budget_usd")
+
+
+def described_juries(judging_block: dict) -> dict[str, dict]:
+    """jury id -> its description, from a manifest's ``judging`` block (what a summary is merged into)."""
+    return {k: {f: v[f] for f in DESCRIPTION_FIELDS if f in v} for k, v in (judging_block.get("juries") or {}).items()}
+
+
 def describe_jury(judging: dict, scored_by: str, budget_usd: float | None = None) -> dict:
     """A jury as the manifest names it (no keys: judge models by provider, model and URL)."""
     models = {name: {"provider": e.get("provider", "openai"), "model": e.get("model"), "base_url": e.get("base_url"),
@@ -82,4 +92,4 @@ def describe_jury(judging: dict, scored_by: str, budget_usd: float | None = None
             "rationale_max_chars": judging.get("rationale_max_chars"), "budget_usd": budget_usd}
 
 
-__all__ = ["BOOTSTRAP_SAMPLES", "describe_jury", "judging_summary", "jury_rationales", "summarise_jury", "unscored_reason"]
+__all__ = ["BOOTSTRAP_SAMPLES", "DESCRIPTION_FIELDS", "described_juries", "describe_jury", "judging_summary", "jury_rationales", "summarise_jury", "unscored_reason"]

@@ -895,11 +895,9 @@ class SweepDriver:
         """``manifest.judging``: the sweep's jury id and every jury of the run (re-scores included) with its
         counts, unscored reasons, cost, agreement and reference calibration, computed from the judgments
         rows once the run ends (while it runs, the descriptions only)."""
-        from jeval_ray.scoring.jury import describe_jury, judging_summary
+        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
 
-        described = {k: {f: v[f] for f in ("scored_by", "judges", "judge_models", "judges_per_episode", "max_reasks",
-                                           "rationale_max_chars", "budget_usd") if f in v}
-                     for k, v in (old.get("juries") or {}).items()}
+        described = described_juries(old)
         described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)
         block = {"sweep_jury": self.jury, "rescores": old.get("rescores", []), "juries": described}
         if final:
