@@ -134,7 +134,7 @@ def _read(run_path: str, fs) -> tuple[list[dict], dict, dict, set]:
 
 
 # ---------------------------------------------------------------------------- the run
-async def _rescore(run_path: str, fs, cfg: RescoreConfig, out=print) -> dict:
+async def _rescore(run_path: str, fs, cfg: RescoreConfig) -> dict:
     from jeval_ray.records import EpisodeKeys, judgment_rows
     from jeval_ray.scoring.llm_judge import judge_seed
     from jeval_ray.store.writer import RunWriter
@@ -215,7 +215,7 @@ def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started
     write_json_atomic(fs, f"{run_path}/{MANIFEST}", manifest)
 
 
-def rescore(run: str, config: str | RescoreConfig, *, filesystem=None, out=print) -> dict:
+def rescore(run: str, config: str | RescoreConfig, *, filesystem=None) -> dict:
     """Re-judge the run at ``run`` (path or URI) with the jury of ``config``; returns the counts."""
     from jeval_ray.store._fs import has_credentials, resolve_fs
     from jeval_ray.sweep.driver import MANIFEST_KIND, _read_manifest
@@ -232,7 +232,7 @@ def rescore(run: str, config: str | RescoreConfig, *, filesystem=None, out=print
     if manifest is None or manifest.get("kind") != MANIFEST_KIND:
         raise ConfigError(f"run: {run!r} is not a jeval_ray sweep run (no manifest.json). Fix: pass <output root>/<run id>.")
     started = dt.datetime.now(dt.timezone.utc)
-    stats = asyncio.run(_rescore(run_path, fs, cfg, out))
+    stats = asyncio.run(_rescore(run_path, fs, cfg))
     _update_manifest(fs, run_path, cfg, stats, started)
     return stats
 

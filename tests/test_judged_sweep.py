@@ -197,10 +197,10 @@ def test_a_rescore_budget_stops_judging_and_a_higher_budget_continues(judged, tm
         def jury(budget):
             return RescoreConfig.model_validate({"judges": ["judge-z"], "judge_budget_usd": budget, "concurrency": 1,
                                                  "judge_models": [_judge("judge-z", server.url)]})
-        tight = rescore(str(run), jury(1e-9), out=lambda *a: None)
+        tight = rescore(str(run), jury(1e-9))
         assert tight["added"] >= 1 and tight["added"] + tight["left_budget"] == 24  # the first spend reaches the cap
         assert tight["cost_usd"] > 0 and tight["left_budget"] > 0
-        rest = rescore(str(run), jury(100.0), out=lambda *a: None)
+        rest = rescore(str(run), jury(100.0))
         assert (rest["added"], rest["skipped"], rest["left_budget"]) == (tight["left_budget"], tight["added"], 0)
 
 
@@ -227,6 +227,11 @@ def test_bad_judge_configs_name_the_field_and_the_fix(tmp_path, monkeypatch):
          "scoring.judge_models[0].api_key_env", f"export {KEY_ENV}"),
         ({"judges": ["j"], "judge_models": [{"name": "j", "model": "m", "rpm": 0}]}, "scoring.judge_models[0].rpm", "raise"),
         ({"judges": ["reference"], "judge_budget_usd": 1.0}, "scoring.judge_budget_usd", "remove"),
+        ({"judges": ["j"], "judge_models": [{"name": "j", "model": "m", "provider": "anthropic",
+                                             "structured_output": "json_schema"}]},
+         "scoring.judge_models[0].structured_output", "instructions"),
+        ({"judges": ["reference"], "judge_models": [{"name": "reference", "model": "m"}]},
+         "scoring.judge_models[0].name", "another name"),
     ]
     for scoring, field, fix in cases:
         with pytest.raises(ConfigError) as err:

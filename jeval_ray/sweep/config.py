@@ -440,6 +440,9 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         if m.provider not in ENDPOINT_PROVIDERS:
             raise ConfigError(f"field '{at}.provider': unknown provider {m.provider!r} for judge model {m.name!r}. "
                               f"Fix: use one of {', '.join(ENDPOINT_PROVIDERS)}.")
+        if m.structured_output == "json_schema" and m.provider == "anthropic":
+            raise ConfigError(f"field '{at}.structured_output': the Anthropic Messages API has no response_format "
+                              f"(judge model {m.name!r}). Fix: use auto or instructions.")
         from jeval_ray.models.config import ModelConfig
 
         try:
