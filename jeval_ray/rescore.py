@@ -195,8 +195,7 @@ async def _rescore(run_path: str, fs, cfg: RescoreConfig) -> dict:
 
 
 def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started: dt.datetime) -> None:
-    from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
-    from jeval_ray.store.reader import read_dataset
+    from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary, read_judgment_rows
     from jeval_ray.store.writer import write_json_atomic
     from jeval_ray.sweep.driver import MANIFEST, _read_manifest
 
@@ -205,8 +204,7 @@ def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started
     described = described_juries(block)
     if stats["jury"] not in described:
         described[stats["jury"]] = describe_jury(cfg.judging(), "rescore", cfg.judge_budget_usd)
-    rows = read_dataset(run_path, "judgments", filesystem=fs).to_pylist()
-    block["juries"] = judging_summary(rows, described)
+    block["juries"] = judging_summary(read_judgment_rows(run_path, fs), described)
     block.setdefault("rescores", []).append({
         "jury": stats["jury"], "rubric": cfg.judge, "started_at": started.isoformat(),
         "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),

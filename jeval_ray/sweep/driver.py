@@ -895,16 +895,14 @@ class SweepDriver:
         """``manifest.judging``: the sweep's jury id and every jury of the run (re-scores included) with its
         counts, unscored reasons, cost, agreement and reference calibration, computed from the judgments
         rows once the run ends (while it runs, the descriptions only)."""
-        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
+        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary, read_judgment_rows
 
         described = described_juries(old)
         described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)
         block = {"sweep_jury": self.jury, "rescores": old.get("rescores", []), "juries": described}
         if final:
-            from jeval_ray.store.reader import read_dataset
-
             try:
-                rows = read_dataset(self.plan.run_path, "judgments", filesystem=self.plan.fs).to_pylist()
+                rows = read_judgment_rows(self.plan.run_path, self.plan.fs)
                 block["juries"] = judging_summary(rows, described)
             except Exception as exc:  # noqa: BLE001 - the manifest must still be written; the reason is kept
                 block["error"] = f"judging summary not computed: {type(exc).__name__}: {exc}"[:2000]
