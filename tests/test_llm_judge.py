@@ -282,3 +282,17 @@ def test_the_judge_route_takes_answer_modes_over_http(server, packet):
     assert httpx.post(f"{base}/admin/judge", json={"modes": {"judge-f": "fenced"}}).status_code == 200
     fenced = _run(_judge(server, model="judge-f"), packet)
     assert (fenced.status, fenced.reasks) == ("ok", 0)
+
+
+def test_a_jury_s_per_episode_rationale_is_the_median_of_its_ok_rows_only():
+    from jeval_ray.scoring.jury import jury_rationales, unscored_reason
+
+    def row(eid, jury, score, status="ok"):
+        return {"episode_id": eid, "attempt": 1, "jury": jury, "status": status, "rationale_score": score}
+
+    rows = [row("a", "J1", 0.2), row("a", "J1", 0.8), row("a", "J1", 0.6), row("a", "J2", 0.1),
+            row("b", "J1", None, "unscored"), row("b", "J1", 0.4)]
+    assert jury_rationales(rows, "J1") == {("a", 1): 0.6, ("b", 1): 0.4}
+    assert jury_rationales(rows, "J2") == {("a", 1): 0.1}
+    assert [unscored_reason(e) for e in ("budget: x", "model_error: y", "invalid_output: z", None)] == [
+        "budget", "model_error", "invalid_output", "other"]
