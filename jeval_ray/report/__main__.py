@@ -89,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         render_terminal(report)
     if args.out:
-        written = write_files(report, args.out)
-        if not args.no_html and not args.plan:
+        html = not args.no_html and not args.plan
+        if html:
             from jeval_ray.report.html import write_html
-
+        written = write_files(report, args.out)
+        if html:
             written += write_html(report, args.run, args.out)
         print(f"wrote {len(written)} files to {args.out}" + ("" if args.no_html or args.plan else
                                                               f" (open {args.out.rstrip('/')}/index.html)"),
