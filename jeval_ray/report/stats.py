@@ -84,10 +84,13 @@ def clustered_se(values: Sequence[float], clusters: Sequence[Hashable]) -> tuple
     if n < 2:
         raise ValueError("a standard error needs at least 2 observations")
     if g == 1:
-        return float(np.std(x, ddof=1) / math.sqrt(n)), n - 1
-    m = x.mean()
-    u = np.array([sum(v) - len(v) * m for v in groups.values()])
-    return float(math.sqrt(g / (g - 1) * float(np.sum(u**2)) / n**2)), g - 1
+        se, df = float(np.std(x, ddof=1) / math.sqrt(n)), n - 1
+    else:
+        m = x.mean()
+        u = np.array([sum(v) - len(v) * m for v in groups.values()])
+        se, df = float(math.sqrt(g / (g - 1) * float(np.sum(u**2)) / n**2)), g - 1
+    # identical values leave rounding residue (~1e-17), not a variance: call it exactly 0
+    return (0.0 if se < 1e-12 else se), df
 
 
 def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable], seeds: Sequence[Hashable],
