@@ -71,7 +71,9 @@ def _plt():
 def _svg(fig) -> str:
     plt = _plt()
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    # no metadata block (creation date, tool URLs): the page is reproducible and names only namespaces
+    fig.savefig(buf, format="svg", bbox_inches="tight",
+                metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]  # drop the XML prolog and doctype: the SVG is inlined in HTML

@@ -69,13 +69,14 @@ def render_terminal(report: Report, console=None, names: tuple[str, ...] | None 
             groups = []
         for cond in groups:
             rt = RichTable(title=f"{t.title}" + (f" - condition: {cond}" if cond is not None else ""), title_justify="left")
-            for c in cols:
-                text = c.kind == "text"
-                rt.add_column(c.header, justify="left" if text else "right", overflow="fold",
-                              no_wrap=c.key in ("model", "model_a", "model_b", "task_id"))
-            for r in t.rows:
-                if cond is None or r["condition"] == cond:
-                    rt.add_row(*(fmt(r.get(c.key), c.kind) for c in cols))
+            cells = [[fmt(r.get(c.key), c.kind) for c in cols] for r in t.rows if cond is None or r["condition"] == cond]
+            for i, c in enumerate(cols):
+                # names and intervals are not broken across lines; other columns may wrap their headers
+                whole = c.key in ("model", "model_a", "model_b", "task_id") or c.key.endswith("_interval")
+                rt.add_column(c.header, justify="left" if c.kind == "text" else "right", overflow="fold", no_wrap=whole,
+                              min_width=max((len(row[i]) for row in cells), default=0) if whole else None)
+            for row in cells:
+                rt.add_row(*row)
             console.print(rt)
         for n in t.notes if (t.rows or t.notes) else []:
             console.print(f"  {t.name}: {n}", highlight=False)
