@@ -186,3 +186,24 @@ def test_markdown_csv_and_json_carry_every_table():
     assert rows[0]["model"] == "a" and float(rows[0]["score_lo"]) < float(rows[0]["score"]) < float(rows[0]["score_hi"])
     data = json.loads(json.dumps(report.as_dict()))
     assert set(data["tables"]) == {t.name for t in report.tables} and data["meta"]["bootstrap_seed"] == 0
+
+
+def test_an_episode_page_replays_steps_dispositions_and_judge_comments():
+    from jeval_ray.report.html import render_episode
+
+    ep = _ep("org/m", "full", "JE-1", 3, None, status="failed", error="model_error: HTTP 500")
+    ep["termination"] = "model_error: HTTP 500"
+    steps = [{"step_idx": 0, "tool": "get_entry", "args": '{"entry_id": "1000000007"}', "is_error": False,
+              "observation": '{"entry_id": "1000000007", "memo": "' + "a" * 5000 + '"}', "reasoning_trace": "look <first>"},
+             {"step_idx": 1, "tool": "flag_entry", "args": "not json", "is_error": True, "observation": "bad arguments"}]
+    disps = [{"step_idx": 1, "entry_id": "1000000007", "decision": "flag", "criteria": "UNBALANCED",
+              "evidence": ["1000000007"], "rationale": "debits exceed credits", "amount": 12.5, "fabricated": False,
+              "is_final": True, "is_exception": True}]
+    judgments = [{"judge": "llm-a", "judge_idx": 0, "rubric": "global_rubric_v1", "status": "ok", "rationale_score": 0.75,
+                  "overall_comment": "clear", "error": None,
+                  "item_scores": '[{"entry_id": "1000000007", "scores": {"clarity": 3}, "comment": "cites the entry"}]'}]
+    page = render_episode(ep, steps, disps, judgments)
+    assert "model_error: HTTP 500" in page and "step 0: get_entry" in page and "step 1: flag_entry" in page
+    assert "look &lt;first&gt;" in page and "(error observation)" in page and "show all" in page
+    assert "the entry is an exception" in page and "clarity 3 - cites the entry" in page and "clear" in page
+    assert "<script" not in page

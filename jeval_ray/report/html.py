@@ -240,7 +240,8 @@ def render_index(report: Report, episodes: list[dict]) -> str:
             f"<td>{_e(e['tier'])}</td><td>{_e(e['status'])}</td><td>{_e(e['termination'])}</td>"
             f"<td class=\"num\">{fmt(e['score'], 'score')}</td><td class=\"num\">{fmt(e['outcome'], 'score')}</td>"
             f"<td class=\"num\">{fmt(e['process'], 'score')}</td><td class=\"num\">{fmt(e['rationale'], 'score')}</td>"
-            f"<td class=\"num\">{e['n_steps']}</td><td class=\"num\">{e['fabrications']}</td></tr>" for e in eps)
+            f"<td class=\"num\">{fmt(e['n_steps'], 'int')}</td><td class=\"num\">{fmt(e['fabrications'], 'int')}</td>"
+            "</tr>" for e in eps)
         parts.append("<table><thead><tr><th>episode</th><th>tier</th><th>status</th><th>termination</th><th>score</th>"
                      "<th>outcome</th><th>process</th><th>rationale</th><th>steps</th><th>fabrications</th></tr>"
                      f"</thead><tbody>{rows}</tbody></table>")

@@ -112,6 +112,7 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             "interval": "clustered by task (Student t, tasks-1 df); see docs/analysis.md",
             "episodes": len(rows), "conditions": conditions}
     boards, pairs, tiers, tasks, process, passk, costs, deltas = [], [], [], [], [], [], [], []
+    judge_sums = _judge_sums(judgments)
     for cond in conditions:
         models = by[cond]
         board = _board(cond, models, alpha)
@@ -130,7 +131,7 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             process.append(_process_row(cond, model, rs))
             row = _passk_row(cond, model, rs, threshold, seed, resamples, alpha)
             passk += [row] if row else []
-            costs.append(_cost_row(cond, model, rs, judgments))
+            costs.append(_cost_row(cond, model, rs, judge_sums))
         if cond != "full" and "full" in by:
             deltas += _delta_rows(cond, models, by["full"], alpha)
     tables = [
@@ -183,7 +184,9 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("agent_cost_usd", "agent $ (mean/ep)", "usd"), Column("wall_s", "wall s (mean/ep)", "seconds"),
             Column("judge_tokens_in", "judge tokens in (mean/ep)", "mean"),
             Column("judge_tokens_out", "judge tokens out (mean/ep)", "mean"),
-            Column("judge_cost_usd", "judge $ (mean/ep)", "usd"), Column("total_cost_usd", "$ (total)", "usd")], costs),
+            Column("judge_cost_usd", "judge $ (mean/ep)", "usd"),
+            Column("judge_s", "judge s (mean/ep, summed over judges)", "seconds"),
+            Column("total_cost_usd", "$ (total)", "usd")], costs),
         _judge_table(judgments, episodes),
     ]
     return Report(run, meta, tables)
@@ -296,23 +299,21 @@ def _passk_row(cond: str, model: str, rs: list[dict], threshold: float, seed: in
     return row
 
 
-def _judge_sums(judgments: pa.Table | None) -> dict[str, tuple[int, int]]:
-    """Judge tokens (in, out) per episode from the judgments dataset."""
-    out: dict[str, tuple[int, int]] = {}
+def _judge_sums(judgments: pa.Table | None) -> dict[str, tuple[int, int, float]]:
+    """Judge tokens in, out and latency in seconds per episode, summed over its judgments."""
+    out: dict[str, tuple[int, int, float]] = {}
     if judgments is None or judgments.num_rows == 0:
         return out
-    for eid, ti, to in zip(judgments["episode_id"].to_pylist(), judgments["tokens_in"].to_pylist(),
-                           judgments["tokens_out"].to_pylist()):
-        a, b = out.get(eid, (0, 0))
-        out[eid] = (a + (ti or 0), b + (to or 0))
+    for eid, ti, to, ms in zip(judgments["episode_id"].to_pylist(), judgments["tokens_in"].to_pylist(),
+                               judgments["tokens_out"].to_pylist(), judgments["latency_ms"].to_pylist()):
+        a, b, c = out.get(eid, (0, 0, 0.0))
+        out[eid] = (a + (ti or 0), b + (to or 0), c + (ms or 0) / 1000)
     return out
 
 
-def _cost_row(cond: str, model: str, rs: list[dict], judgments: pa.Table | None) -> dict:
-    sums = _judge_sums(judgments)
-
-    def judge_tokens(r: dict, i: int):
-        col = ("judge_tokens_in", "judge_tokens_out")[i]
+def _cost_row(cond: str, model: str, rs: list[dict], sums: dict[str, tuple[int, int, float]]) -> dict:
+    def judge(r: dict, i: int):
+        col = ("judge_tokens_in", "judge_tokens_out", None)[i]
         if col in r:  # the episodes row carries the judges' tokens (newer runs)
             return r[col]
         got = sums.get(r["episode_id"])
@@ -321,9 +322,8 @@ def _cost_row(cond: str, model: str, rs: list[dict], judgments: pa.Table | None)
     return {"condition": cond, "model": model, "episodes": len(rs),
             "agent_tokens_in": _mean(r["tokens_in"] for r in rs), "agent_tokens_out": _mean(r["tokens_out"] for r in rs),
             "agent_cost_usd": _mean(r["cost_usd"] for r in rs), "wall_s": _mean(r["wall_s"] for r in rs),
-            "judge_tokens_in": _mean(judge_tokens(r, 0) for r in rs),
-            "judge_tokens_out": _mean(judge_tokens(r, 1) for r in rs),
-            "judge_cost_usd": _mean(r["judge_cost_usd"] for r in rs),
+            "judge_tokens_in": _mean(judge(r, 0) for r in rs), "judge_tokens_out": _mean(judge(r, 1) for r in rs),
+            "judge_cost_usd": _mean(r["judge_cost_usd"] for r in rs), "judge_s": _mean(judge(r, 2) for r in rs),
             "total_cost_usd": sum((r["cost_usd"] or 0) + (r["judge_cost_usd"] or 0) for r in rs)}
 
 
