@@ -66,7 +66,9 @@ def check_run(run: str) -> None:
     if kind == pafs.FileType.NotFound:
         parent = path.rsplit("/", 1)[0] if "/" in path.strip("/") else "/"
         parent_uri = run.rstrip("/").rsplit("/", 1)[0] if "/" in run.rstrip("/") else "."
-        runs = list_runs(parent_uri) if fs.get_file_info(parent).type == pafs.FileType.Directory else []
+        # the runs next to it, as suggestions (not for a URI with a query: its parent is not a string cut)
+        near = "?" not in run and fs.get_file_info(parent).type == pafs.FileType.Directory
+        runs = list_runs(parent_uri) if near else []
         msg = f"no run at {run}: the path does not exist."
         close = difflib.get_close_matches(run.rstrip("/").rsplit("/", 1)[-1], [r["run_id"] for r in runs], n=1)
         if close:

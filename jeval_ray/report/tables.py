@@ -167,7 +167,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("condition", "condition"), Column("model", "model"), Column("task_id", "task"),
             Column("tier", "tier"), Column("seeds", "seeds", "int"), Column("score", "score (mean)", "score"),
             Column("score_interval", "95% interval"), Column("failed", "failed", "int")], tasks),
-        Table("process", "Process metrics (per-episode means; baseline_before_claim: share of episodes with a claim)", [
+        Table("process", "Process metrics (per-episode means; baseline_before_claim: of the episodes that made an unusual claim, the "
+              "share that ran compute_stats first)", [
             Column("condition", "condition"), Column("model", "model")]
             + [Column(m, f"{m} (mean)", "mean") for m in PROCESS_METRICS], process),
         Table("pass_k", f"pass^k: all of k seeds of a task score >= {threshold:g} (mean over tasks)", [
