@@ -113,5 +113,15 @@ def _print_plan(report) -> None:
     render_terminal(report, Console(width=160))
 
 
+def _entry() -> int:
+    try:
+        return main()
+    except BrokenPipeError:  # piped into head: stop quietly (Python docs' recipe)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_entry())
