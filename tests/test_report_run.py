@@ -202,3 +202,11 @@ def test_a_sweep_with_few_seeds_says_so_once(sweep):
     both = out.stdout + out.stderr
     assert both.count("fewer than 5 seeds") == 1, both
     assert "variance not measurable (2 seeds)" in out.stdout  # the leaderboard's interval cell
+
+
+def test_no_html_and_bad_options(sweep, capsys, tmp_path):
+    code, _, err = _main(capsys, str(sweep["run"]), "--out", str(tmp_path / "r"), "--no-html")
+    assert code == 0 and (tmp_path / "r" / "report.md").is_file() and not (tmp_path / "r" / "index.html").exists()
+    assert _main(capsys, str(sweep["run"]), "--threshold", "2")[0] == 2
+    code, _, err = _main(capsys, str(sweep["run"]), "--effect", "0.1")
+    assert code == 2 and "--plan" in err
