@@ -159,7 +159,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
         Table("conditions", "Each model's paired delta against condition full (same task, seed cells)", [
             Column("condition", "condition"), Column("model", "model"), Column("cells", "cells", "int"),
             Column("delta", "delta vs full (mean)", "score"), Column("delta_interval", "95% interval"),
-            Column("corr", "correlation", "score"), Column("p", "p", "p"), Column("p_holm", "p (Holm)", "p"), Column("mde", "MDE", "score")], deltas,
+            Column("corr", "correlation", "score"), Column("p", "p", "p"), Column("p_holm", "p (Holm)", "p"),
+            Column("mde", "MDE", "score")], deltas,
             notes=[] if deltas else ["no condition other than full to compare"]),
         Table("tiers", "Mean score by tier", [Column("condition", "condition"), Column("model", "model")]
               + [Column(t, f"{t} (mean)", "score") for t in TIERS], tiers),
@@ -167,8 +168,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("condition", "condition"), Column("model", "model"), Column("task_id", "task"),
             Column("tier", "tier"), Column("seeds", "seeds", "int"), Column("score", "score (mean)", "score"),
             Column("score_interval", "95% interval"), Column("failed", "failed", "int")], tasks),
-        Table("process", "Process metrics (per-episode means; baseline_before_claim: of the episodes that made an unusual claim, the "
-              "share that ran compute_stats first)", [
+        Table("process", "Process metrics (per-episode means; baseline_before_claim: of the episodes that made an "
+              "unusual claim, the share that ran compute_stats first)", [
             Column("condition", "condition"), Column("model", "model")]
             + [Column(m, f"{m} (mean)", "mean") for m in PROCESS_METRICS], process),
         Table("pass_k", f"pass^k: all of k seeds of a task score >= {threshold:g} (mean over tasks)", [
