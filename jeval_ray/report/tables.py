@@ -116,7 +116,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
     for cond in conditions:
         models = by[cond]
         board = _board(cond, models, alpha)
-        pair_rows = _pairs(cond, models, alpha)
+        board.sort(key=lambda b: (-(b["score"] if b["score"] is not None else -1), b["model"]))
+        pair_rows = _pairs(cond, models, [b["model"] for b in board], alpha)  # a: the higher mean score
         better = {(p["model_a"], p["model_b"]) if p["diff"] > 0 else (p["model_b"], p["model_a"])
                   for p in pair_rows if p["significant"]}
         ranks = stats.tie_ranks({b["model"]: b["score"] for b in board if b["score"] is not None}, better)
@@ -125,7 +126,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
         board.sort(key=lambda b: (b["rank"] or 10**9, -(b["score"] if b["score"] is not None else -1), b["model"]))
         boards += board
         pairs += pair_rows
-        for model, rs in models.items():
+        for model in [b["model"] for b in board]:  # every table lists the models in board order
+            rs = models[model]
             tiers.append(_tier_row(cond, model, rs))
             tasks += _task_rows(cond, model, rs, alpha)
             process.append(_process_row(cond, model, rs))
@@ -133,7 +135,7 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             passk += [row] if row else []
             costs.append(_cost_row(cond, model, rs, judge_sums))
         if cond != "full" and "full" in by:
-            deltas += _delta_rows(cond, models, by["full"], alpha)
+            deltas += _delta_rows(cond, {b["model"]: models[b["model"]] for b in board}, by["full"], alpha)
     tables = [
         Table("leaderboard", "Leaderboard (per condition; rank shared by models not separable after Holm)", [
             Column("condition", "condition"), Column("rank", "rank", "int"), Column("model", "model"),
@@ -212,9 +214,9 @@ def _board(cond: str, models: dict[str, list[dict]], alpha: float) -> list[dict]
     return out
 
 
-def _pairs(cond: str, models: dict[str, list[dict]], alpha: float) -> list[dict]:
+def _pairs(cond: str, models: dict[str, list[dict]], order: list[str], alpha: float) -> list[dict]:
     out = []
-    for a, b in combinations(sorted(models), 2):
+    for a, b in combinations(order, 2):
         pr, n = _paired(models[a], models[b], alpha)
         out.append({"condition": cond, "model_a": a, "model_b": b, "cells": n, **_est_fields("diff", pr.diff),
                     "corr": pr.corr, "p": pr.p, "mde": pr.mde})
@@ -230,7 +232,7 @@ def _holm_into(rows: list[dict], alpha: float) -> None:
 
 def _delta_rows(cond: str, models: dict[str, list[dict]], full: dict[str, list[dict]], alpha: float) -> list[dict]:
     out = []
-    for model in sorted(models):
+    for model in models:
         if model not in full:
             continue
         pr, n = _paired(models[model], full[model], alpha)
