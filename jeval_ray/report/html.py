@@ -228,6 +228,8 @@ def render_index(report: Report, episodes: list[dict]) -> str:
         if t.name == "tasks":
             rows = [{**r, "_id": _slug("task", r["condition"], r["model"], r["task_id"])} for r in rows]
         links = {"model": _model_link()} if t.columns and any(c.key == "model" for c in t.columns) else None
+        if t.name == "tasks":  # a task row leads to that model's episodes, each a replay page
+            links["task_id"] = _model_link()
         parts.append(f"<h3 id=\"{_slug('table', t.name)}\">{_e(t.title)}</h3>" + _table_html(t, rows, links))
     parts.append("<h2 id=\"episodes\">Episodes</h2>")
     by: dict[tuple[str, str], list[dict]] = defaultdict(list)
