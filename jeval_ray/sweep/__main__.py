@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated"
           + (f" ({result.worlds['ahead']} of them while their episode queued)" if result.worlds.get("ahead") else "")
           + f", {result.worlds['reused']} reused (execution.world_cache)")
-    for w in ([warn] if warn else []) + result.warnings:
+    for w in result.warnings:  # the seed warning was printed before the run: said once
         print(f"warning: {w}")
     print(f"output: {result.run_dir}")
     return 0
