@@ -1,0 +1,148 @@
+"""The sweep's command line as a user meets it: narrowing the grid, addresses it cannot join, Ray jobs
+with a relative output root, a cluster that is not there (one line, exit 2, no run folder)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import yaml
+from conftest import run_cli, tiny_config
+
+from jeval_ray.errors import ConfigError
+from jeval_ray.sweep.config import load_sweep_config, narrow_config, validate_config
+from jeval_ray.sweep.driver import plan_run
+from jeval_ray.sweep.grid import Grid
+
+
+def _cfg(tmp_path, **over):
+    return validate_config(tiny_config(
+        tmp_path, tasks=["JE-1", "JE-2", "JE-3"], seeds=[0, 1, 2, 7], conditions=["full", "withheld"],
+        models=[{"name": "careful", "agent": "careful"}, {"name": "naive", "agent": "naive"}],
+        task_knobs={"JE-3": {}}, **over))
+
+
+# -- narrowing the grid ---------------------------------------------------------------------------
+
+
+def test_the_flags_narrow_the_configs_grid(tmp_path):
+    cfg = narrow_config(_cfg(tmp_path), tasks="JE-3,JE-1", models="naive", seeds="2", conditions="full")
+    cells = list(Grid(cfg).cells())
+    assert {c.task_id for c in cells} == {"JE-1", "JE-3"} and {c.model for c in cells} == {"naive"}
+    assert {c.seed for c in cells} == {0, 1} and {c.condition for c in cells} == {"full"}
+    assert len(cells) == 2 * 1 * 2 * 1
+    # a list of seeds, one seed, and task_knobs of a task left out are dropped rather than refused
+    assert narrow_config(_cfg(tmp_path), seeds="1,7").seed_list == [1, 7]
+    assert narrow_config(_cfg(tmp_path), seeds="[7]").seed_list == [7]
+    assert narrow_config(_cfg(tmp_path), tasks="JE-1").task_knobs == {}
+
+
+def test_a_narrowed_episode_keeps_its_id_so_a_full_run_later_resumes_it(tmp_path):
+    full = {c.episode_id for c in Grid(_cfg(tmp_path)).cells()}
+    part = {c.episode_id for c in Grid(narrow_config(_cfg(tmp_path), tasks="JE-2", seeds="1")).cells()}
+    assert part and part <= full
+
+
+@pytest.mark.parametrize("flag, value, needle", [
+    ("tasks", "JE-9", "--tasks: 'JE-9' is not one of this config's tasks (JE-1, JE-2, JE-3)"),
+    ("tasks", "nope", "--tasks: 'nope'"),
+    ("tasks", "JE-1,", "--tasks: 'JE-1,' is not a list"),
+    ("models", "gpt-4o", "--models: 'gpt-4o' is not one of this config's model names (careful, naive)"),
+    ("seeds", "5", "--seeds: 5 is more than the config's 4 seed(s)"),
+    ("seeds", "0,3", "--seeds: seed(s) 3 are not among the config's seeds (0, 1, 2, 7)"),
+    ("seeds", "0", "--seeds: '0' is neither a count nor a list"),
+    ("seeds", "1,1", "--seeds: '1,1' is neither a count nor a list"),
+    ("conditions", "injected", "--conditions: 'injected' is not one of this config's conditions (full, withheld)"),
+])
+def test_a_bad_narrowing_names_the_flag_and_the_fix(tmp_path, flag, value, needle):
+    with pytest.raises(ConfigError) as ei:
+        narrow_config(_cfg(tmp_path), **{flag: value})
+    assert needle in str(ei.value) and "Fix:" in str(ei.value)
+
+
+def test_the_cli_narrows_and_refuses_with_exit_2(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(tmp_path, tasks=["JE-1", "JE-2"], seeds=5, conditions=["full", "withheld"])))
+    out = run_cli("--config", str(path), "--tasks", "JE-2", "--seeds", "3", "--conditions", "withheld", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(ln) for ln in out.stdout.splitlines()]
+    assert [(r["task_id"], r["seed"], r["condition"]) for r in rows] == [("JE-2", s, "withheld") for s in range(3)]
+    bad = run_cli("--config", str(path), "--models", "gpt", "--dry-run")
+    assert bad.returncode == 2 and bad.stdout == "" and "--models: 'gpt'" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_fewer_than_5_seeds_warning_is_said_once_by_the_dry_run(tmp_path):
+    out = run_cli("--tasks", "JE-1", "--seeds", "2", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert (out.stdout + out.stderr).count("variance is not measurable") == 1
+
+
+# -- addresses ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("addr, needle", [
+    ("ray://127.0.0.1:10001", "Ray Client address; the sweep does not support Ray Client"),
+    ("http://127.0.0.1:8265", "set RAY_API_SERVER_ADDRESS instead of RAY_ADDRESS"),
+    ("s3://bucket", "is not a Ray cluster address"),
+])
+def test_addresses_the_sweep_cannot_join_are_refused_before_anything_happens(tmp_path, monkeypatch, addr, needle):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConfigError, match="^--address: ") as ei:
+        plan_run(_cfg(tmp_path), address=addr)
+    assert needle in str(ei.value)
+    monkeypatch.setenv("RAY_ADDRESS", addr)
+    with pytest.raises(ConfigError, match="^RAY_ADDRESS: "):
+        plan_run(_cfg(tmp_path))
+
+
+def test_ray_client_is_not_offered_by_help_or_docs():
+    from conftest import ROOT
+
+    out = run_cli("--help")
+    assert out.returncode == 0 and "ray://" not in out.stdout and "ray job submit" in out.stdout
+    for doc in ("docs/sweep.md", "cluster/README.md", "README.md"):
+        assert "ray://" not in (ROOT / doc).read_text(), doc
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_cluster_that_cannot_be_reached_is_one_line_exit_2_and_no_run_folder(tmp_path):
+    out_root = tmp_path / "out"
+    for addr in (f"127.0.0.1:{_free_port()}", "auto"):
+        env = {"RAY_ADDRESS": ""} if addr != "auto" else {"RAY_ADDRESS": "", "RAY_TMPDIR": str(tmp_path / "noray")}
+        r = run_cli("--address", addr, "--out", str(out_root), "--tasks", "JE-1", "--models", "careful", "--seeds", "1",
+                    "--conditions", "full", env=env, timeout=120)
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert r.returncode == 2, r.stderr
+        assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert "Fix:" in errors[0] and (addr in errors[0]), errors[0]
+        assert not out_root.exists(), "a half-made run folder was left behind"
+
+
+# -- a relative output root inside a Ray job ------------------------------------------------------
+
+
+def test_a_relative_output_root_in_a_ray_job_is_refused_naming_out_and_shared_storage(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")  # what Ray's job supervisor gives a job's driver
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6379")
+    cfg = load_sweep_config(None)  # output.root: runs
+    with pytest.raises(ConfigError) as ei:
+        plan_run(cfg)
+    msg = str(ei.value)
+    assert msg.startswith("output.root: ") and "--out" in msg and "shared storage" in msg
+    with pytest.raises(ConfigError, match="^--out: "):
+        plan_run(cfg, out="results")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+    # an absolute path or an object store is fine, and so is a config that says so explicitly
+    assert plan_run(cfg, out=str(tmp_path / "abs")).root == str(tmp_path / "abs")
+    allowed = cfg.model_copy(update={"output": cfg.output.model_copy(update={"relative_root_in_ray_job": True})})
+    assert plan_run(allowed).root == str(tmp_path / "runs")
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    assert plan_run(cfg).root == str(tmp_path / "runs")  # outside a job the relative default stays
