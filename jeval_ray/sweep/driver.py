@@ -314,16 +314,45 @@ def init_ray(plan: RunPlan) -> bool:
 
 
 def _check_reachable(addr: str) -> None:
-    """A host:port nobody listens on makes ``ray.init`` retry for minutes; a plain TCP connect says so at once."""
-    if addr == "auto" or ":" not in addr:
-        return
-    host, _, port = addr.rpartition(":")
+    """Say at once what ``ray.init`` would say late or vaguely: a host:port nobody listens on makes it
+    retry for minutes, and a cluster that wants a token this process lacks becomes a generic
+    "Failed to connect" after half a minute. A TCP connect and a GCS client (what ``ray status``
+    uses) tell both in milliseconds."""
+    if addr != "auto" and ":" in addr:
+        host, _, port = addr.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot reach the Ray cluster at {addr} ({exc}). Fix: check that the cluster runs "
+                              "(ray status) and that --address / RAY_ADDRESS is its head's GCS address (host:6379), "
+                              "or drop --address for a local Ray.") from None
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" or addr == "auto":
+        return  # a token is offered (or, for auto, Ray offers the local one itself)
+    import ray
+    from ray.exceptions import AuthenticationError
+
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot reach the Ray cluster at {addr} ({exc}). Fix: check that the cluster runs "
-                          "(ray status) and that --address / RAY_ADDRESS is its head's GCS address (host:6379), "
-                          "or drop --address for a local Ray.") from None
+        with _quiet_stderr():  # the C++ client logs its own line about the refusal
+            ray._raylet.GcsClient(address=addr)
+    except AuthenticationError as exc:
+        raise ConfigError(_connect_error(addr, exc)) from None
+    except Exception:  # noqa: BLE001 - anything else: ray.init says it, in _connect_error's words
+        pass
+
+
+class _quiet_stderr:
+    """Send file descriptor 2 to /dev/null for a moment (C++ logging bypasses ``sys.stderr``)."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+    def __exit__(self, *exc):
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
 
 
 def _connect_error(addr: str, exc: BaseException) -> str:
@@ -340,6 +369,16 @@ def _connect_error(addr: str, exc: BaseException) -> str:
             "the cluster runs the same Ray and Python versions (ray status).")
 
 
+def _gcs_address(addr: str) -> str:
+    """The address Ray joined (``auto`` resolved), for messages."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().gcs_address or addr
+    except Exception:  # noqa: BLE001 - not connected: the address as given
+        return addr
+
+
 def auth_note(plan: RunPlan) -> tuple[str, bool]:
     """One line on Ray's token authentication for this run, and whether the user must act on it.
 
@@ -348,7 +387,7 @@ def auth_note(plan: RunPlan) -> tuple[str, bool]:
     RAY_AUTH_MODE says otherwise; cluster/README.md has the whole story.
     """
     mode = os.environ.get("RAY_AUTH_MODE", "").lower()
-    where = f"the cluster at {plan.address}" if plan.address else "this sweep's own local Ray"
+    where = f"the cluster at {_gcs_address(plan.address)}" if plan.address else "this sweep's own local Ray"
     if mode == "token":
         return f"ray: token authentication is on for {where}; nothing to do.", False
     if not plan.address:
