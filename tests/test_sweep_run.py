@@ -271,8 +271,8 @@ def test_every_parquet_column_carries_its_description_and_builtin_agents_have_nu
             assert f.metadata and f.metadata[b"description"].decode() == description(name, f.name), (name, f.name)
     glob = f"{run}/steps/**/*.parquet"
     steps = duckdb.sql(f"SELECT count(*), count(tokens_in), count(tokens_out), count(latency_ms) "
-                       f"FROM read_parquet('{glob}', hive_partitioning=true)").fetchone()
+                       f"FROM read_parquet('{glob}', hive_partitioning=true)").fetchall()[0]
     assert steps[0] > 0 and steps[1:] == (0, 0, 0)
     eps = duckdb.sql(f"SELECT count(*), count(tokens_in), count(tokens_out), sum(cost_usd) "
-                     f"FROM read_parquet('{run}/episodes/**/*.parquet', hive_partitioning=true)").fetchone()
+                     f"FROM read_parquet('{run}/episodes/**/*.parquet', hive_partitioning=true)").fetchall()[0]
     assert eps == (len(_cells(sweep)), 0, 0, 0.0)
