@@ -181,3 +181,16 @@ def test_a_local_sweep_replaces_rays_token_notice_by_one_plain_line(tmp_path):
         assert "Token authentication is enabled" not in r.stderr + r.stdout
         notes = [ln for ln in r.stderr.splitlines() if ln.startswith("ray: ")]
         assert notes == ([expect] if expect else []), r.stderr  # --quiet: nothing to do, so nothing said
+
+
+def test_a_run_that_fails_says_why_in_its_manifest(ray_local, tmp_path):
+    from jeval_ray.sweep.driver import run_sweep
+
+    def boom(driver):
+        raise RuntimeError("the scheduling loop broke")
+
+    cfg = validate_config(tiny_config(tmp_path, seeds=1))
+    with pytest.raises(RuntimeError):
+        run_sweep(cfg, run_id="broken", on_tick=boom)
+    m = json.loads((tmp_path / "runs" / "broken" / "manifest.json").read_text())
+    assert m["status"] == "failed" and m["error"] == "RuntimeError: the scheduling loop broke"

@@ -461,6 +461,7 @@ class SweepDriver:
         self.counts = {"done": 0, "failed": 0, "retried": 0}
         self.worlds = {"generated": 0, "reused": 0, "ahead": 0}
         self.warnings: list[str] = []  # found while running (the manifest lists them after the seed warning)
+        self.error: str | None = None  # why the run stopped, when it failed
         self._per_worker = 1  # episodes one episode worker plays at once (set when the pools start)
         self._queue = 0  # episodes one episode worker may hold beyond those (execution.queue_per_worker)
         self._n_workers = 1  # episode workers the pool keeps (set when the pools start)
@@ -529,6 +530,9 @@ class SweepDriver:
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
+            raise
+        except BaseException as exc:
+            self.error = f"{type(exc).__name__}: {exc}"[:2000]  # the manifest says why the run failed
             raise
         finally:
             try:
@@ -991,6 +995,7 @@ class SweepDriver:
             "layout": {"datasets": ["steps", "episodes", "dispositions", "judgments"],
                        "partitioning": "hive: task_id=<id>/model=<uri-encoded name>", "files": "part-<uuid>.parquet"},
             "dedup_rule": DEDUP_RULE,
+            "error": self.error if status == "failed" else None,
             "invocations": invocations,
         }
         write_json_atomic(plan.fs, f"{plan.run_path}/{MANIFEST}", manifest)
