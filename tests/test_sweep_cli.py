@@ -194,3 +194,31 @@ def test_a_run_that_fails_says_why_in_its_manifest(ray_local, tmp_path):
         run_sweep(cfg, run_id="broken", on_tick=boom)
     m = json.loads((tmp_path / "runs" / "broken" / "manifest.json").read_text())
     assert m["status"] == "failed" and m["error"] == "RuntimeError: the scheduling loop broke"
+
+
+def test_the_resume_hint_after_an_interrupt_repeats_the_narrowing(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    slow = {"name": "sim", "provider": "builtin", "agent": "sleep", "agent_options": {"latency_ms": 500, "steps": 40}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(tiny_config(tmp_path, tasks=["JE-1", "JE-2"], seeds=5, allow_test_agents=True,
+                                               models=[slow, {"name": "careful", "agent": "careful"}])))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    p = subprocess.Popen([sys.executable, "-m", "jeval_ray.sweep", "--config", str(path), "--plain", "--tasks", "JE-2",
+                          "--models", "sim", "--seeds", "3"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=env, cwd=str(ROOT))
+    deadline = time.monotonic() + 120
+    for line in p.stderr:  # wait until episodes are being played
+        if line.startswith("sweep: ") and "/" in line.split()[1] or time.monotonic() > deadline:
+            break
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    hint = next(ln for ln in err.splitlines() if "Resume with:" in ln)
+    assert "--tasks JE-2 --models sim --seeds 3 --out " in hint and "--run-id " in hint

@@ -108,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         from shlex import quote  # an object-store URI's query has '&' in it
 
+        narrowed = "".join(f"--{k} {quote(v)} " for k in ("tasks", "models", "seeds", "conditions")
+                           if (v := getattr(args, k)) is not None)  # the same part of the grid
         print(f"\ninterrupted; completed episodes are saved. Resume with: python -m jeval_ray.sweep "
-              f"{'--config ' + quote(args.config) + ' ' if args.config else ''}--out {quote(plan.root_uri)} "
+              f"{'--config ' + quote(args.config) + ' ' if args.config else ''}{narrowed}--out {quote(plan.root_uri)} "
               f"--run-id {plan.run_id}", file=sys.stderr)
         return 130
     if not args.no_leaderboard:
