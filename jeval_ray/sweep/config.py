@@ -163,7 +163,9 @@ class OutputConfig(BaseModel):
 
 class RayConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    address: str | None = Field(default=None, description="Cluster address; null = RAY_ADDRESS or a local ray.init().")
+    address: str | None = Field(default=None, description="Cluster to join from one of its nodes: 'auto' or the head's "
+                                "GCS address host:6379 (Ray Client ray:// is refused; submit a Ray job instead, "
+                                "cluster/README.md). null = RAY_ADDRESS or a local ray.init().")
     num_cpus: int | None = Field(default=None, ge=1, description="Local ray.init only.")
     object_store_memory_mb: int | None = Field(default=512, ge=80, description="Local ray.init only.")
     include_dashboard: bool = False

@@ -326,8 +326,8 @@ def _check_reachable(addr: str) -> None:
             raise ConfigError(f"cannot reach the Ray cluster at {addr} ({exc}). Fix: check that the cluster runs "
                               "(ray status) and that --address / RAY_ADDRESS is its head's GCS address (host:6379), "
                               "or drop --address for a local Ray.") from None
-    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" or addr == "auto":
-        return  # a token is offered (or, for auto, Ray offers the local one itself)
+    if addr == "auto":
+        return  # Ray finds the address (and offers the local token) itself
     import ray
     from ray.exceptions import AuthenticationError
 
@@ -336,8 +336,11 @@ def _check_reachable(addr: str) -> None:
             ray._raylet.GcsClient(address=addr)
     except AuthenticationError as exc:
         raise ConfigError(_connect_error(addr, exc)) from None
-    except Exception:  # noqa: BLE001 - anything else: ray.init says it, in _connect_error's words
-        pass
+    except Exception as exc:  # noqa: BLE001 - anything else: ray.init says it, in _connect_error's words
+        if "Timed out" in str(exc):  # a port that is open but is no GCS (ray.init would wait much longer)
+            raise ConfigError(f"nothing at {addr} answers as a Ray cluster's GCS ({str(exc)[:200]}). Fix: pass the "
+                              "head's GCS address (host:6379, as `ray start --head` prints it), not the dashboard's "
+                              "or another port.") from None
 
 
 class _quiet_stderr:
