@@ -180,3 +180,13 @@ def test_a_job_with_a_relative_output_root_fails_naming_out_and_shared_storage(h
     log = r.stdout + r.stderr
     assert r.returncode != 0 and "failed" in log, log[-4000:]
     assert "error: output.root: the output root 'runs' is relative" in log and "--out" in log and "shared storage" in log
+
+
+def test_a_sweep_with_the_wrong_token_is_one_line_saying_so(head, tmp_path):
+    wrong = tmp_path / "wrong_token"
+    wrong.write_text("0" * 64)
+    r = head.sweep("--out", str(tmp_path / "out"), *GRID, env={"RAY_ADDRESS": head.address,
+                                                                "RAY_AUTH_TOKEN_PATH": str(wrong)})
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "refused this process's token" in errors[0] and not (tmp_path / "out").exists()

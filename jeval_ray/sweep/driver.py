@@ -360,6 +360,10 @@ class _quiet_stderr:
 
 def _connect_error(addr: str, exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
+    if ("Authentication" in text or "auth" in text.lower() and "token" in text.lower()) and \
+            os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return (f"the Ray cluster at {addr} refused this process's token. Fix: give it the cluster's token, in "
+                "~/.ray/auth_token, $RAY_AUTH_TOKEN or the file $RAY_AUTH_TOKEN_PATH names (cluster/README.md).")
     if "Authentication" in text or "auth" in text.lower() and "token" in text.lower():
         return (f"the Ray cluster at {addr} requires Ray's token authentication and this process has no token "
                 f"(RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', 'unset')}). Fix: export RAY_AUTH_MODE=token with "
