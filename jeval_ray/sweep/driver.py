@@ -318,7 +318,9 @@ def _check_reachable(addr: str) -> None:
     retry for minutes, and a cluster that wants a token this process lacks becomes a generic
     "Failed to connect" after half a minute. A TCP connect and a GCS client (what ``ray status``
     uses) tell both in milliseconds."""
-    if addr != "auto" and ":" in addr:
+    if addr == "auto":
+        return  # Ray finds the address (and offers the local token) itself
+    if ":" in addr:
         host, _, port = addr.rpartition(":")
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
@@ -326,8 +328,6 @@ def _check_reachable(addr: str) -> None:
             raise ConfigError(f"cannot reach the Ray cluster at {addr} ({exc}). Fix: check that the cluster runs "
                               "(ray status) and that --address / RAY_ADDRESS is its head's GCS address (host:6379), "
                               "or drop --address for a local Ray.") from None
-    if addr == "auto":
-        return  # Ray finds the address (and offers the local token) itself
     import ray
     from ray.exceptions import AuthenticationError
 
