@@ -139,7 +139,8 @@ _METRIC_DESCRIPTIONS = {
     "precision": "Verifier: tp / (tp + fp); 1 when nothing was flagged and there is no defect, else 0 when nothing was flagged.",
     "recall": "Verifier: tp / (tp + fn); 1 when the world has no defect.",
     "f2": "Verifier: F2 = 5PR / (4P + R) of precision P and recall R.",
-    "criteria_accuracy": "Verifier: share of true positives whose criteria code matches the defect's (0 when tp = 0).",
+    "criteria_accuracy": "Verifier: share of true positives whose criteria code matches the defect's (0 when no defect "
+                         "was found, 1 when the world has none).",
     "misstatement_error": "Verifier, tasks that ask for amounts: mean over true positives of min(1, |amount - true| / "
                           "|true|), a missing amount counting 1; null for tasks that do not ask for amounts.",
     "fabrications": "Verifier: dispositions that cite an evidence id not opened at an earlier step (void: the entry "
