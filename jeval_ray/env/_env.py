@@ -25,7 +25,8 @@ from jeval_ray.world import World, generate_world
 
 @dataclass
 class StepLog:
-    """One logged step (the spec's per-step fields; the runner adds keys and accounting)."""
+    """One logged step (the trajectory record's per-step fields, docs/environment_spec.md; the episode
+    loop adds the accounting: None where the agent measures none, e.g. the built-in agents)."""
 
     step_idx: int
     tool: str
@@ -34,9 +35,9 @@ class StepLog:
     observation_hash: str
     is_error: bool
     timestamp: dt.datetime
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_ms: float = 0.0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: float | None = None
     reasoning_trace: str | None = None
 
 
