@@ -386,7 +386,6 @@ def _robust_z(x: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
 
 def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     t = _filtered(st.world.ledger, a.filters)
-    st.stats_steps.append(st.step_idx)
     x, ids, rows = _entry_measure(t, a.measure)
     if len(x) < MIN_STATS_POPULATION:
         return {"n": int(len(x)), "message": f"population of {len(x)} entries is too small for statistics (need at least {MIN_STATS_POPULATION})"}
@@ -412,6 +411,8 @@ def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
         out["groups"] = groups
     if a.digits:
         out["digit_test"] = digit_test(x, "first" if a.digits == "first" else "last_two")
+    # only statistics that answered are a population baseline (baseline_before_claim)
+    st.stats_steps.append(st.step_idx)
     return out
 
 

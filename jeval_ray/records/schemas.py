@@ -95,6 +95,7 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
     pa.field("judge", pa.string()),
     pa.field("judge_idx", pa.int32()),
     pa.field("rubric", pa.string()),
+    pa.field("judge_version", pa.string()),  # the judge's own version, e.g. reference-2
     pa.field("status", pa.string()),  # ok | failed
     pa.field("rationale_score", pa.float64()),
     pa.field("item_scores", pa.string()),  # JSON: per disposition, per rubric item

@@ -193,10 +193,10 @@ def plant(b) -> None:
             "Prepared by the AR team from the billing subledger; reconciled to account 1100.\n" + "\n".join(lines),
             date,
         )
-    b.defects = [(i, t, c, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], m)
-                 for i, t, c, ev, m in b.defects]
-    b.decoys = [(i, t, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev])
-                for i, t, ev in b.decoys]
+    b.defects = [(i, t, c, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], m, fx)
+                 for i, t, c, ev, m, fx in b.defects]
+    b.decoys = [(i, t, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], fx)
+                for i, t, ev, fx in b.decoys]
     _background(b)
 
 

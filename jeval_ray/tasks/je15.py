@@ -202,7 +202,7 @@ def plant(b) -> None:
 
     statements = _bank_statements(b, paid, {v["vendor_id"] for v in new}, changes)
     # each scheme invoice's payment is on one statement: add it to the required evidence
-    for idx, _type, _crit, evidence, _amount in b.defects:
+    for idx, _type, _crit, evidence, _amount, _facts in b.defects:
         evidence.append(statements[idx])
     b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"], r["field"] != "vendor_created")))
     b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
@@ -391,7 +391,9 @@ def outcome_adjust(world, state, outcome: float) -> tuple[float, dict]:
     in_summary = _mentions(state.summary, user) and named_staff <= 3
     final = final_dispositions(state)
     tp = [d for k, d in final.items() if k in ids and d.decision == "flag"]
-    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) for d in tp) >= len(tp)
+    # a rationale names the user only when it names at most three staff members (listing all is not naming)
+    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) and sum(_mentions(d.rationale, u) for u in users) <= 3
+                                    for d in tp) >= len(tp)
     named = bool(in_summary or in_flags)
     return 0.85 * outcome + 0.15 * float(named), {"scheme_user_named": named}
 
