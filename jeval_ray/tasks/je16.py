@@ -493,9 +493,10 @@ def _scan(kit: Kit):
 
 
 def _gap_ids(kit: Kit, ents: dict) -> list[str]:
-    lo, hi = kit.entry_range()
     present = {int(k) for k in ents}
-    return [str(i) for i in range(lo, hi + 1) if i not in present]
+    if not present:
+        return []
+    return [str(i) for i in range(min(present), max(present) + 1) if i not in present]
 
 
 def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], period_ends: bool = True) -> dict[str, list[str]]:
