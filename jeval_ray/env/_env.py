@@ -154,7 +154,8 @@ class JEEnv:
                     str(type(raw_args).__name__)
             args_text = _safe_canonical(raw_args)
             if len(args_text) >= MAX_ARGS_CHARS:
-                return {"error": f"arguments are too long (at most {MAX_ARGS_CHARS:,} characters as JSON)"}, True, args_text
+                return {"error": f"arguments are too long (at most {MAX_ARGS_CHARS:,} characters as JSON)"
+                                 + _longest_field(raw_args)}, True, args_text
         if tool == "":
             return {"error": "no tool was called; call one of the tools (use submit when you are done)"}, True, args_text
         if tool not in self.tools_enabled:
@@ -216,6 +217,14 @@ def _value_depth(value: Any, limit: int = MAX_ARGS_DEPTH + 1) -> int:
                 return d
             stack.extend((x, d) for x in (v.values() if isinstance(v, dict) else v))
     return deepest
+
+
+def _longest_field(args: Any) -> str:
+    """``; 'query' is the longest`` for an argument object, so the agent knows what to shorten."""
+    if not isinstance(args, dict) or not args:
+        return ""
+    name = max(args, key=lambda k: len(_safe_canonical(args[k])))
+    return f"; {str(name)[:40]!r} is the longest"
 
 
 def _unpack(action: Action | dict) -> tuple[str, Any]:
