@@ -63,6 +63,8 @@ REASONS = (
     "approver on leave; deputy approval obtained on paper",
     "month-end close deadline; approver in the close meeting",
 )
+#: valid and late signers come from the approvers (Senior Accountant and above)
+SENIOR_CENTS = 25_000_00
 DEFECT_KINDS = ("no_independent_approval", "approved_after_posting", "approver_limit_below_amount")
 
 
@@ -109,51 +111,52 @@ def plant(b) -> None:
         e["approver"][idx] = prep
         cents = int(e["debit_cents"][idx])
         keyed = e["entry_date"][idx]
+        prepared = keyed - int(rng.integers(0, 4))
         reason = REASONS[int(rng.integers(0, len(REASONS)))].format(n=int(rng.integers(1000, 9999)))
         ref = str(e["reference"][idx])
         head = (f"Journal voucher for journal {ref} (entry {{E:{idx}}}), USD {cents / 100:,.2f}, debit "
                 f"{e['debit_account'][idx]} / credit {e['credit_account'][idx]}.\n"
-                f"Prepared by: {prep} ({role[prep]}) on {b.date_str(keyed)}.\n"
+                f"Prepared by: {prep} ({role[prep]}) on {b.date_str(prepared)}.\n"
                 f"Released in the ERP by the preparer on {b.date_str(keyed)}; workflow not used: {reason}.\n")
         if not is_defect:
-            signer = _signer(rng, limit, prep, lambda lim: lim >= cents)
-            signed = keyed - int(rng.integers(0, 4))
-            doc = _voucher(b, idx, head, signer, role, signed)
+            signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
+            signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
+            doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_decoy(idx, "voucher_signed_by_independent_approver", [doc, policy, "master:users"],
                         facts=[f"{{D:{doc}}}", signer, b.date_str(signed), limit[signer] / 100])
             continue
         kind = DEFECT_KINDS[order[n_def % len(DEFECT_KINDS)]]
         n_def += 1
         if kind == "no_independent_approval":
-            doc = _voucher(b, idx, head, None, role, None)
+            doc = _voucher(b, idx, head, None, role, None, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", prep])
         elif kind == "approved_after_posting":
-            signer = _signer(rng, limit, prep, lambda lim: lim >= cents)
+            signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
             signed = keyed + int(rng.integers(2, 25))
-            doc = _voucher(b, idx, head, signer, role, signed)
+            doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy],
                          facts=[f"{{D:{doc}}}", signer, b.date_str(signed), b.date_str(keyed)])
         else:
             signer = _signer(rng, limit, prep, lambda lim: lim < cents)
-            signed = keyed - int(rng.integers(0, 4))
-            doc = _voucher(b, idx, head, signer, role, signed)
+            signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
+            doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy, "master:users"],
                          facts=[f"{{D:{doc}}}", signer, limit[signer] / 100, cents / 100])
 
 
 def _signer(rng, limit: dict[str, int], preparer: str, fits) -> str:
-    """A user other than the preparer whose limit ``fits`` (the lowest-limit users when none does)."""
+    """A user other than the preparer whose limit ``fits``."""
     ok = sorted(u for u, lim in limit.items() if u != preparer and fits(lim))
     return str(rng.choice(ok))
 
 
-def _voucher(b, idx: int, head: str, signer: str | None, role: dict[str, str], signed) -> int:
+def _voucher(b, idx: int, head: str, signer: str | None, role: dict[str, str], signed, prepared) -> int:
     if signer is None:
         sign = "Approved by: (no approver signature; signed by the preparer only)."
     else:
         sign = f"Approved by: {signer} ({role[signer]}), signed {b.date_str(signed)}."
     ref = str(b.e["reference"][idx])
-    return b.add_document("journal_voucher", f"{VOUCHER_TITLE} {ref}", head + sign, b.date_str(b.e["entry_date"][idx]))
+    return b.add_document("journal_voucher", f"{VOUCHER_TITLE} {ref}", head + sign, b.date_str(prepared))
 
 
 # ----------------------------------------------------------------- strategies
