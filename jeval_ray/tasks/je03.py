@@ -72,16 +72,22 @@ CHANGED = (
     ("7050", "Insurance - Fleet Policy", "7000"),
     ("7150", "Cloud Hosting Services", "7100"),
     ("7160", "Software Subscriptions", "7100"),
+    ("6220", "Utilities - Water and Waste", "6200"),
+    ("6420", "Legal Fees - Litigation", "6400"),
+    ("6620", "Repairs - Production Equipment", "6600"),
+    ("6720", "Marketing - Sponsorships", "6700"),
+    ("6920", "Office Supplies - Printing", "6900"),
+    ("7020", "Insurance - Cyber Policy", "7000"),
 )
 #: share of decoy accounts that were closed (the rest were opened) during the year
 CLOSED_SHARE = 0.3
 
 
 def _groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups (entries sharing an account) of ``least`` to ``least + 2``."""
+    """Split ``n`` entries into groups (entries sharing an account) of ``least`` or ``least + 1``."""
     out = []
     while n > 0:
-        g = min(n, int(rng.integers(least, least + 3)))
+        g = min(n, int(rng.integers(least, least + 2)))
         out.append(g)
         n -= g
     return out
