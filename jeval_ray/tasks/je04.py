@@ -116,12 +116,15 @@ def plant(b) -> None:
         # stay out of the band just below the user's own approval limit (another task's red flag)
         cents = e["debit_cents"]
         fits = pool & ~((cents >= 0.8 * limit * 100) & (cents < limit * 100))
-        idxs = b.pick(size, where=fits, what="manual payables and GL entries")
+        if int((fits & ~b.used).sum()) < size:  # a small slice: any manual entry the dates allow
+            fits = manual & (post > np.datetime64("2025-01-02")) & (post < np.datetime64("2025-12-31"))
+        idxs = b.pick(size, where=fits, what="manual entries")
         dates = post[idxs]
+        # the change date stays inside FY2025 (the fallback pool reaches its first and last days)
         if is_defect:
-            ended = dates.min() - int(rng.integers(1, gap_max + 1))
+            ended = max(dates.min() - int(rng.integers(1, gap_max + 1)), np.datetime64("2025-01-01"))
         else:
-            ended = dates.max() + int(rng.integers(1, gap_max + 1))
+            ended = min(dates.max() + int(rng.integers(1, gap_max + 1)), np.datetime64("2025-12-31"))
         leaver = rng.random() < LEAVER_SHARE
         row = {"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
                "approval_limit": float(limit), "status": "active",
