@@ -25,7 +25,8 @@ day it was keyed). Only the voucher and the user master tell them apart:
 
 Automated postings keep a blank approver, so nothing else trips the red-flag rule (approver ==
 preparer). Required evidence: the voucher and the approval policy, plus the user master where a
-limit decides (decoys and the limit defects).
+limit decides (decoys and the limit defects). ``near_miss`` raises the share of decoy vouchers
+signed on the day of the release itself and brings late signatures closer to it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def plant(b) -> None:
     with a journal voucher that does (decoy) or does not (defect) carry a valid approval."""
     rng = b.rng
     e = b.e
+    near = b.knobs.near_miss
     policy = b.add_document(
         "policy", POLICY_TITLE,
         "1. Purpose. This policy sets the approval requirements for journal entries posted to the general "
@@ -120,7 +122,10 @@ def plant(b) -> None:
                 f"Released in the ERP by the preparer on {b.date_str(keyed)}; workflow not used: {reason}.\n")
         if not is_defect:
             signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
-            signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
+            if rng.random() < near:  # signed on the day of the release itself
+                signed = keyed
+            else:
+                signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
             doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_decoy(idx, "voucher_signed_by_independent_approver", [doc, policy, "master:users"],
                         facts=[f"{{D:{doc}}}", signer, b.date_str(signed), limit[signer] / 100])
@@ -132,7 +137,7 @@ def plant(b) -> None:
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", prep])
         elif kind == "approved_after_posting":
             signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
-            signed = keyed + int(rng.integers(2, 25))
+            signed = keyed + 1 + int(rng.integers(0, 1 + round((1 - near) * 24)))
             doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy],
                          facts=[f"{{D:{doc}}}", signer, b.date_str(signed), b.date_str(keyed)])
