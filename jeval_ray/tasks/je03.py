@@ -83,8 +83,9 @@ CHANGED = (
 CLOSED_SHARE = 0.3
 
 
-def _groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups (entries sharing an account) of ``least`` or ``least + 1``."""
+def split_in_groups(n: int, rng, least: int) -> list[int]:
+    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (entries sharing an account here,
+    a user in JE-4): a group is all defects or all decoys, so no order within it gives the key away."""
     out = []
     while n > 0:
         g = min(n, int(rng.integers(least, least + 2)))
@@ -106,7 +107,8 @@ def plant(b) -> None:
     closes = {int(p[5:7]): np.datetime64(c) for p, c in month_close_dates()}
     # groups of at least ``least`` entries keep the number of changed accounts within CHANGED
     least = max(1, -(-(b.n_defects + b.n_decoys) // (len(CHANGED) - 2)))
-    groups = [(g, True) for g in _groups(b.n_defects, rng, least)] + [(g, False) for g in _groups(b.n_decoys, rng, least)]
+    groups = [(g, True) for g in split_in_groups(b.n_defects, rng, least)]
+    groups += [(g, False) for g in split_in_groups(b.n_decoys, rng, least)]
     groups = [groups[i] for i in rng.permutation(len(groups))]
     accounts = [CHANGED[i] for i in sorted(rng.choice(len(CHANGED), size=len(groups), replace=False))]
     pool = e["manual"] & np.isin(e["debit_account"], EXPENSE_DEBITS)
@@ -143,8 +145,8 @@ def plant(b) -> None:
             closed = (np.datetime64(f"2025-{month:02d}", "M") + 2 + later).astype("datetime64[D]") - 1
             rows.append({"account": code, "name": name, "type": "expense", "status": "closed", "opened": "2015-01-01",
                          "closed": str(closed)})
-            log.append((str(closed - int(rng.integers(3, 10))), f"{cr}  Close account {code} {name} with effect from "
-                        f"{closed} (last day of postings); future postings to {like}. Approved by IBROWN."))
+            log.append((str(closed - int(rng.integers(3, 10))), f"{cr}  Close account {code} {name}: valid for postings "
+                        f"dated up to {closed}; later postings to {like}. Approved by IBROWN."))
             for idx, p in zip(idxs, posted):
                 b.add_decoy(int(idx), "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), p])
 
@@ -172,6 +174,7 @@ def plant(b) -> None:
 
 
 def _opened(b, rows: list[dict], log: list, code: str, name: str, like: str, opened: np.datetime64, cr: str) -> None:
+    """Add an account opened during the year (valid from ``opened``) to the chart rows and the log."""
     rows.append({"account": code, "name": name, "type": "expense", "status": "active", "opened": str(opened), "closed": ""})
     log.append((str(opened - int(b.rng.integers(3, 10))), f"{cr}  Open account {code} {name} (split out of {like}), "
                 f"valid for postings dated from {opened}. Requested by FNGUYEN, approved by IBROWN."))

@@ -33,6 +33,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
+from jeval_ray.tasks.je03 import split_in_groups
 
 SPEC = spec(
     "JE-4",
@@ -81,16 +82,6 @@ LEAVER_SHARE = 0.6
 WINDOW = (np.datetime64("2025-02-15"), np.datetime64("2025-11-15"))
 
 
-def _groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups (entries by one user) of ``least`` or ``least + 1``."""
-    out = []
-    while n > 0:
-        g = min(n, int(rng.integers(least, least + 2)))
-        out.append(g)
-        n -= g
-    return out
-
-
 def plant(b) -> None:
     """Add users whose posting rights ended during the year; give each a group of manual entries
     dated after (defects) or before (decoys) the date the rights ended."""
@@ -104,7 +95,8 @@ def plant(b) -> None:
         raise RuntimeError("JE-4 base entries are prepared by users without posting rights")
 
     least = max(1, -(-(b.n_defects + b.n_decoys) // (len(CHANGED_USERS) - 2)))
-    groups = [(g, True) for g in _groups(b.n_defects, rng, least)] + [(g, False) for g in _groups(b.n_decoys, rng, least)]
+    groups = [(g, True) for g in split_in_groups(b.n_defects, rng, least)]
+    groups += [(g, False) for g in split_in_groups(b.n_decoys, rng, least)]
     groups = [groups[i] for i in rng.permutation(len(groups))]
     people = [CHANGED_USERS[i] for i in sorted(rng.choice(len(CHANGED_USERS), size=len(groups), replace=False))]
     # payables and GL work (never the AR clerk's postings), inside the window
