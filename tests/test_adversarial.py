@@ -80,3 +80,24 @@ def test_the_task_discriminates(table):
     assert min(s.outcome for s in out["careful"]) >= 0.95, task
     assert careful - naive >= 0.15, (task, careful, naive)
     assert rnd < naive < careful, (task, rnd, naive, careful)
+
+
+def test_naming_every_staff_member_does_not_name_the_scheme_user():
+    from jeval_ray.agents import Action
+
+    env = JEEnv("JE-15")
+    env.reset(seed=5)
+    w = env.world
+    staff = [u for u in w.master["users"].to_pylist() if u.get("role") != "System"]
+    heads = {r["entry_id"]: r for r in w.ledger.to_pylist() if r["line_no"] == 1}
+    preps = [heads[d.entry_id]["preparer"] for d in w.defects if d.entry_id in heads]
+    scheme = max(sorted(set(preps)), key=preps.count)
+    everyone = ", ".join(f"{u['user_id']} {u['name']}" for u in staff)
+    for d in w.defects:
+        env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
+                                       "rationale": f"Keyed by one of {everyone}."}))
+    assert env.score().verification.extra["scheme_user_named"] is False
+    for d in w.defects:
+        env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
+                                       "rationale": f"Keyed by {scheme}, whose bank account the vendor uses."}))
+    assert env.score().verification.extra["scheme_user_named"] is True
