@@ -1,4 +1,4 @@
-"""JE-3 (L1): postings to accounts not open at the posting date.
+"""JE-3 (L1): postings to invalid accounts (not open at the posting date).
 
 The ERP checks an account when an entry is keyed, not against the posting date the preparer
 types. So the exception an ERP lets through is backdating: an entry keyed after a new account
@@ -39,8 +39,8 @@ from jeval_ray.world._base import HOLIDAY_DATES, month_close_dates
 SPEC = spec(
     "JE-3",
     "L1",
-    'Postings to accounts not open at the posting date',
-    objective='Find entries posted to accounts that were not open for posting at the posting date.',
+    'Postings to invalid accounts',
+    objective='Find entries posted to accounts that were not open for posting (not yet opened, closed or blocked) at the posting date.',
     defect='posting dated before the account was opened (keyed after it took effect)',
     decoys='postings to accounts opened, or closed, during the year that were open at the posting date',
     required_evidence='chart of accounts',
