@@ -135,6 +135,8 @@ def test_defects_and_decoys_share_one_surface():
                 r = heads[eid]
                 ts = r["entry_timestamp"]
                 assert r["posting_date"] < ts.date() <= cl[r["posting_date"].strftime("%Y-%m")]
+                # the close's memo was issued before the close began, so its date tells nothing
+                assert w.document(memo_of(w, r)).date <= r["posting_date"].isoformat()
                 # nothing a few minutes outside the window: an off-day, or an hour after business hours
                 assert ts.weekday() >= 5 or ts.date() in hol or ts.time() >= dt.time(19)
                 stats[kind]["offday" if ts.weekday() >= 5 or ts.date() in hol else "evening"] += 1

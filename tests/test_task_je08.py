@@ -3,6 +3,7 @@ and the agents. Support is re-read here from the visible world (ledger lines and
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import statistics
 from collections import Counter
@@ -19,6 +20,10 @@ SEEDS = range(5)
 def _heads(world) -> dict[str, dict]:
     led = world.ledger.filter(pc.equal(world.ledger.column("line_no"), 1))
     return {r["entry_id"]: r for r in led.to_pylist()}
+
+
+def _date(text: str) -> dt.date:
+    return dt.date.fromisoformat(text)
 
 
 def _round(r: dict) -> bool:
@@ -95,7 +100,7 @@ def test_decoys_are_fixed_by_their_document_and_state_a_purpose(world):
 
 def test_defects_and_decoys_share_one_surface():
     """Descriptions, reference forms, accounts and amounts come from one distribution; titles never
-    name a reference."""
+    name a reference; every candidate has a document of its kind dated shortly before it."""
     feats = {"defect": Counter(), "decoy": Counter()}
     amounts = {"defect": [], "decoy": []}
     for s in range(30):
@@ -109,6 +114,10 @@ def test_defects_and_decoys_share_one_surface():
                 feats[kind][r["reference"][:3]] += 1
                 feats[kind][r["account"]] += 1
                 amounts[kind].append(r["debit"])
+                # a document of its kind (minutes or agreement) dated 3-40 days before it, for every candidate
+                kind_of = "board_minutes" if r["reference"].startswith("BR-") else "contract"
+                assert any(d.doc_type == kind_of and 3 <= (r["posting_date"] - _date(d.date)).days <= 40
+                           for d in w.documents), (s, eid)
     for kind in feats:
         total = sum(v for k, v in feats[kind].items() if k in ("BR-", "CTR"))
         feats[kind] = {k: v / total for k, v in feats[kind].items()}

@@ -193,7 +193,8 @@ def plant(b) -> None:
         slots = [(np.datetime64(d), *_window_hours(np.datetime64(d), end)) for d in ev["days"]]
         ev["slots"] = slots
         period = f"{_MONTH[month - 1]} 2025"
-        issued = str(np.datetime64(ev["days"][0]) - int(rng.integers(2, 6)))
+        # issued before the close starts, so that no entry of the close was keyed before its memo
+        issued = str(np.datetime64(f"2025-{month + 1:02d}-01", "D") - int(rng.integers(2, 7)))
         ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo_body(ev["users"], slots, period), issued)
 
     def take(user: str) -> int:

@@ -144,7 +144,7 @@ def _minutes(b, date: str, item: str) -> int:
 
 def _agreement(b, date: str, ref: str, vendor: str, purpose: str, cents: int, month: str) -> int:
     return b.add_document(
-        "contract", f"Services agreement - {vendor} ({date[:7]})",
+        "contract", f"Services agreement dated {date}",
         f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (the Provider), "
         f"dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any expenses, "
         f"earned in {month} 2025 and accrued by the Client on that basis; invoicing follows completion. The Client "
@@ -195,6 +195,7 @@ def plant(b) -> None:
         key = ("BR" if board[j] else "CTR", doc_dates[j][:4])
         counters[key] = counters.get(key, int(rng.integers(1, 6) if board[j] else rng.integers(10, 40))) + int(rng.integers(1, 4))
         refs[j] = f"BR-{key[1]}-{counters[key]:02d}" if board[j] else f"CTR-{key[1]}-{counters[key]:03d}"
+    used_refs = set(refs)
     board_order = rng.permutation(len(BOARD_ITEMS))
     ctr_order = rng.permutation(len(CONTRACT_ITEMS))
     n_board = n_ctr = 0
@@ -236,15 +237,39 @@ def plant(b) -> None:
             facts = [ref, f"{{D:{doc}}}", doc_date, post[j]]
         else:
             facts = [ref, amount]
-            if rng.random() < 0.5 * b.knobs.near_miss:
-                # the same figure approved for something else: matching on the amount alone is not support
-                d = str(np.datetime64(post[j]) - np.timedelta64(int(rng.integers(5, 60)), "D"))
-                capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
-                _minutes(b, d, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
-                               f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
-                               "be capitalised as property, plant and equipment against supplier invoices. The "
-                               "resolution was carried unanimously.")
+        trap = kind[j] == "no_support" and board[j] and rng.random() < b.knobs.near_miss
+        if trap:
+            # the same figure approved for something else: matching on the amount alone is not support
+            d = str(np.datetime64(post[j]) - int(lag[j]))
+            capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
+            _minutes(b, d, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
+                           f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
+                           "be capitalised as property, plant and equipment against supplier invoices. The "
+                           "resolution was carried unanimously.")
+        if kind[j] in ("no_support", "approved_after_posting") and not trap:
+            # like every candidate, a document of its kind dated shortly before it, which carries another number
+            d = str(np.datetime64(post[j]) - int(lag[j]))
+            other = _free_ref(rng, "BR" if board[j] else "CTR", d[:4], used_refs)
+            if board[j]:
+                o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
+                o_cents = int(rng.integers(2, 61)) * 1_000_00
+                _minutes(b, d, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
+                               f"{_usd(o_cents)}, to be recorded under accounting reference {other}. The resolution "
+                               "was carried unanimously.")
+            else:
+                o_vendor, o_purpose = CONTRACT_ITEMS[int(rng.integers(0, len(CONTRACT_ITEMS)))][:2]
+                _agreement(b, d, other, o_vendor, o_purpose, int(rng.integers(2, 61)) * 1_000_00,
+                           MONTHS[int(d[5:7]) - 1])
         b.add_defect(i, kind[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), cents, facts=facts)
+
+
+def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
+    """A register number no entry carries."""
+    while True:
+        ref = f"BR-{year}-{int(rng.integers(1, 99)):02d}" if kind == "BR" else f"CTR-{year}-{int(rng.integers(10, 999)):03d}"
+        if ref not in used:
+            used.add(ref)
+            return ref
 
 
 # ------------------------------------------------------------------ strategies
