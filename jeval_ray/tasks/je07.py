@@ -76,8 +76,11 @@ def _sanitise(b) -> None:
     """
     e = b.e
     has_v = e["vendor_id"] != ""
+    # integer (vendor, amount) keys: string keys cost seconds on a million entries
+    _, vendor_code = np.unique(e["vendor_id"], return_inverse=True)
+    vendor_code = vendor_code.astype(np.int64) << 40
     for _ in range(50):
-        keys = np.char.add(np.char.add(e["vendor_id"], ":"), e["debit_cents"].astype("<U14"))
+        keys = vendor_code | e["debit_cents"]
         planted_keys = np.unique(keys[b.used & has_v])
         bump = has_v & ~b.used & np.isin(keys, planted_keys)
         idx = np.flatnonzero(has_v & ~b.used & ~bump)
