@@ -53,10 +53,10 @@ SPEC = spec(
     "JE-5",
     "L2",
     'Approval-limit avoidance',
-    objective="Find manual entries sized just below the preparer's approval limit, or split into several entries that together exceed it, without supporting contract.",
+    objective="Find manual entries sized just below the preparer's approval limit with no fixed price on file, or one purchase split into several entries that together exceed it.",
     defect="amount just below the preparer's approval limit, or a split above it",
-    decoys='a routine fixed-price item near the limit backed by a contract',
-    required_evidence='approval-limit matrix and the invoice/contract',
+    decoys='a fixed-price item near the limit backed by a statement of work, or separate purchases on adjacent days',
+    required_evidence='approval-limit matrix, user limits and the statement of work or vendor invoice',
     sources=('general_ledger', 'user_master', 'approval_limit_matrix', 'invoices', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(

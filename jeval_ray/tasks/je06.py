@@ -47,8 +47,8 @@ SPEC = spec(
     'Off-hours manual postings',
     objective='Find manual entries posted on weekends, public holidays or outside business hours that no memo authorises.',
     defect='manual posting on a weekend, holiday or after hours',
-    decoys='close-weekend work authorised by a memo',
-    required_evidence='holiday calendar and close memo',
+    decoys='close work on a weekend, holiday or evening authorised by a memo',
+    required_evidence='holiday calendar, close dates and the close memo',
     sources=('general_ledger', 'holiday_calendar', 'close_memos'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
