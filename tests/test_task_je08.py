@@ -100,13 +100,19 @@ def test_decoys_are_fixed_by_their_document_and_state_a_purpose(world):
 
 def test_defects_and_decoys_share_one_surface():
     """Descriptions, reference forms, accounts and amounts come from one distribution; titles never
-    name a reference; every candidate has a document of its kind dated shortly before it."""
+    name a reference; references rise with the posting date; every candidate has a document of its
+    kind dated shortly before it."""
     feats = {"defect": Counter(), "decoy": Counter()}
     amounts = {"defect": [], "decoy": []}
     for s in range(30):
         w = generate_world("JE-8", 200 + s)
         heads = _heads(w)
         titles = " ".join(d.title for d in w.documents)
+        # references rise with the posting date for defects and decoys alike
+        planted = sorted((heads[e]["posting_date"], heads[e]["reference"]) for e in w.defect_ids | {d.entry_id for d in w.decoys})
+        for prefix in ("BR-", "CTR-"):
+            numbers = [int(ref.rsplit("-", 1)[1]) for _, ref in planted if ref.startswith(prefix)]
+            assert numbers == sorted(numbers), (s, prefix)
         for kind, ids in (("defect", w.defect_ids), ("decoy", {d.entry_id for d in w.decoys})):
             for eid in ids:
                 r = heads[eid]

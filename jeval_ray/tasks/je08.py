@@ -188,11 +188,12 @@ def plant(b) -> None:
     lag = rng.integers(3, 41, n)
     doc_dates = [str(np.datetime64(p) + (int(g) if k == "approved_after_posting" else -int(g)))
                  for p, g, k in zip(post, lag, kind)]
-    # resolution and contract numbers rise with their dates, as a real register's would
+    # accounting references rise with the posting date in the books' year, whatever the document's
+    # date (numbering by the document's date would put an approval given afterwards out of order)
     refs = [""] * n
     counters: dict[tuple[str, str], int] = {}
-    for j in sorted(range(n), key=lambda j: (doc_dates[j], j)):
-        key = ("BR" if board[j] else "CTR", doc_dates[j][:4])
+    for j in sorted(range(n), key=lambda j: (post[j], j)):
+        key = ("BR" if board[j] else "CTR", post[j][:4])
         counters[key] = counters.get(key, int(rng.integers(1, 6) if board[j] else rng.integers(10, 40))) + int(rng.integers(1, 4))
         refs[j] = f"BR-{key[1]}-{counters[key]:02d}" if board[j] else f"CTR-{key[1]}-{counters[key]:03d}"
     used_refs = set(refs)
@@ -249,7 +250,7 @@ def plant(b) -> None:
         if kind[j] in ("no_support", "approved_after_posting") and not trap:
             # like every candidate, a document of its kind dated shortly before it, which carries another number
             d = str(np.datetime64(post[j]) - int(lag[j]))
-            other = _free_ref(rng, "BR" if board[j] else "CTR", d[:4], used_refs)
+            other = _free_ref(rng, "BR" if board[j] else "CTR", post[j][:4], used_refs)
             if board[j]:
                 o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
                 o_cents = int(rng.integers(2, 61)) * 1_000_00
