@@ -81,6 +81,19 @@ def test_defects_record_one_vendor_invoice_twice(world):
         assert _field(doc_x, "Invoice number") in d.facts and o["entry_id"] in d.facts and f"{x['debit']:.2f}" in d.facts
 
 
+def test_no_vendor_invoice_is_filed_twice_outside_the_defects(world):
+    """The AP policy's rule, checked on every voucher: a vendor invoice number sits on one voucher,
+    except the two vouchers of a defect (the original's and the duplicate's)."""
+    heads = _heads(world)
+    dup_refs = {heads[d.entry_id]["reference"] for d in world.defects}
+    seen: dict[str, list[str]] = {}
+    for doc in world.documents:
+        if doc.title.startswith("AP voucher "):
+            seen.setdefault(_field(doc, "Invoice number"), []).append(doc.title.split()[2])
+    for inv, refs in seen.items():
+        assert len(refs) == 1 or (len(refs) == 2 and len(set(refs) & dup_refs) == 1), inv
+
+
 def test_decoys_are_separate_invoices_of_the_same_amount(world):
     heads = _heads(world)
     later = _later_postings(heads)

@@ -206,6 +206,9 @@ def plant(b) -> None:
         vid = str(e["vendor_id"][i])
         name = vendor_names[vid]
         num = int(rng.integers(10_000, 99_000))
+        while f"{vendor_prefix(name)}-{num}" in inv_numbers:
+            num += 3
+        inv_numbers.add(f"{vendor_prefix(name)}-{num}")
         _voucher_doc(b, str(e["reference"][i]), b.date_str(e["post_date"][i]), name, vid, f"{vendor_prefix(name)}-{num}",
                      b.date_str(e["doc_date"][i]), f"PO-{int(rng.integers(400_000, 499_000))}",
                      _SITES[int(rng.integers(0, len(_SITES)))], _WHAT[int(rng.integers(0, len(_WHAT)))],
