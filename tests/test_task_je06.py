@@ -37,8 +37,14 @@ def closes(world) -> dict[str, dt.date]:
             for r in world.master["calendar"].to_pylist() if r["kind"] == "period_close"}
 
 
+_MEMOS: dict[str, dict] = {}
+
+
 def memos(world) -> dict[str, dict]:
-    out = {}
+    """The close-work memos' users, day slots and period, parsed once per world."""
+    if world.world_hash in _MEMOS:
+        return _MEMOS[world.world_hash]
+    out = _MEMOS[world.world_hash] = {}
     for d in world.documents:
         if d.doc_type == "memo" and d.title.startswith("Authorisation of close work outside business hours"):
             users = re.search(r"Authorised users: (.*)", d.body).group(1)
@@ -101,9 +107,10 @@ def test_defects_satisfy_the_rule_and_their_close_memo_does_not_cover_them(world
             day = r["entry_timestamp"].date()
             if d.defect_type == "date_not_authorised":
                 assert day not in ms[memo]["slots"]
-            else:
-                assert d.defect_type == "user_not_authorised"
+            elif d.defect_type == "user_not_authorised":
                 assert day in ms[memo]["slots"] and r["preparer"] not in ms[memo]["users"]
+            else:
+                assert d.defect_type == "hours_not_authorised" and r["preparer"] in ms[memo]["users"]
             assert {r["preparer"], day.isoformat(), memo} <= set(d.facts)
             kinds.add(d.defect_type)
     assert kinds == {"date_not_authorised", "user_not_authorised"}
@@ -148,6 +155,14 @@ def test_defects_and_decoys_share_one_surface():
     for k in ("offday", "AKIM", "DPATEL", "GSILVA"):
         assert abs(stats["defect"].get(k, 0) - stats["decoy"].get(k, 0)) < 0.12, k
     assert abs(statistics.fmean(hrs["defect"]) - statistics.fmean(hrs["decoy"])) < 1.5
+
+
+def test_a_crowded_close_still_keeps_defects_uncovered_and_decoys_covered():
+    w = generate_world(TASK, 1, {"n_entries": 4000, "n_defects": 100, "n_decoys": 100})
+    heads = manual_heads(w)
+    assert not any(covering(w, heads[d.entry_id]) for d in w.defects)
+    assert all(covering(w, heads[d.entry_id]) for d in w.decoys)
+    assert "hours_not_authorised" in {d.defect_type for d in w.defects}
 
 
 @pytest.mark.parametrize("knobs", [None, {"n_defects": 8, "n_decoys": 8, "near_miss": 1.0}, {"n_entries": 3000}])

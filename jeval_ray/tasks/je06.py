@@ -21,7 +21,9 @@ period's close date (the day is on or before it).
 Planted defects (criteria ``OFF_HOURS``):
   * ``date_not_authorised``: the memo of that close does not list the day the entry was keyed;
   * ``user_not_authorised``: the memo lists the day but does not name the preparer (more of these
-    as ``near_miss`` rises: the memo then lists the defect's day too).
+    as ``near_miss`` rises: the memo then lists the defect's day too);
+  * ``hours_not_authorised``: only in a close so crowded (large ``n_defects``/``n_decoys``) that its
+    memo names every preparer on every day of the window: keyed after the memo's hours that day.
 Decisive facts: the user, the day and the memo. Required evidence: the policy,
 ``master:calendar``, the memo and the entry; a decoy is cleared by the policy, its memo,
 ``master:calendar`` (the close date) and the entry. The base population keeps manual entries
@@ -131,6 +133,13 @@ def _window_hours(day: np.datetime64, end: int) -> tuple[int, int]:
     return end, 23 * 3600 + 1800
 
 
+def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
+    """A keying time on ``day``: 08:30-19:30 on a weekend or holiday, else at least an hour after business hours."""
+    if not np.is_busday(day, holidays=_HOLIDAYS):
+        return day, int(rng.integers(8 * 3600 + 1800, 19 * 3600 + 1800))
+    return day, int(rng.integers(end + 3600, 23 * 3600))
+
+
 def plant(b) -> None:
     rng = b.rng
     e = b.e
@@ -149,12 +158,9 @@ def plant(b) -> None:
         win = close_window(month)
         off = win[~np.is_busday(win, holidays=_HOLIDAYS)]
         on = win[np.is_busday(win, holidays=_HOLIDAYS)]
-        if len(off) and (rng.random() < 0.5 or not len(on)):
-            day = off[int(rng.integers(0, len(off)))]
-            t = int(rng.integers(8 * 3600 + 1800, 19 * 3600 + 1800))
-        else:
-            day = on[int(rng.integers(0, len(on)))]
-            t = int(rng.integers(end + 3600, 23 * 3600))
+        day = off[int(rng.integers(0, len(off)))] if len(off) and (rng.random() < 0.5 or not len(on)) \
+            else on[int(rng.integers(0, len(on)))]
+        day, t = _draw_time(rng, day, end)
         cands.append({"month": month, "day": day, "t": t, "user": str(PREPARERS[int(rng.integers(0, len(PREPARERS)))])})
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
@@ -177,10 +183,16 @@ def plant(b) -> None:
         for c, d in mine:
             if d and str(c["day"]) in days and c["user"] in users:
                 others = [u for u in PREPARERS if u not in users]
+                free = [x for x in close_window(month) if str(x) not in days]
                 if others:
                     c["user"] = str(others[int(rng.integers(0, len(others)))])
+                elif free:
+                    # every preparer is named: the defect is keyed on a day the memo does not list
+                    c["day"], c["t"] = _draw_time(rng, free[int(rng.integers(0, len(free)))], end)
                 else:
-                    days.discard(str(c["day"]))
+                    # a close so crowded that the memo names everyone on every day: keyed after its hours
+                    w1 = _window_hours(c["day"], end)[1]
+                    c["t"] = int(rng.integers(w1 + 600, min(w1 + 3 * 3600, 24 * 3600 - 60)))
         events[month] = {"users": sorted(users), "days": sorted(days)}
     # a memo for a close without off-hours entries, so a memo alone points at nothing
     spare = [m for m in months if m not in events]
@@ -225,7 +237,8 @@ def plant(b) -> None:
             b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "master:calendar", "entry"],
                         facts=[f"{{D:{ev['doc']}}}", c["user"], day, dict(month_close_dates())[f"2025-{c['month']:02d}"]])
             continue
-        kind = "user_not_authorised" if day in ev["days"] else "date_not_authorised"
+        kind = ("date_not_authorised" if day not in ev["days"] else
+                "user_not_authorised" if c["user"] not in ev["users"] else "hours_not_authorised")
         b.add_defect(idx, kind, "OFF_HOURS", [policy, "master:calendar", ev["doc"], "entry"], int(e["debit_cents"][idx]),
                      facts=[c["user"], day, f"{{D:{ev['doc']}}}"])
     _sanitise(b, planted, start, end)
