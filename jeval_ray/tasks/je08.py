@@ -50,7 +50,7 @@ SPEC = spec(
     sources=('general_ledger', 'board_minutes', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNSUPPORTED_ROUND', 'round-amount manual entry that no document dated no later than the entry fixes'),
+        ('UNSUPPORTED_ROUND', 'round-amount manual entry that no supporting document fixes'),
     ),
     withheld_variant=('search_documents',),
     available=True,
