@@ -82,6 +82,10 @@ def invoice_of(world, row: dict):
     """The vendor invoice in the pack titled with the entry's reference, and its purchase order."""
     (doc,) = [d for d in world.documents if d.title.startswith(f"Invoice {row['reference']} - ")]
     po, total = re.search(r"(PO-\d+) \(order total USD ([\d,]+\.\d\d)", doc.body).groups()
+    # the invoice the entry was keyed from: its date is the entry's document date, its amount the entry's
+    assert f"Invoice date: {row['document_date']}" in doc.body and f"Amount due: USD {row['debit']:,.2f}" in doc.body
+    ordered = re.search(r"raised on (\d{4}-\d\d-\d\d)", doc.body).group(1)
+    assert ordered < row["document_date"].isoformat()
     return doc, po, float(total.replace(",", "")), "Partial invoice" in doc.body
 
 

@@ -277,11 +277,11 @@ def _sow(b, vendor: str, cents: int, deliverable: str, day: int) -> int:
     return b.add_document("contract", f"Statement of work {no} - {name}", body, str(signed))
 
 
-def _invoice_doc(b, ref: str, vendor: str, day: int, cents: int, po: str, order_total: int, part: tuple[int, int] | None,
+def _invoice_doc(b, ref: str, vendor: str, day, cents: int, po: str, order_total: int, part: tuple[int, int] | None,
                  goods: str, requester: str, ordered: str) -> int:
     """The vendor invoice behind a group part, with its purchase order."""
     name = _VENDOR_NAME[vendor]
-    d = str(np.datetime64(day, "D"))
+    d = str(np.datetime64(day, "D"))  # the entry's document date
     billing = (f"Partial invoice {part[0]} of {part[1]} against purchase order {po} (order total USD "
                f"{order_total / 100:,.2f}, one delivery)" if part else
                f"Purchase order {po} (order total USD {order_total / 100:,.2f}), invoiced in full")
@@ -338,13 +338,13 @@ def plant(b) -> None:
             if defect:
                 po = f"PO-{po0}"
                 ordered = str(np.datetime64(days[0], "D") - int(10 + po0 % 20))
-                doc = _invoice_doc(b, ref, vendor, day, cents, po, total, (p + 1, k), goods, requesters[0], ordered)
+                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, total, (p + 1, k), goods, requesters[0], ordered)
                 b.add_defect(idx, "split_entry", "LIMIT_AVOIDANCE", [policy, "master:users", doc], cents,
                              facts=[po, total / 100, lim / 100, f"{{D:{doc}}}"])
             else:
                 po = f"PO-{po0 + 7 * p + int(rng.integers(1, 6)) * (p > 0)}"
-                ordered = str(d - int(rng.integers(5, 40)))
-                doc = _invoice_doc(b, ref, vendor, day, cents, po, cents, None, goods, requesters[p], ordered)
+                ordered = str(d - int(rng.integers(6, 40)))
+                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, cents, None, goods, requesters[p], ordered)
                 b.add_decoy(idx, "separate_purchases", [policy, "master:users", doc],
                             facts=[po, cents / 100, f"{{D:{doc}}}"])
     _sanitise(b, pl)
