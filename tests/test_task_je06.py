@@ -18,6 +18,7 @@ from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
 TASK = "JE-6"
+MONTHS = r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
 SEEDS = range(5)
 
 
@@ -142,6 +143,8 @@ def test_defects_and_decoys_share_one_surface():
                 r = heads[eid]
                 ts = r["entry_timestamp"]
                 assert r["posting_date"] < ts.date() <= cl[r["posting_date"].strftime("%Y-%m")]
+                # a month named in the description is the month posted to
+                assert all(m == r["posting_date"].strftime("%b") for m in re.findall(MONTHS, r["description"]))
                 # the close's memo was issued before the close began, so its date tells nothing
                 assert w.document(memo_of(w, r)).date <= r["posting_date"].isoformat()
                 # nothing a few minutes outside the window: an off-day, or an hour after business hours

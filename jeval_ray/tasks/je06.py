@@ -40,8 +40,8 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import (APPROVERS, HOLIDAYS_2025, PERIOD_END, PERIOD_START, PREPARERS, business_days,
-                                  month_close_dates)
+from jeval_ray.world._base import (APPROVERS, HOLIDAYS_2025, MONTH_ABBR, PERIOD_END, PERIOD_START, PREPARERS,
+                                  business_days, month_close_dates)
 
 SPEC = spec(
     "JE-6",
@@ -69,6 +69,7 @@ _NAMES = {"AKIM": "Anna Kim", "BOKAFOR": "Ben Okafor", "CRUIZ": "Carla Ruiz", "D
 _MONTH = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 _HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 
 
 def hhmm(s: int) -> str:
@@ -231,6 +232,8 @@ def plant(b) -> None:
         e["post_date"][idx] = post
         e["doc_date"][idx] = max(post - int(rng.integers(0, 6)), PERIOD_START)
         e["time_s"][idx] = c["t"]
+        # the description's month word follows the month the entry is posted to
+        e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[c["month"] - 1], str(e["description"][idx]))
         planted[idx] = True
         day = str(c["day"])
         if not d:
