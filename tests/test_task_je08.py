@@ -79,7 +79,7 @@ def test_defects_are_not_fixed_by_the_document_they_reference(world):
         assert doc.doc_id in d.required_evidence and doc.doc_id in d.facts
         if d.defect_type == "amount_not_supported":
             shown = re.search(r"USD ([\d,]+\.\d\d)", doc.body).group(1).replace(",", "")
-            assert float(shown) != r["debit"] and {shown, f"{r['debit']:.2f}"} <= set(d.facts)
+            assert r["debit"] / 2 <= float(shown) < r["debit"] and {shown, f"{r['debit']:.2f}"} <= set(d.facts)
         else:
             assert d.defect_type == "approved_after_posting"
             assert f"USD {r['debit']:,.2f}" in doc.body and doc.date > r["posting_date"].isoformat()

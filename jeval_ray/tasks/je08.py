@@ -16,8 +16,9 @@ purpose. Decisive facts: the document, the reference and the amount.
 Planted defects (criteria ``UNSUPPORTED_ROUND``), against the manual JE policy (section 2.1: the
 supporting document's number in the reference; 2.3: a round sum needs the document that fixes it,
 dated no later than the entry):
-  * ``amount_not_supported``: the referenced document exists but fixes a different amount
-    (decisive facts: the reference, the document, the figure it shows, the entry's amount);
+  * ``amount_not_supported``: the referenced document exists but fixes a smaller round sum (half
+    the entry's amount or more), so the entry records more than was approved (decisive facts: the
+    reference, the document, the figure it shows, the entry's amount);
   * ``approved_after_posting``: the referenced document fixes the amount but is dated 3-40 days
     after the entry was posted (facts: the reference, the document, its date, the posting date);
   * ``no_support``: no document in the pack carries the reference (facts: the reference and the
@@ -214,11 +215,12 @@ def plant(b) -> None:
         e["debit_account"][i] = dr
         e["credit_account"][i] = cr
         e["description"][i] = f"{short} per {ref}"
-        # the figure the document fixes: the entry's, or another round sum for amount_not_supported
+        # the figure the document fixes: the entry's, or for amount_not_supported a smaller round sum
+        # (the entry records more than was approved)
         doc_cents = cents
         if kind[j] == "amount_not_supported":
-            choices = [c for c in range(max(1, cents // 1_000_00 // 2), cents // 1_000_00 * 2 + 2)
-                       if c * 1_000_00 != cents and c * 1_000_00 not in taken]
+            thousands = cents // 1_000_00
+            choices = [c for c in range((thousands + 1) // 2, thousands) if c * 1_000_00 not in taken] or [thousands - 1]
             doc_cents = int(choices[int(rng.integers(0, len(choices)))]) * 1_000_00
         doc = None
         if kind[j] != "no_support":
