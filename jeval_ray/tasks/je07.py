@@ -106,8 +106,9 @@ def _next_bday(bdays: np.ndarray, d: np.datetime64) -> np.datetime64:
     return bdays[pos]
 
 
-_WHAT = ("maintenance services", "supplies delivered", "professional services", "equipment parts",
-         "freight charges", "software subscription", "consumables", "repair work")
+#: what an invoice bills, in words that fit any vendor
+_WHAT = ("goods delivered as per purchase order", "services rendered as per purchase order",
+         "as per purchase order and delivery note")
 _SITES = ("Denver plant, 1200 Industrial Way, Denver, CO", "Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO",
           "Sales office, 95 Pearl Street, Boulder, CO")
 _CHANNELS = ("e-mail (PDF)", "post (paper original)", "supplier portal")
