@@ -65,12 +65,23 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
     pair = next(d.doc_id for d in world.documents if d.title == PAIR_POLICY_TITLE)
     for d in world.defects:
         h = heads[d.entry_id]
-        assert d.criteria == "RELATED_PARTY" and d.entry_id in d.required_evidence
+        assert d.entry_id in d.required_evidence
         assert not any(h["reference"] in text and _approved(text) for _doc, _day, text in items)
         if d.defect_type == "related_party_unapproved":
+            assert d.criteria == "RELATED_PARTY"
             assert {"master:related_parties", rp} <= set(d.required_evidence)
+            # the vendor is on the register, and the interested person named there is a decisive fact
+            reg = {r["party"]: r["relationship"] for r in world.master["related_parties"].to_pylist()}
+            name = next(v["name"] for v in world.master["vendors"].to_pylist() if v["vendor_id"] == h["vendor_id"])
+            assert name in d.facts and any(f in reg[name] for f in d.facts if f not in (name,) and not f[0].isdigit())
         else:
+            assert d.criteria == "UNUSUAL_PAIRING"
             assert d.defect_type.startswith("unusual_pairing_unapproved") and pair in d.required_evidence
+            assert h["account"] in d.facts and h["credit_account"] in d.facts
+        assert f"{h['debit']:.2f}" in d.facts
+        # minutes that discuss the entry without approving it are part of its proof
+        discussed = {doc for doc, _day, text in items if h["reference"] in text}
+        assert discussed == {e for e in d.required_evidence if e.startswith("DOC-")} - {rp, pair}
     for c in world.decoys:
         h = heads[c.entry_id]
         doc = c.clearing_evidence[0]
@@ -79,6 +90,14 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
         day, text = hits[0]
         assert f"USD {h['debit']:,.2f}" in text  # the minutes state the amount posted
         assert day < str(h["posting_date"])  # prior approval
+        assert doc in c.facts and day in c.facts and f"{h['debit']:.2f}" in c.facts
+        if c.decoy_type == "related_party_approved":
+            assert str(h["document_date"]) < day  # the invoice existed when the board approved it
+            # an interested director abstains; an officer has no vote and leaves the room
+            person = next(p for p in ("Margaret Osei", "Robert Hale", "Priya Raman", "Thomas Becker", "James Wright",
+                                      "Isabel Brown") if f"{p} declared an interest" in text)
+            director = person not in ("James Wright", "Isabel Brown")
+            assert (f"with {person} abstaining" in text) == director
         assert ("master:related_parties" if c.decoy_type == "related_party_approved" else pair) in c.clearing_evidence
 
 
@@ -103,6 +122,21 @@ def test_careful_solves_every_seed_and_naive_is_fooled(results):
         assert results[("naive", s)].score.outcome < 0.9
     mean = {a: statistics.fmean(results[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
     assert mean["random"] < mean["naive"] < mean["careful"], mean
+
+
+def test_defects_and_decoys_share_one_listing_surface():
+    """A listing-only classifier trained on some seeds cannot tell decoys from defects on others."""
+    pytest.importorskip("sklearn")
+    from jeval_ray.agents.surface import probe_auc
+
+    auc = probe_auc([generate_world("JE-11", s) for s in range(3000, 3025)],
+                    [generate_world("JE-11", s) for s in range(4000, 4025)])
+    assert max(auc.values()) <= 0.65, auc
+
+
+def test_careful_states_the_decisive_facts(results):
+    for s in SEEDS:
+        assert results[("careful", s)].score.rationale >= 0.95, s
 
 
 def test_careful_without_search_documents():
