@@ -97,3 +97,59 @@ def test_no_hidden_labels_in_visible_text(world):
     words = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
     for d in world.documents:
         assert not words.search(d.title + d.body), d.doc_id
+
+
+def test_decisive_facts_are_in_the_evidence(world):
+    """Each planted entry's facts are what its documents and the vendor master show."""
+    pct, cap = _tolerance(world)
+    banks = {v["vendor_id"]: v["bank_account"] for v in world.master["vendors"].to_pylist()}
+    pairs, ents = _pairs(world), _entries(world)
+    for rec in (*world.defects, *world.decoys):
+        inv = pairs[ents[rec.entry_id]["reference"]]
+        if getattr(rec, "defect_type", "") == "bank_account_mismatch":
+            assert set(rec.facts) == {inv["doc_id"], inv["bank"], banks[inv["vendor_id"]]}
+            continue
+        po_doc = next(f for f in rec.facts if f.startswith("DOC-"))
+        assert world.document(po_doc).doc_type == "purchase_order"
+        assert f"{inv['total']:.2f}" in rec.facts and f"{inv['po_total']:.2f}" in rec.facts
+        assert f"{round(min(inv['po_total'] * pct / 100, cap), 2):.2f}" in rec.facts  # the tolerance
+
+
+def test_sampled_invoices_are_coded_to_what_the_vendor_sells_and_were_received(world):
+    from jeval_ray.tasks.je10 import _ACCOUNT
+
+    names = {v["vendor_id"]: v["name"] for v in world.master["vendors"].to_pylist()}
+    ents = {r["reference"]: r for r in _entries(world).values()}
+    for d in world.documents:
+        if d.doc_type == "invoice":
+            row = ents[re.search(r"INV-\d+", d.title).group(0)]
+            assert row["account"] == _ACCOUNT[names[row["vendor_id"]]]
+        if d.doc_type == "purchase_order":
+            ordered = int(re.search(r"quantity (\d+) at", d.body).group(1))
+            gr = re.search(r"goods receipt GR-\d+ posted (\S+), quantity (\d+) received", d.body)
+            assert gr and int(gr.group(2)) == ordered and gr.group(1) >= d.date
+
+
+def test_defects_and_decoys_share_one_listing_surface():
+    """A listing-only classifier trained on some seeds cannot tell decoys from defects on others."""
+    pytest.importorskip("sklearn")
+    from jeval_ray.agents.surface import probe_auc
+
+    auc = probe_auc([generate_world("JE-10", s) for s in range(3000, 3025)],
+                    [generate_world("JE-10", s) for s in range(4000, 4025)])
+    assert max(auc.values()) <= 0.65, auc
+
+
+def test_careful_vouches_and_naive_flags_every_variance():
+    import statistics
+
+    from jeval_ray.episode import play
+
+    res = {(a, s): play("JE-10", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
+    for s in SEEDS:
+        c = res[("careful", s)].score
+        assert c.outcome >= 0.95 and c.rationale >= 0.95 and c.verification.fabrications == 0, s
+        n = res[("naive", s)].score.verification
+        assert n.tp == len(generate_world("JE-10", s).defects) and n.fp > 0  # flags the tolerated variances too
+    mean = {a: statistics.fmean(res[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
+    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
