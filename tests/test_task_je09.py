@@ -123,6 +123,23 @@ def test_base_population_does_not_trip_the_rule(world):
         assert not (_is_revenue(h) and posted >= "2025-12-24"), eid
 
 
+def test_document_listing_dates_do_not_reveal_ship_or_approval_dates(world):
+    """list_documents shows each document's date: a delivery note is dated when raised (on or before
+    billing), a post-closing request when asked (before the entry was recorded), for defects and decoys alike."""
+    heads = _headers(world)
+    reqs = _requests(world)
+    for rec in (*world.defects, *world.decoys):
+        h = heads[rec.entry_id]
+        ev = getattr(rec, "required_evidence", None) or rec.clearing_evidence
+        for x in ev:
+            doc = world.document(x) if x.startswith("DOC-") else None
+            if doc is not None and doc.doc_type == "shipping_document":
+                assert doc.date <= str(h["posting_date"]) <= "2025-12-31"
+        if h["reference"] in reqs:
+            doc_id, _req = reqs[h["reference"]]
+            assert CLOSES["2025-12"] < world.document(doc_id).date < str(h["entry_timestamp"].date())
+
+
 def test_defects_and_decoys_share_one_listing_surface():
     """A listing-only classifier trained on some seeds cannot tell decoys from defects on others."""
     pytest.importorskip("sklearn")

@@ -172,8 +172,9 @@ def plant(b) -> None:
             # a request exists, but it does not authorise what was posted
             how = ("late", "rejected", "amount")[int(rng.integers(0, 3))]
             if how == "late":
+                # asked in time like the others, approved only after the entry had been recorded
                 approved = np.busday_offset(recorded, int(rng.integers(2, 8)), roll="forward", holidays=HOLIDAY_DATES)
-                h = _request(b, idx, approved, "approved", cents)
+                h = _request(b, idx, approved, "approved", cents, asked=in_time)
                 extra = [f"{{D:{h}}}", b.date_str(approved)]
             elif how == "rejected":
                 h = _request(b, idx, in_time, "rejected", cents)
@@ -209,13 +210,14 @@ def _to_year_end(b, idx: int, day: np.datetime64) -> None:
     e["credit_account"][idx] = "4000"
 
 
-def _request(b, idx: int, decided: np.datetime64, status: str, cents: int) -> int:
-    """A post-closing adjustment request for entry ``idx`` (its reference), decided on ``decided``."""
+def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked: np.datetime64 | None = None) -> int:
+    """A post-closing adjustment request for entry ``idx`` (its reference), asked shortly before
+    ``asked`` (default: the decision) and decided on ``decided``."""
     rng = b.rng
     e = b.e
     no = int(rng.integers(100, 999))
-    asked = max(np.busday_offset(decided, -int(rng.integers(0, 3)), roll="backward", holidays=HOLIDAY_DATES),
-                np.datetime64(b.facts["year_end_close"]) + 1)
+    asked = max(np.busday_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward",
+                                 holidays=HOLIDAY_DATES), np.datetime64(b.facts["year_end_close"]) + 1)
     decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
                 f"USD {cents / 100:,.2f}." if status == "approved" else
                 f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
@@ -252,7 +254,10 @@ def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
         f"Contents: {units} units, {int(rng.integers(1, 12))} pallets\n"
         "Goods received in good order by the carrier; signed by the dispatch supervisor."
     )
-    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, ship_s)
+    # a delivery note is dated when it is raised (the order's release, on or before billing): the
+    # listing shows that date, the ship date is read in the note
+    raised = b.date_str(min(ship, b.e["doc_date"][idx]))
+    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, raised)
 
 
 # ----------------------------------------------------------------------------- strategies
