@@ -108,35 +108,50 @@ def _plan(b) -> int:
     )
 
 
-def _stats(b) -> dict[str, tuple[int, float, float]]:
-    """account -> (n, median, MAD) of entry amounts (USD) by debit account."""
+def _codes(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, each entry's index into them): string columns compared as integers."""
+    return np.unique(a, return_inverse=True)
+
+
+def _stats(b, acct_codes=None) -> dict[str, tuple[int, float, float]]:
+    """account -> (n, median, MAD) of entry amounts (USD) by debit account (``acct_codes``: the
+    debit accounts' ``_codes`` when the caller has them)."""
     x = b.e["debit_cents"] / 100.0
+    accts, inv = acct_codes or _codes(b.e["debit_account"])
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(len(accts) + 1))
     out = {}
-    for a in sorted(set(b.e["debit_account"].tolist())):
-        v = x[b.e["debit_account"] == a]
+    for k, a in enumerate(accts.tolist()):
+        v = x[order[bounds[k]:bounds[k + 1]]]
+        if not len(v):  # an account every entry of which was re-keyed away
+            continue
         med = float(np.median(v))
         out[a] = (len(v), med, float(np.median(np.abs(v - med))))
     return out
 
 
-def robust_z(b, st=None) -> np.ndarray:
+def robust_z(b, st=None, acct_codes=None) -> np.ndarray:
     """Every entry's robust z-score in its debit account's population (0 where not testable)."""
-    st = st or _stats(b)
+    acct_codes = acct_codes or _codes(b.e["debit_account"])
+    st = st or _stats(b, acct_codes)
     x = b.e["debit_cents"] / 100.0
+    accts, inv = acct_codes
+    none = (0, 0.0, 0.0)
+    med = np.array([st.get(a, none)[1] for a in accts.tolist()])
+    scale = np.array([SCALE * st[a][2] if st.get(a, none)[0] >= MIN_POP and st[a][2] > 0 else 0.0
+                      for a in accts.tolist()])
+    ok = scale[inv] > 0
     z = np.zeros(b.n)
-    for a, (n, med, mad) in st.items():
-        if n >= MIN_POP and mad > 0:
-            m = b.e["debit_account"] == a
-            z[m] = (x[m] - med) / (SCALE * mad)
+    z[ok] = (x[ok] - med[inv][ok]) / scale[inv][ok]
     return z
 
 
-def _flow_single(b) -> np.ndarray:
+def _flow_single(b, prep_codes=None, acct_codes=None) -> np.ndarray:
     """Entries that are their preparer's only posting to the account, by a preparer with >= MIN_USER others."""
-    prep, acct = b.e["preparer"], b.e["debit_account"]
-    pairs = Counter(zip(prep.tolist(), acct.tolist()))
-    users = Counter(prep.tolist())
-    return np.array([pairs[(p, a)] == 1 and users[p] - 1 >= MIN_USER for p, a in zip(prep.tolist(), acct.tolist())])
+    _p, p_inv = prep_codes or _codes(b.e["preparer"])
+    accts, a_inv = acct_codes or _codes(b.e["debit_account"])
+    pair = p_inv.astype(np.int64) * len(accts) + a_inv
+    return (np.bincount(pair)[pair] == 1) & (np.bincount(p_inv)[p_inv] - 1 >= MIN_USER)
 
 
 def rule_hits(b) -> np.ndarray:
@@ -181,16 +196,19 @@ def plant(b) -> None:
     amount_labels = list(labels[~is_flow])
 
     # user-account flows: a staff member's entry re-keyed to an expense account they never post to
+    prep_codes = _codes(e["preparer"])  # preparers never change here; accounts do, until the flows are placed
+    preps, p_inv = prep_codes
+    users = dict(zip(preps.tolist(), np.bincount(p_inv).tolist()))
+    accts, a_inv = _codes(e["debit_account"])
+    acct_pos = {a: k for k, a in enumerate(accts.tolist())}
+    acct_n = Counter(dict(zip(accts.tolist(), np.bincount(a_inv).tolist())))
+    by_user = {u: e["preparer"] == u for u in PREPARERS if users.get(u, 0) >= MIN_USER + 1}
     for bad in labels[is_flow]:
-        users = Counter(e["preparer"].tolist())
-        acct_n = Counter(e["debit_account"].tolist())
         options = []
-        for u in PREPARERS:
-            if users[u] < MIN_USER + 1:
-                continue
-            mine = set(e["debit_account"][e["preparer"] == u].tolist())
+        for u, is_u in by_user.items():
+            mine = set(accts[np.unique(a_inv[is_u])].tolist())
             free = [a for a in EXPENSES if a not in mine and acct_n[a] + 1 >= MIN_POP]
-            own = (e["preparer"] == u) & e["manual"] & with_doc & ~b.used
+            own = is_u & e["manual"] & with_doc & ~b.used
             if free and own.any():
                 options.append((u, free, own))
         if not options:
@@ -201,6 +219,9 @@ def plant(b) -> None:
         orig = str(e["debit_account"][idx])
         a = free[int(rng.integers(0, len(free)))]
         e["debit_account"][idx] = a
+        a_inv[idx] = acct_pos[a]  # every expense account a flow may use is in the slice already
+        acct_n[orig] -= 1
+        acct_n[a] += 1
         if str(e["description"][idx]).startswith("Accrual "):
             # keep the accrual's wording consistent with the account it is posted to
             month = _MONTHS[int(e["post_date"][idx].astype("datetime64[M]").astype(int) % 12)]
@@ -208,20 +229,20 @@ def plant(b) -> None:
         planted[idx] = ("flow", float(rng.uniform(3.8, 5.5)), bool(bad), orig)
 
     # amount outliers: entries with a support document in accounts with a population large enough to test
-    acct_n = Counter(e["debit_account"].tolist())
+    acct_codes = (accts, a_inv)
     in_acct: Counter = Counter(str(e["debit_account"][i]) for i in planted)
     for bad in amount_labels:
         # at most a quarter of an account's entries are planted, so its median and MAD stay base-driven
-        ok = [a for a, k in acct_n.items() if k >= 10 and in_acct[a] + 1 <= k // 4]
-        idx = int(b.pick(1, np.isin(e["debit_account"], ok) & with_doc, what="documented entries in accounts with 10+ entries")[0])
+        ok = [k for k, a in enumerate(accts.tolist()) if acct_n[a] >= 10 and in_acct[a] + 1 <= acct_n[a] // 4]
+        idx = int(b.pick(1, np.isin(a_inv, ok) & with_doc, what="documented entries in accounts with 10+ entries")[0])
         in_acct[str(e["debit_account"][idx])] += 1
         planted[idx] = ("amount", float(rng.uniform(7.5, 16.0)), bool(bad), str(e["debit_account"][idx]))
 
     # Park planted amounts far above every median: the robust baseline then no longer depends on them.
     for idx in planted:
         e["debit_cents"][idx] = e["credit_cents"][idx] = 10**13
-    st = _stats(b)
-    z = robust_z(b, st)
+    st = _stats(b, acct_codes)
+    z = robust_z(b, st, acct_codes)
     is_planted = np.zeros(b.n, bool)
     is_planted[list(planted)] = True
     # Sanitise the base: redrawn amounts stay above median + MAD, so medians and MADs do not move.
@@ -229,8 +250,8 @@ def plant(b) -> None:
         _set_amount(b, int(idx), _at_z(st, str(e["debit_account"][idx]), float(rng.uniform(1.0, 3.5))))
     for idx, (_kind, target, _bad, _orig) in sorted(planted.items()):
         _set_amount(b, idx, _at_z(st, str(e["debit_account"][idx]), target))
-    z = robust_z(b, st)
-    for idx in np.flatnonzero(~is_planted & _flow_single(b) & (z > FLOW_Z - 0.5)):
+    z = robust_z(b, st, acct_codes)
+    for idx in np.flatnonzero(~is_planted & _flow_single(b, prep_codes, acct_codes) & (z > FLOW_Z - 0.5)):
         _set_amount(b, int(idx), _at_z(st, str(e["debit_account"][idx]), float(rng.uniform(1.0, 2.4))))
 
     vendors = {v["vendor_id"]: v["name"] for v in b.vendors}
