@@ -28,7 +28,8 @@ Planted defects (criteria ``OUTLIER``):
 
 Decoys (``outlier_vouched_amount``, ``outlier_vouched_flow``): selected by the same tests at the
 same z-scores, and vouched clean: the document agrees with the amount and the account posted.
-Decisive facts: the document, the amount and the account.
+Decisive facts: the document, the amount and the account. ``near_miss`` has no effect here: decoys
+sit at the same z-scores as defects by design, so no threshold separates them.
 
 Required evidence: a population baseline (``compute_stats``, scored by ``baseline_before_claim``),
 the entry (``get_entry``), the support document and the analytics plan; a decoy is cleared by its
