@@ -92,6 +92,9 @@ def test_vouching_decides_defects_from_decoys(world):
         h = heads[c.entry_id]
         assert _support(world, c) == (pytest.approx(h["debit"]), h["account"])
         assert plan in c.clearing_evidence and f"{h['debit']:.2f}" in c.facts
+    # the pack holds more support than the selection, so its documents do not list the selection
+    support = [d for d in world.documents if d.title.startswith(("Vendor invoice", "Accrual workpaper"))]
+    assert len(support) >= len(_planted(world)) + 3
 
 
 def test_defects_and_decoys_share_one_listing_surface():

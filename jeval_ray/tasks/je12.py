@@ -12,7 +12,8 @@ population is every entry debiting the same account; its robust z-score is
 
 An outlier is a reason to select and vouch, not a finding (the plan's step 7): every selected
 entry has a support document in the pack (its vendor invoice, or its accrual workpaper) showing
-the amount and the GL account coded on it. Every candidate is a documented entry (a vendor
+the amount and the GL account coded on it; the pack also holds the (agreeing) support of a few
+ordinary entries, so the documents alone do not list the selection. Every candidate is a documented entry (a vendor
 invoice or an accrual); its kind is drawn first (a user-account flow about a third of the time,
 else an amount outlier) and its label independently, so defects and decoys share one surface.
 
@@ -273,6 +274,11 @@ def plant(b) -> None:
         else:
             doc = _support(b, idx, vendors, posted, acct)
             b.add_decoy(idx, f"outlier_vouched_{kind}", [doc, plan], facts=[f"{{D:{doc}}}", posted / 100, acct])
+    # the PBC pack also holds the support of a few ordinary entries (requested for other procedures),
+    # so the documents alone do not list the selection
+    others = np.flatnonzero(with_doc & ~b.used)
+    for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
+        _support(b, int(idx), vendors, int(e["debit_cents"][idx]), str(e["debit_account"][idx]))
 
 
 def _unkeyed(posted: int, rng) -> int:
