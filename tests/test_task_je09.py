@@ -141,13 +141,32 @@ def test_document_listing_dates_do_not_reveal_ship_or_approval_dates(world):
 
 
 def test_defects_and_decoys_share_one_listing_surface():
-    """A listing-only classifier trained on some seeds cannot tell decoys from defects on others."""
-    pytest.importorskip("sklearn")
-    from jeval_ray.agents.surface import probe_auc
+    """Per kind, defects and decoys come from one listing distribution; the kind does not predict the
+    label (tests/test_leak_probe.py trains a classifier on the whole listing)."""
+    kinds = {"revenue_before_shipment": "rev", "year_end_revenue_shipped": "rev",
+             "post_closing_entry_unauthorised": "late", "post_closing_entry_approved": "late"}
+    rows = []  # (is defect, kind, recording lag in days, source)
+    for seed in range(100, 130):
+        w = generate_world("JE-9", seed)
+        heads = _headers(w)
+        for rec in (*w.defects, *w.decoys):
+            h = heads[rec.entry_id]
+            kind = kinds[getattr(rec, "defect_type", None) or rec.decoy_type]
+            lag = (h["entry_timestamp"].date() - h["posting_date"]).days
+            if kind == "rev":
+                assert "2025-12-24" <= str(h["posting_date"]) <= "2025-12-31" and lag == 0
+            else:
+                assert str(h["posting_date"]) == "2025-12-31" and h["source"] == "manual"
+            rows.append((rec.entry_id in w.defect_ids, kind, lag))
 
-    auc = probe_auc([generate_world("JE-9", s) for s in range(3000, 3025)],
-                    [generate_world("JE-9", s) for s in range(4000, 4025)])
-    assert max(auc.values()) <= 0.65, auc
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+    for kind in ("rev", "late"):
+        lag = {bad: mean([r[2] for r in rows if r[0] == bad and r[1] == kind]) for bad in (True, False)}
+        assert abs(lag[True] - lag[False]) < 2.0, (kind, lag)
+    share = {bad: mean([r[1] == "rev" for r in rows if r[0] == bad]) for bad in (True, False)}
+    assert abs(share[True] - share[False]) < 0.2, share  # about 3.5 standard errors at this sample size
 
 
 def test_careful_solves_naive_is_fooled():

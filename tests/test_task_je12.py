@@ -98,13 +98,31 @@ def test_vouching_decides_defects_from_decoys(world):
 
 
 def test_defects_and_decoys_share_one_listing_surface():
-    """A listing-only classifier trained on some seeds cannot tell decoys from defects on others."""
-    pytest.importorskip("sklearn")
-    from jeval_ray.agents.surface import probe_auc
+    """Defects and decoys are selected by the same tests at the same z-scores, from the same
+    templates: the kind (amount or flow) does not predict the label and z does not separate them
+    (tests/test_leak_probe.py trains a classifier on the whole listing)."""
+    rows = []  # (is defect, flow kind, robust z, manual)
+    for seed in range(100, 125):
+        w = generate_world("JE-12", seed)
+        view = _agent_view(w)
+        heads = {r["entry_id"]: r for r in w.ledger.to_pylist() if r["line_no"] == 1}
+        for rec in (*w.defects, *w.decoys):
+            kind = getattr(rec, "defect_type", None) or rec.decoy_type
+            flow = kind in ("posted_to_wrong_account", "outlier_vouched_flow")
+            assert heads[rec.entry_id]["document_type"] in ("KR", "SA")  # vendor invoices and accruals
+            rows.append((rec.entry_id in w.defect_ids, flow, view[rec.entry_id][0],
+                         heads[rec.entry_id]["source"] == "manual"))
 
-    auc = probe_auc([generate_world("JE-12", s) for s in range(3000, 3025)],
-                    [generate_world("JE-12", s) for s in range(4000, 4025)])
-    assert max(auc.values()) <= 0.65, auc
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+    share = {bad: mean([r[1] for r in rows if r[0] == bad]) for bad in (True, False)}
+    assert abs(share[True] - share[False]) < 0.2, share  # about 3.5 standard errors at this sample size
+    for flow, tol in ((False, 1.0), (True, 0.3)):
+        z = {bad: mean([r[2] for r in rows if r[0] == bad and r[1] == flow]) for bad in (True, False)}
+        assert abs(z[True] - z[False]) < tol, (flow, z)
+    manual = {bad: mean([r[3] for r in rows if r[0] == bad]) for bad in (True, False)}
+    assert abs(manual[True] - manual[False]) < 0.15, manual
 
 
 def test_builder_rule_matches_planted_entries_over_many_seeds():
