@@ -307,8 +307,11 @@ def _support(b, idx: int, vendors: dict, cents: int, account: str) -> int:
                 f"AP coding stamp: GL account {account}, cost centre {int(rng.integers(100, 500))}, "
                 f"approved for payment by {approver}.")
         return b.add_document("invoice", f"Vendor invoice {ref} - {vendor}", body, day)
-    body = (f"Accrual workpaper {ref}\nPeriod: {day[:7]}\nBasis: {str(e['description'][idx])}, estimated from the "
-            f"open purchase orders and the latest supplier statements.\nAmount accrued: USD {cents / 100:,.2f}\n"
+    # the basis names what the coded account holds: the workpaper, not the entry, is the authority
+    basis = WHAT.get(account, "costs incurred")
+    body = (f"Accrual workpaper {ref}\nPeriod: {day[:7]}\nBasis: {basis} incurred in the period and not yet invoiced, "
+            f"estimated from the open purchase orders and the latest supplier statements.\n"
+            f"Amount accrued: USD {cents / 100:,.2f}\n"
             f"GL account: {account} (credit 2100 Accrued Liabilities)\nPrepared by {e['preparer'][idx]}; "
             f"reviewed by {approver}.")
     return b.add_document("memo", f"Accrual workpaper {ref}", body, day)
