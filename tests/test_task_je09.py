@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from jeval_ray.world import generate_world
-from jeval_ray.world._base import month_close_dates
+from jeval_ray.world._base import HOLIDAYS_2025, month_close_dates
 
 SEEDS = range(5)
 CLOSES = dict(month_close_dates())
+HOLIDAYS = [d for d, _ in HOLIDAYS_2025]
 
 
 def _period_end(day: str) -> str:
@@ -81,6 +82,7 @@ def test_defects_satisfy_the_rule(world):
             note = next(x for x in d.required_evidence if x.startswith("DOC-") and world.document(x).doc_type == "shipping_document")
             ship = _ship_date(world, note)
             assert ship >= "2026-01-01"  # shipped in the next year
+            assert np.is_busday(np.datetime64(ship), holidays=["2026-01-01"])  # the warehouse ships on business days
             assert {note, ship, str(h["posting_date"])} <= set(d.facts)
         else:
             assert d.defect_type == "post_closing_entry_unauthorised"
@@ -103,6 +105,7 @@ def test_decoys_are_cleared_by_their_evidence(world):
             assert _is_revenue(h) and "2025-12-24" <= str(h["posting_date"]) <= "2025-12-31"
             note = next(x for x in d.clearing_evidence if x.startswith("DOC-") and world.document(x).doc_type == "shipping_document")
             assert _ship_date(world, note) <= "2025-12-31"
+            assert np.is_busday(np.datetime64(_ship_date(world, note)), holidays=HOLIDAYS)
             assert {note, _ship_date(world, note)} <= set(d.facts)
         else:
             assert d.decoy_type == "post_closing_entry_approved"

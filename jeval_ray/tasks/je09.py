@@ -76,6 +76,8 @@ WINDOW_START, YEAR_END = "2025-12-24", "2025-12-31"
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
 _SO_REF = re.compile(r"\bSO-\d+\b")
+#: the warehouse ships on business days (New Year's Day 2026 included)
+_SHIP_HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
 _REASONS = {
     "accrual": ("true-up of the December accrual to the final supplier statement",
                 "audit adjustment to the December accrual proposed by the external auditors and agreed by management"),
@@ -140,11 +142,13 @@ def plant(b) -> None:
         _to_year_end(b, idx, day)
         if bad:
             # shipped in January: revenue of FY2026 billed into FY2025
-            ship = year_end + 1 + int(rng.integers(0, 1 + int(round((1 - near) * 10))))
+            ship = np.busday_offset(year_end + 1 + int(rng.integers(0, 1 + int(round((1 - near) * 10)))), 0,
+                                    roll="forward", holidays=_SHIP_HOLIDAYS)
         else:
             # shipped on or before the year end (sometimes after the billing date, still in December)
             lo = max(0, int(round((1 - near) * 6)))
-            ship = min(year_end, day + int(rng.integers(-lo - 1, 3)))
+            ship = np.busday_offset(min(year_end, day + int(rng.integers(-lo - 1, 3))), 0, roll="backward",
+                                    holidays=_SHIP_HOLIDAYS)
         doc = _delivery_note(b, idx, ship)
         facts = [f"{{D:{doc}}}", b.date_str(ship), b.date_str(day)]
         cents = int(e["credit_cents"][idx])
