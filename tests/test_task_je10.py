@@ -25,10 +25,12 @@ def _tolerance(world) -> tuple[float, float]:
 
 def _pairs(world) -> dict[str, dict]:
     """Invoice reference -> invoice fields and the total of the PO it quotes."""
-    pos = {}
+    pos, received = {}, {}
     for d in world.documents:
         if d.doc_type == "purchase_order":
-            pos[re.search(r"PO-\d+", d.title).group(0)] = _money("PO total:", d.body)
+            po = re.search(r"PO-\d+", d.title).group(0)
+            pos[po] = _money("PO total:", d.body)
+            received[po] = int(re.search(r"quantity (\d+) received", d.body).group(1))
     out = {}
     for d in world.documents:
         if d.doc_type == "invoice":
@@ -37,6 +39,8 @@ def _pairs(world) -> dict[str, dict]:
                 "doc_id": d.doc_id,
                 "total": _money("Invoice total:", body),
                 "po_total": pos[re.search(r"purchase order:\s*(PO-\d+)", body).group(1)],
+                "qty": int(re.search(r"quantity (\d+) at", body).group(1)),
+                "received": received[re.search(r"purchase order:\s*(PO-\d+)", body).group(1)],
                 "vendor_id": re.search(r"vendor no\. (V\d+)", body).group(1),
                 "bank": re.search(r"Remit payment to:.*account (\S+)", body).group(1),
             }
@@ -50,7 +54,8 @@ def _entries(world) -> dict[str, dict]:
 
 def _breaks_rule(inv: dict, banks: dict, pct: float, cap: float) -> bool:
     tol = min(inv["po_total"] * pct / 100, cap)
-    return inv["bank"] != banks[inv["vendor_id"]] or inv["total"] - inv["po_total"] > tol + 0.004
+    return (inv["bank"] != banks[inv["vendor_id"]] or inv["total"] - inv["po_total"] > tol + 0.004
+            or inv["qty"] > inv["received"])
 
 
 @pytest.fixture(scope="module", params=list(SEEDS))
@@ -71,6 +76,9 @@ def test_defects_satisfy_the_rule_and_decoys_are_cleared(world):
         assert inv["doc_id"] in d.required_evidence and d.criteria == "THREE_WAY_MISMATCH"
         if d.defect_type == "bank_account_mismatch":
             assert "master:vendors" in d.required_evidence and inv["bank"] != banks[inv["vendor_id"]]
+        elif d.defect_type == "quantity_over_receipt":
+            assert inv["qty"] > inv["received"] and inv["total"] == pytest.approx(inv["po_total"])
+            assert d.misstatement == pytest.approx((inv["qty"] - inv["received"]) * inv["total"] / inv["qty"], abs=0.01)
         else:
             assert d.defect_type == "price_over_po"
             assert d.misstatement == pytest.approx(inv["total"] - inv["po_total"])
@@ -109,6 +117,9 @@ def test_decisive_facts_are_in_the_evidence(world):
         if getattr(rec, "defect_type", "") == "bank_account_mismatch":
             assert set(rec.facts) == {inv["doc_id"], inv["bank"], banks[inv["vendor_id"]]}
             continue
+        if getattr(rec, "defect_type", "") == "quantity_over_receipt":
+            assert {f"{inv['qty']:.2f}", f"{inv['received']:.2f}"} <= set(rec.facts)
+            continue
         po_doc = next(f for f in rec.facts if f.startswith("DOC-"))
         assert world.document(po_doc).doc_type == "purchase_order"
         assert f"{inv['total']:.2f}" in rec.facts and f"{inv['po_total']:.2f}" in rec.facts
@@ -127,7 +138,7 @@ def test_sampled_invoices_are_coded_to_what_the_vendor_sells_and_were_received(w
         if d.doc_type == "purchase_order":
             ordered = int(re.search(r"quantity (\d+) at", d.body).group(1))
             gr = re.search(r"goods receipt GR-\d+ posted (\S+), quantity (\d+) received", d.body)
-            assert gr and int(gr.group(2)) == ordered and gr.group(1) >= d.date
+            assert gr and int(gr.group(2)) <= ordered and gr.group(1) >= d.date
 
 
 def test_defects_and_decoys_share_one_listing_surface():
@@ -159,6 +170,8 @@ def test_careful_vouches_and_naive_flags_every_variance():
         c = res[("careful", s)].score
         assert c.outcome >= 0.95 and c.rationale >= 0.95 and c.verification.fabrications == 0, s
         n = res[("naive", s)].score.verification
-        assert n.tp == len(generate_world("JE-10", s).defects) and n.fp > 0  # flags the tolerated variances too
+        w = generate_world("JE-10", s)
+        # totals and banks only: it flags the tolerated variances too and misses what only the receipt shows
+        assert n.tp == sum(d.defect_type != "quantity_over_receipt" for d in w.defects) and n.fp == len(w.decoys)
     mean = {a: statistics.fmean(res[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
     assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean

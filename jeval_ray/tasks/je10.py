@@ -14,6 +14,10 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``):
   purchase order by more than the tolerance. Required evidence: invoice, purchase order, policy.
   Misstatement: the amount billed above the PO. Decisive facts: the PO (document), the invoice
   total, the PO total, the excess and the tolerance.
+* **quantity over receipt**: the invoice bills the whole order, but the goods receipt in the PO
+  history shows fewer units received. Required evidence: invoice, purchase order, policy.
+  Misstatement: the units billed but not received at the invoice price. Decisive facts: the PO
+  (document), the quantity billed and the quantity received.
 * **bank mismatch**: the invoice asks for payment to a bank account that is not the vendor's
   account in the vendor master (and no vendor change is on file). Required evidence: invoice,
   ``master:vendors``, policy. The amount recorded is the invoice total as the payment at risk
@@ -23,7 +27,8 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``):
 Decoys: invoices above their PO by less than the tolerance (``near_miss`` moves the variance
 towards the limit), cleared by the invoice, the PO and the policy. Decisive facts: the PO
 (document), the invoice total, the PO total and the tolerance. A few clean invoice/PO pairs
-(exact matches, or invoices below the PO) complete the sample. Every invoice and PO pair is linked
+(exact matches, invoices below the PO, partial deliveries invoiced for what was received)
+complete the sample. Every invoice and PO pair is linked
 by the PO number printed on the invoice, so one pair suffices per entry. Every candidate is a
 vendor invoice of the base population with a random vendor, re-priced as quantity x unit price in
 the same way, so the listing does not tell a defect from a decoy.
@@ -132,16 +137,18 @@ def plant(b) -> None:
     )
     vendors = {v["vendor_id"]: v for v in b.vendors}
     n_bank = (b.n_defects + int(rng.integers(0, 2))) // 3
-    n_price = b.n_defects - n_bank
+    n_qty = (b.n_defects - n_bank) // 3
+    n_price = b.n_defects - n_bank - n_qty
     # clean pairs make the sample realistic; keep the careful solver's worst case inside the budget
     spare = (SPEC.step_budget - 10 - 3 * (b.n_defects + b.n_decoys)) // 2
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
     pool = (e["template"] == "vendor_invoice") & (e["vendor_id"] != "")
     price_def = b.pick(n_price, pool, what="vendor invoices")
     bank_def = b.pick(n_bank, pool, what="vendor invoices")
+    qty_def = b.pick(n_qty, pool, what="vendor invoices")
     decoys = b.pick(b.n_decoys, pool, what="vendor invoices")
     clean = b.pick(n_clean, pool, what="vendor invoices")
-    po_numbers = iter(rng.permutation(np.arange(4_500_100, 4_509_900))[: len(price_def) + len(bank_def) + len(decoys) + len(clean)])
+    po_numbers = iter(rng.permutation(np.arange(4_500_100, 4_509_900))[: len(price_def) + len(bank_def) + len(qty_def) + len(decoys) + len(clean)])
 
     def units(idx: int) -> tuple[int, int]:
         """(quantity, invoice unit price in cents) for the entry, re-setting its amount to qty x price."""
@@ -171,6 +178,13 @@ def plant(b) -> None:
         # the amount recorded is the payment at risk: the expense itself is not misstated
         b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy],
                      facts=[f"{{D:{inv}}}", remit, vendors[str(e["vendor_id"][idx])]["bank_account"]])
+    for idx in qty_def:
+        q, p_inv = units(idx)
+        # billed for the whole order, but the goods receipt shows part of it never arrived
+        short = int(rng.integers(1, max(1, q // 3) + 1))
+        pair = _pair(b, idx, vendors, q, p_inv, p_inv, int(next(po_numbers)), bank=None, received=q - short)
+        b.add_defect(idx, "quantity_over_receipt", "THREE_WAY_MISMATCH", [pair[0], pair[1], policy], short * p_inv,
+                     facts=[f"{{D:{pair[1]}}}", q, q - short])
     for idx in decoys:
         q, p_inv = units(idx)
         frac = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
@@ -185,9 +199,11 @@ def plant(b) -> None:
         q, p_inv = units(idx)
         # an exact match, or an invoice under the PO (a negotiated discount), both fine under the policy
         p_po = p_inv if rng.random() < 0.6 else p_inv + int(rng.integers(1, max(2, p_inv // 20)))
-        _pair(b, idx, vendors, q, p_inv, p_po, int(next(po_numbers)), bank=None)
+        # sometimes a partial delivery, invoiced for what was received (fine under section 6)
+        ordered = q + (int(rng.integers(1, 6)) if rng.random() < 0.3 else 0)
+        _pair(b, idx, vendors, q, p_inv, p_po, int(next(po_numbers)), bank=None, ordered=ordered, received=q)
     # the client's PBC note says which items the pack covers, so invoices without documents are not "unsupported"
-    sample = np.sort(np.concatenate([price_def, bank_def, decoys, clean]).astype(np.int64))
+    sample = np.sort(np.concatenate([price_def, bank_def, qty_def, decoys, clean]).astype(np.int64))
     refs = ", ".join(sorted(str(e["reference"][i]) for i in sample))
     b.add_document(
         "memo", "PBC list - accounts payable vouching sample",
@@ -199,8 +215,12 @@ def plant(b) -> None:
     )
 
 
-def _pair(b, idx: int, vendors: dict, q: int, p_inv: int, p_po: int, po_no: int, bank: str | None) -> tuple[int, int]:
-    """Add the vendor invoice and its purchase order for entry ``idx``; returns their handles."""
+def _pair(b, idx: int, vendors: dict, q: int, p_inv: int, p_po: int, po_no: int, bank: str | None,
+          ordered: int | None = None, received: int | None = None) -> tuple[int, int]:
+    """Add the vendor invoice (``q`` units at ``p_inv``) and its purchase order (``ordered`` units at
+    ``p_po``, of which ``received`` arrived; both default to ``q``) for entry ``idx``; returns their handles."""
+    ordered = q if ordered is None else ordered
+    received = ordered if received is None else received
     rng = b.rng
     e = b.e
     v = vendors[str(e["vendor_id"][idx])]
@@ -232,10 +252,10 @@ def _pair(b, idx: int, vendors: dict, q: int, p_inv: int, p_po: int, po_no: int,
         f"Buyer: {b.facts['company_name']}, Procurement\n"
         f"Vendor: {v['name']} (vendor no. {v['vendor_id']})\n"
         f"Order date: {po_date}\n"
-        f"Line 1: {item} - quantity {q} at {_usd(p_po)} each = {_usd(q * p_po)}\n"
-        f"PO total: {_usd(q * p_po)}\n"
+        f"Line 1: {item} - quantity {ordered} at {_usd(p_po)} each = {_usd(ordered * p_po)}\n"
+        f"PO total: {_usd(ordered * p_po)}\n"
         f"Approved in ERP by {approver}. Prices are firm for the term of this order; deliver to Columbus OH.\n"
-        f"PO history: goods receipt GR-{int(rng.integers(5_000_000, 5_099_999))} posted {gr_date}, quantity {q} "
+        f"PO history: goods receipt GR-{int(rng.integers(5_000_000, 5_099_999))} posted {gr_date}, quantity {received} "
         "received in good order."
     )
     inv = b.add_document("invoice", f"Vendor invoice {ref} - {v['name']}", inv_body, inv_date)
