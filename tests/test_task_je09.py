@@ -11,6 +11,8 @@ from jeval_ray.world import generate_world
 from jeval_ray.world._base import HOLIDAYS_2025, month_close_dates
 
 SEEDS = range(5)
+#: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
+KEY_SEEDS = range(16)
 CLOSES = dict(month_close_dates())
 HOLIDAYS = [d for d, _ in HOLIDAYS_2025]
 
@@ -43,7 +45,7 @@ def _late(h) -> bool:
     return str(h["entry_timestamp"].date()) > CLOSES[str(h["posting_date"])[:7]]
 
 
-@pytest.fixture(scope="module", params=list(SEEDS))
+@pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
     return generate_world("JE-9", request.param)
 

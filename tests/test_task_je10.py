@@ -9,6 +9,8 @@ import pytest
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
+#: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
+KEY_SEEDS = range(16)
 
 
 def _money(label: str, text: str) -> float:
@@ -58,7 +60,7 @@ def _breaks_rule(inv: dict, banks: dict, pct: float, cap: float) -> bool:
             or inv["qty"] > inv["received"])
 
 
-@pytest.fixture(scope="module", params=list(SEEDS))
+@pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
     return generate_world("JE-10", request.param)
 

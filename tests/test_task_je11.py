@@ -13,6 +13,8 @@ from jeval_ray.tasks.je11 import PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
+#: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
+KEY_SEEDS = range(16)
 
 
 def _heads(world) -> dict[str, dict]:
@@ -47,7 +49,7 @@ def _approved(item: str) -> bool:
     return bool(re.search(r"RESOLVED that the \w+ be approved", item))
 
 
-@pytest.fixture(scope="module", params=list(SEEDS))
+@pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
     return generate_world("JE-11", request.param)
 
