@@ -78,7 +78,7 @@ def test_base_population_does_not_trip_the_rule(worlds):
         assert len(shells) == 1
         for eid, r in heads(w).items():
             v = vendors.get(r["vendor_id"])
-            if v is None or eid in planted:
+            if v is None or eid in planted or r["document_type"] == "KZ":  # payments: see the payment test
                 continue
             assert r["vendor_id"] not in shells, eid
             assert v["created_on"] < "2025-01-01", eid
@@ -113,3 +113,74 @@ def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
     flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
     _, extra = outcome_adjust(w, _state(w, "", flags), 1.0)
     assert extra["scheme_user_named"] is True
+
+
+def test_every_new_vendor_invoice_is_paid_in_the_ledger_as_on_the_statement(worlds):
+    """The books tie: each planted invoice's payment is a ledger entry (Dr 2000 / Cr 1000) of the same
+    amount, on the date and under the payment reference the bank statement shows."""
+    for w in worlds.values():
+        h = heads(w)
+        pays = {r["reference"]: r for r in h.values() if r["document_type"] == "KZ"}
+        statements = [d for d in w.documents if d.doc_type == "bank_statement"]
+        for rec in (*w.defects, *w.decoys):
+            inv = h[rec.entry_id]
+            line = next(ln for d in statements for ln in d.body.splitlines() if f"({inv['reference']})" in ln)
+            day, _name, _acct, amount, ref = (c.strip() for c in line.split("|"))
+            pay = pays[ref.split()[0]]
+            assert pay["vendor_id"] == inv["vendor_id"] and pay["debit"] == pytest.approx(inv["debit"])
+            assert str(pay["posting_date"]) == day and float(amount.replace(",", "")) == pytest.approx(inv["debit"])
+
+
+def test_shell_and_legitimate_vendors_share_one_surface(worlds):
+    """Every new vendor's invoices are keyed by one clerk under his or her limit and approved by one
+    approver, as the scheme's are: the listing alone does not tell them apart."""
+    for w in worlds.values():
+        h = heads(w)
+        users = {u["user_id"]: u for u in table(w, "users")}
+        by_vendor: dict[str, list[dict]] = {}
+        for rec in (*w.defects, *w.decoys):
+            by_vendor.setdefault(h[rec.entry_id]["vendor_id"], []).append(h[rec.entry_id])
+        assert len(by_vendor) >= 2
+        for rows in by_vendor.values():
+            assert len({r["preparer"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
+            for r in rows:
+                assert r["source"] == "manual" and r["document_type"] == "KR" and r["description"].startswith("Invoice ")
+                assert 0.6 * users[r["preparer"]]["approval_limit"] <= r["debit"] < users[r["preparer"]]["approval_limit"]
+
+
+def test_decisive_facts_are_in_the_evidence(worlds):
+    for w in worlds.values():
+        h = heads(w)
+        users = {u["user_id"]: u for u in table(w, "users")}
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        for d in w.defects:
+            bank, user, vid, amount, stmt = d.facts
+            assert vendors[vid]["bank_account"] == bank == users[user]["bank_account"]
+            assert h[d.entry_id]["vendor_id"] == vid and float(amount) == pytest.approx(h[d.entry_id]["debit"])
+            assert stmt in d.required_evidence and bank in w.document(stmt).body
+        for d in w.decoys:
+            bank, vid, form, word = d.facts
+            assert vendors[vid]["bank_account"] == bank and bank not in {u["bank_account"] for u in users.values()}
+            assert form in d.clearing_evidence and word in w.document(form).body
+
+
+@pytest.fixture(scope="module")
+def runs():
+    from jeval_ray.episode import play
+
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
+
+
+def test_careful_finds_the_scheme_names_the_user_and_states_the_facts(runs):
+    for o in runs["careful"]:
+        s = o.score
+        assert s.outcome >= 0.95 and s.rationale >= 0.95 and s.process >= 0.95, (o.seed, s)
+        assert s.verification.extra["scheme_user_named"] is True
+
+
+def test_naive_flags_every_new_vendor_invoice(runs):
+    for o in runs["naive"]:
+        v = o.score.verification
+        assert v.recall == 1.0 and v.fp > 0, (o.seed, v)
+    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
