@@ -399,7 +399,8 @@ def _vouch(b, spike: np.ndarray, k: int, user: str, shape: str) -> None:
 
 def _redraw(b, idx, limits, *, allowed=None, fixed=None, endings=None) -> None:
     """Give ``idx`` fresh amounts whose leading digits follow Benford (stratified) and whose endings
-    come from ``endings`` in order; each entry keeps its order of magnitude."""
+    come from ``endings`` in order; each entry keeps its order of magnitude. Vectorised: a large
+    slice redraws hundreds of thousands of manual amounts."""
     idx = np.asarray(idx, dtype=np.int64)
     if len(idx) == 0:
         return
@@ -410,24 +411,40 @@ def _redraw(b, idx, limits, *, allowed=None, fixed=None, endings=None) -> None:
         p = np.where(allowed, p, 0.0)
         p = p / p.sum()
     digits = np.repeat(np.arange(1, 10), _digit_counts(p, len(idx), fixed))
-    digits = digits[rng.permutation(len(digits))]
-    endings = list(endings) if endings else list(range(100))
-    for j, i in enumerate(idx):
-        d = int(digits[j])
-        end = int(endings[j % len(endings)])
-        k = _decade(int(e["debit_cents"][i]), d)
-        c = _amount_cents(rng, d, k, end)
-        if not _out_of_band(c, limits[str(e["preparer"][i])]):
-            c = _amount_cents(rng, d, k - 1 if k > 2 else k + 1, end)
-        e["debit_cents"][i] = c
+    digits = digits[rng.permutation(len(digits))].astype(np.int64)
+    endings = np.asarray(list(endings) if endings else list(range(100)), dtype=np.int64)
+    end = endings[np.arange(len(idx)) % len(endings)]
+    old = np.maximum(e["debit_cents"][idx], 100)
+    k = np.clip(np.floor(np.log10(old / 100)), 2, 4).astype(np.int64)
+    k = np.where(digits * 10**k >= 90_000, 3, k)  # as _decade: between USD 100 and 89,999
+    lim = np.array([limits[str(u)] for u in e["preparer"][idx]], dtype=np.float64)
+
+    def draw(k: np.ndarray) -> np.ndarray:  # as _amount_cents, one draw per entry
+        hundreds = np.floor(rng.random(len(k)) * 10.0 ** (k - 2)).astype(np.int64)
+        return (digits * 10**k + 100 * hundreds + end) * 100 + rng.integers(1, 100, len(k))
+
+    c = draw(k)
+    band = (0.8 * lim <= c) & (c < lim)
+    if band.any():
+        c[band] = draw(np.where(k > 2, k - 1, k + 1))[band]
+    e["debit_cents"][idx] = c
 
 
 def _reapprove(b, idx, limits) -> None:
-    """Approver: someone other than the preparer whose limit covers the (redrawn) amount."""
+    """Approver: someone other than the preparer whose limit covers the (redrawn) amount, chosen
+    uniformly (vectorised: ``APPROVERS`` ascend by limit)."""
     e = b.e
-    for i in idx:
-        ok = [a for a in APPROVERS if limits[a] >= e["debit_cents"][i] and a != e["preparer"][i]]
-        e["approver"][i] = str(b.rng.choice(ok))
+    idx = np.asarray(idx, dtype=np.int64)
+    if len(idx) == 0:
+        return
+    lims = np.array([limits[a] for a in APPROVERS])
+    first = np.searchsorted(lims, e["debit_cents"][idx], side="left")
+    pos = {a: i for i, a in enumerate(APPROVERS)}
+    own = np.array([pos.get(str(u), -1) for u in e["preparer"][idx]])
+    excl = (own >= first).astype(np.int64)  # the preparer is one of the eligible approvers
+    k = first + np.floor(b.rng.random(len(idx)) * (len(APPROVERS) - first - excl)).astype(np.int64)
+    k = np.where((own >= first) & (k >= own), k + 1, k)
+    e["approver"][idx] = np.array(APPROVERS)[k]
 
 
 # ---------------------------------------------------------------------------- strategies
