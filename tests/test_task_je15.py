@@ -32,15 +32,15 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
         log = table(w, "vendor_changes")
         rows = [h[d.entry_id] for d in w.defects]
         assert len(w.defects) >= 3
-        assert len({r["vendor_id"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
+        assert len({r["vendor_id"] for r in rows}) == 1 + (len(rows) >= 4) and len({r["approver"] for r in rows}) == 1
         assert len({r["preparer"] for r in rows}) == 1
-        v = vendors[rows[0]["vendor_id"]]
         user = rows[0]["preparer"]
-        assert staff_bank.get(v["bank_account"]) == user  # the vendor pays the preparer's own account
-        assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
-        # the scheme user created the vendor or put his or her account on it, per the change log
-        assert any(r["vendor_id"] == v["vendor_id"] and r["changed_by"] == user and r["new_value"] == v["bank_account"]
-                   for r in log)
+        for v in (vendors[x] for x in {r["vendor_id"] for r in rows}):
+            assert staff_bank.get(v["bank_account"]) == user  # the vendor pays the preparer's own account
+            assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
+            # the scheme user created the vendor or put his or her account on it, per the change log
+            assert any(r["vendor_id"] == v["vendor_id"] and r["changed_by"] == user and r["new_value"] == v["bank_account"]
+                       for r in log)
         months = {str(r["posting_date"])[:7] for r in rows}
         assert len(months) >= min(3, len(rows))  # spread over the year
         for d in w.defects:
@@ -51,7 +51,7 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
             stmt = [w.document(x) for x in d.required_evidence if x.startswith("DOC-")]
             assert len(stmt) == 1 and stmt[0].doc_type == "bank_statement"
             line = next(ln for ln in stmt[0].body.splitlines() if f"({r['reference']})" in ln)
-            assert v["bank_account"] in line and f"{r['debit']:,.2f}" in line
+            assert vendors[r["vendor_id"]]["bank_account"] in line and f"{r['debit']:,.2f}" in line
 
 
 def test_decoys_are_new_vendors_cleared_by_their_set_up_forms(worlds):
@@ -75,7 +75,7 @@ def test_base_population_does_not_trip_the_rule(worlds):
         staff_bank = {u["bank_account"] for u in table(w, "users") if u["bank_account"]}
         vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
         shells = {k for k, v in vendors.items() if v["bank_account"] in staff_bank}
-        assert len(shells) == 1
+        assert 1 <= len(shells) <= 2
         for eid, r in heads(w).items():
             v = vendors.get(r["vendor_id"])
             if v is None or eid in planted or r["document_type"] == "KZ":  # payments: see the payment test
@@ -141,6 +141,9 @@ def test_shell_and_legitimate_vendors_share_one_surface(worlds):
         for rec in (*w.defects, *w.decoys):
             by_vendor.setdefault(h[rec.entry_id]["vendor_id"], []).append(h[rec.entry_id])
         assert len(by_vendor) >= 2
+        # about as many invoices per legitimate vendor as per shell (default knobs): the count says nothing
+        shells = {h[d.entry_id]["vendor_id"] for d in w.defects}
+        assert max(len(r) for v, r in by_vendor.items() if v not in shells) >= min(len(by_vendor[v]) for v in shells)
         for rows in by_vendor.values():
             assert len({r["preparer"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
             for r in rows:

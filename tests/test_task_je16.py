@@ -57,6 +57,16 @@ def approval_row(world, doc_id: str, ref: str) -> dict | None:
     return None
 
 
+def rounding_report(world, doc_id: str) -> dict[str, float]:
+    """Upload reference -> difference (debits - credits) on an interface rounding report."""
+    out = {}
+    for line in world.document(doc_id).body.splitlines():
+        m = re.fullmatch(r"(\S+) \| ([+-][\d,]+\.\d\d)", line.strip())
+        if m:
+            out[m.group(1)] = float(m.group(2).replace(",", ""))
+    return out
+
+
 def extension(world, doc_id: str) -> tuple[str, str, str, str]:
     """(period, original close, new close, issued) of a close calendar change."""
     body = world.document(doc_id).body
@@ -92,9 +102,10 @@ def _check_defects(w) -> set[str]:
         # exactly one rule fires on a planted entry, so the criteria code is unambiguous
         assert [k for k in KINDS if d.entry_id in hits[k]] == [d.criteria], d
         if d.criteria == "UNBALANCED":
-            diff = abs(h["total_debit"] - h["total_credit"])
-            tol = float(re.search(r"up to USD ([\d.]+)", w.document(d.required_evidence[1]).body).group(1))
-            assert diff > tol and d.misstatement == pytest.approx(diff, abs=0.01)
+            diff = h["total_debit"] - h["total_credit"]
+            reported = rounding_report(w, d.required_evidence[1]).get(h["reference"])
+            assert reported is None or abs(reported - diff) > 0.005, d  # not on the report as it stands
+            assert d.misstatement == pytest.approx(abs(diff), abs=0.01)
         else:
             assert d.misstatement == pytest.approx(h["total_debit"])
         if d.criteria == "SELF_APPROVAL":
@@ -137,9 +148,11 @@ def _check_decoys(w) -> None:
         h = ents[d.entry_id]
         fired = [k for k in KINDS if d.entry_id in hits[k]]
         assert len(fired) == 1, d  # looks like exactly one kind of exception
-        if d.decoy_type == "interface_rounding_within_tolerance":
-            tol = float(re.search(r"up to USD ([\d,.]+\d)", w.document(d.clearing_evidence[1]).body).group(1).replace(",", ""))
-            assert 0 < abs(h["total_debit"] - h["total_credit"]) <= tol and h["preparer"] == "SYS_INTERFACE"
+        if d.decoy_type == "interface_rounding_reported":
+            tol = float(re.search(r"up to USD ([\d,.]+\d)", w.document(d.clearing_evidence[2]).body).group(1).replace(",", ""))
+            diff = h["total_debit"] - h["total_credit"]
+            assert 0 < abs(diff) <= tol and h["preparer"] == "SYS_INTERFACE"
+            assert rounding_report(w, d.clearing_evidence[1])[h["reference"]] == pytest.approx(diff, abs=0.005)
         elif d.decoy_type == "signed_off_on_outage_log":
             row = approval_row(w, d.clearing_evidence[0], h["reference"])
             assert h["source"] == "manual" and row["preparer"] == h["preparer"] != row["signer"]
@@ -222,13 +235,14 @@ def test_decisive_facts_are_stated_in_the_evidence(worlds):
 
 def test_listing_cannot_tell_decoys_from_defects_per_criterion():
     """Within each criterion, the listing fields the rule reads come from one distribution for
-    defects and decoys: over many seeds the imbalance, the time of day and the recording lag overlap."""
+    defects and decoys: over many worlds the imbalance, the time of day and the recording lag overlap
+    (rank AUC near 0.5; the old tolerance split gave 1.0 for the imbalance)."""
     def auc(a: list[float], b: list[float]) -> float:
         return sum((x > y) + 0.5 * (x == y) for x in a for y in b) / (len(a) * len(b))
 
     feats: dict[str, tuple[list, list]] = {"imbalance": ([], []), "hour": ([], []), "lag": ([], [])}
     for s in range(300, 330):
-        w = generate_world(TASK, s)
+        w = generate_world(TASK, s, {"n_defects": 19, "n_decoys": 18})  # three of each kind a world
         ents = entries(w)
         for rec, k in [(d, 0) for d in w.defects] + [(d, 1) for d in w.decoys]:
             h = ents.get(rec.entry_id)
@@ -242,8 +256,8 @@ def test_listing_cannot_tell_decoys_from_defects_per_criterion():
             elif crit == "CUTOFF":
                 feats["lag"][k].append((np.datetime64(h["entry_timestamp"][:10]) - np.datetime64(h["posting_date"])).astype(int))
     for name, (dfx, dcx) in feats.items():
-        assert len(dfx) >= 5 and len(dcx) >= 5, name
-        assert 0.3 <= auc(dfx, dcx) <= 0.7, (name, auc(dfx, dcx))
+        assert len(dfx) >= 60 and len(dcx) >= 60, name
+        assert 0.35 <= auc(dfx, dcx) <= 0.65, (name, auc(dfx, dcx))
 
 
 _HITS: dict = {}

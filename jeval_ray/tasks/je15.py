@@ -1,9 +1,9 @@
 """JE-15 (L4): shell-vendor scheme.
 
 Planted: one employee (an AP clerk or GL accountant, the *scheme user*) sets up a vendor during
-the year whose bank account is the employee's own account in the user master. Either the scheme
-user creates the vendor directly with that account, or the vendor-master team creates it and the
-scheme user later changes its bank account; the vendor change log (``master:vendor_changes``)
+the year (two once the scheme has four invoices or more) whose bank account is the employee's own
+account in the user master. Either the scheme user creates the vendor directly with that account,
+or the vendor-master team creates it and the scheme user later changes its bank account; the vendor change log (``master:vendor_changes``)
 records who did what, and the set-up form shows no TIN match and no Treasury call-back. The scheme
 user keys the vendor's invoices, spread over the rest of the year, each under his or her approval
 limit and all approved by one approver. Each invoice is paid in the ledger's payment run (Dr 2000
@@ -14,7 +14,9 @@ evidence: the entry (``get_entry``), ``master:vendors``, ``master:vendor_changes
 ``master:users`` and the bank statement showing the payment. Decisive facts: the vendor's bank
 account, the employee it belongs to (user id), the vendor id, the invoice amount and the statement.
 
-Decoys: the invoices of the other vendors set up during the year. They come from the same
+Decoys: the invoices of the other vendors set up during the year, as many vendors as give each
+about the scheme vendors' number of invoices (so "the new vendor with the most invoices" tells
+nothing). They come from the same
 surface distribution as the scheme's: set-up date and order of vendor ids, who set them up, the
 service and expense account, one clerk keying every invoice of the vendor under his or her limit,
 one approver, the same spread over the year, a payment in the ledger. A legitimate vendor's bank
@@ -124,31 +126,38 @@ def plant(b) -> None:
     # service, one clerk keying its invoices and one approver, amounts under the clerk's limit, a
     # bank-account change after set-up or none. Only the master data, the change log, the set-up
     # form and the bank statements tell the shell from the legitimate vendors.
-    k_legit = 1 if b.n_decoys == 0 else min(b.n_decoys, 2 + int(rng.random() < 0.5))
+    # as many legitimate vendors as make their invoice counts about the scheme's: "the new vendor with
+    # the most invoices" says nothing
+    # the scheme runs through one vendor, or two once it has four invoices or more
+    n_shell = 1 + int(b.n_defects >= 4)
+    per_shell = max(1, b.n_defects / n_shell)
+    k_legit = 1 if b.n_decoys == 0 else max(1, min(b.n_decoys, round(b.n_decoys / per_shell)))
+    scheme_approver = str(rng.choice([a for a in SCHEME_APPROVERS if a != scheme_user]))
     new = []
-    for k in range(1 + k_legit):
+    for k in range(n_shell + k_legit):
+        shell_k = k < n_shell
         created = np.datetime64("2025-01-13") + int(rng.integers(0, 150))
         v = {"name": names[k], "created_on": created, "created_by": str(rng.choice(VENDOR_ADMINS)),
-             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [], "shell": k == 0,
+             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [], "shell": shell_k,
              "form_bank": b.bank_account(), "start": created,
-             "clerk": scheme_user if k == 0 else str(rng.choice(SCHEME_USERS))}
-        v["approver"] = str(rng.choice([a for a in SCHEME_APPROVERS if a != v["clerk"]]))
-        change = rng.random() < (0.5 if k == 0 else 0.6 * near)
-        if k == 0 and not change:
+             "clerk": scheme_user if shell_k else str(rng.choice(SCHEME_USERS))}
+        v["approver"] = scheme_approver if shell_k else str(rng.choice([a for a in SCHEME_APPROVERS if a != v["clerk"]]))
+        change = rng.random() < (0.5 if shell_k else 0.6 * near)
+        if shell_k and not change:
             # the scheme user sets the vendor up with his or her own account
             v["created_by"] = scheme_user
             v["form_bank"] = su["bank_account"]
         v["bank_account"] = v["form_bank"]
         if change:
             when = created + int(rng.integers(6, 40))
-            v["bank_account"] = su["bank_account"] if k == 0 else b.bank_account()
-            who = scheme_user if k == 0 else v["created_by"]
+            v["bank_account"] = su["bank_account"] if shell_k else b.bank_account()
+            who = scheme_user if shell_k else v["created_by"]
             v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, who))
             v["start"] = when
-            if k:
+            if not shell_k:
                 v["change_verified"] = when
         new.append(v)
-    shell, legit = new[0], new[1:]
+    shells, legit = new[:n_shell], new[n_shell:]
 
     # vendor ids rise with the creation date, as in an ERP
     for i, v in enumerate(sorted(new, key=lambda v: (v["created_on"], v["name"]))):
@@ -166,11 +175,14 @@ def plant(b) -> None:
                             "changed_on": str(when), "changed_by": who})
 
     # --- the invoices: each vendor's spread over the rest of the year, one per time bin
-    decoys_of = [b.n_decoys // k_legit + (1 if k < b.n_decoys % k_legit else 0) for k in range(k_legit)]
+    def shares(n: int, k: int) -> list[int]:
+        return [n // k + (1 if j < n % k else 0) for j in range(k)]
+
     forms = {v["vendor_id"]: _setup_form(b, v, verified=True) for v in legit}
-    forms[shell["vendor_id"]] = _setup_form(b, shell, verified=False, requester=scheme_user)
+    for v in shells:
+        forms[v["vendor_id"]] = _setup_form(b, v, verified=False, requester=scheme_user)
     paid: list[tuple[int, dict]] = []
-    for v, n in zip(new, [b.n_defects, *decoys_of]):
+    for v, n in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)]):
         for idx in _spread(b, n, v["start"] + 4, invoices, post):
             _repoint(b, idx, v, v["service"][0])
             _make_manual(b, idx, v["clerk"], v["approver"], _cents_under(users[v["clerk"]]["approval_limit"], rng))

@@ -8,16 +8,18 @@ are seven defects. Decoys cycle through the matching legitimate look-alikes the 
 Within each criterion the candidates (what its red-flag rule catches) are drawn from one
 distribution and then made a defect or a decoy at random, so the listing alone does not separate
 them: only the evidence differs. Where the listing field is itself what the rule reads (the size
-of an imbalance, the time of a keying, the recording date), the decisive difference sits in
-evidence the agent must read: a tolerance that varies by seed over two and a half decades, an
-out-of-hours authorisation, a close calendar change, an approval log.
+of an imbalance, the time of a keying, the recording date, the preparer), the decisive difference
+sits in evidence the agent must read: the interface's rounding report, an out-of-hours
+authorisation, a close calendar change, an approval log, the user master. Nor does ranking the
+candidates within one world help: every imbalance is within the tolerance, and each leaver's
+entries lie on one side of his or her termination date.
 
 | criteria | planted exception (required evidence) | decoy (clearing evidence) | decisive facts |
 |---|---|---|---|
-| UNBALANCED | a billing-interface upload whose credits differ from its debits by 1.02-2.2 x the policy's interface tolerance (entry, journal entry policy) | a difference of 0.5-1 x the tolerance (entry, policy) | debits, credits, the difference, the tolerance |
+| UNBALANCED | a billing-interface upload whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
 | SELF_APPROVAL | a manual entry recorded with its preparer as approver during a workflow incident and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
 | INVALID_ACCOUNT | posting to an account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posting to an account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
-| UNAUTHORISED_USER | keyed by a leaver after the termination date (`master:users`) | keyed by the leaver before it (`master:users`) | the user, the termination date, the posting date |
+| UNAUTHORISED_USER | keyed by a leaver in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
 | OFF_HOURS | a manual entry keyed on a weekend, a holiday, an evening or an early morning with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
 | CUTOFF | posted to a month's last business day, recorded 1-6 business days after the period's close date, with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
 | COMPLETENESS_GAP | an entry left out of the listing: a gap in the consecutive numbering, and the two accounts it moved do not roll forward from opening to closing balance (`master:balances` via `get_balances`) | none | the missing id, its amount, the two accounts |
@@ -32,10 +34,10 @@ keying difference for UNBALANCED, and the amount of the missing entry (the roll-
 difference) for COMPLETENESS_GAP; the gap is reported by flagging the missing id, which
 ``flag_entry`` accepts inside the numbering range. ``premature_penalty`` (0.05 off the process
 score per disposition made before its required or clearing evidence was opened) makes the order
-of work part of the score. ``near_miss`` moves interface decoys towards the tolerance,
+of work part of the score. ``near_miss`` moves interface differences towards the tolerance,
 opened-account decoys towards the opening date, narrows the window of leaver entries around the
-termination date, brings close extensions down to the recording date, and from 0.5 adds the
-near-miss OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
+termination dates, brings close extensions down to the recording date, and from 0.5 adds the
+near-miss UNBALANCED, OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
 
 The base population trips none of the rules (balanced, approver != preparer, standing accounts,
 active staff with posting rights, manual work on business days 08:30-17:30, entries recorded on
@@ -64,7 +66,7 @@ SPEC = spec(
     sources=('general_ledger', 'trial_balance', 'user_master', 'chart_of_accounts', 'holiday_calendar', 'close_calendar', 'approval_logs', 'authorisations', 'policies'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'get_balances', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', 'debits and credits differ beyond tolerance'),
+        ('UNBALANCED', 'debits and credits differ, and the difference is not a reported, tolerated one'),
         ('SELF_APPROVAL', 'manual entry approved by its preparer'),
         ('INVALID_ACCOUNT', 'posting to an account not open for posting on the posting date'),
         ('UNAUTHORISED_USER', 'posted without rights or after termination'),
@@ -98,9 +100,7 @@ def plant(b) -> None:
     """Plant the missing entry, the exceptions and look-alikes of every criterion, and their documents."""
     rng = b.rng
     _assert_clean_base(b)
-    # the interface tolerance varies by seed over two and a half decades: an imbalance's size on the
-    # listing says nothing until the policy is read
-    tol_cents = int(round(np.exp(rng.uniform(np.log(100), np.log(30_000)))))
+    tol_cents = int(rng.choice([2_500, 5_000, 10_000, 25_000]))  # the interface rounding tolerance
     closes = dict(month_close_dates())
     pol_je = b.add_document("policy", JE_POLICY_TITLE, _je_policy(b, tol_cents), "2024-11-20")
     pol_close = b.add_document("policy", CLOSE_POLICY_TITLE, _close_policy(b), "2024-11-29")
@@ -157,9 +157,11 @@ def _je_policy(b, tol_cents: int) -> str:
     return (
         "1. Scope. All journal entries posted to the general ledger of Northwind Components Inc.\n"
         "2. Balancing. Every journal entry must balance: total debits must equal total credits. Entries uploaded by the "
-        "billing interface (SYS_INTERFACE) carry the interface's unit-price and tax rounding: a difference of up to "
-        f"USD {tol_cents / 100:,.2f} per uploaded entry is tolerated and is cleared monthly to the suspense account by "
-        "the GL team. Any larger difference is a keying or interface error and must be corrected before period close.\n"
+        "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface reports "
+        "each such difference, by upload reference, on its monthly rounding report. A difference on the report, as "
+        f"reported, of up to USD {tol_cents / 100:,.2f} per entry is tolerated and is cleared monthly to the suspense "
+        "account by the GL team. Any other difference (not on the report, not as reported, or larger) is a keying or "
+        "interface error and must be corrected before period close.\n"
         "3. Approval. Every manual journal entry must be approved in the ERP workflow, before it is posted, by a user "
         "other than its preparer whose approval limit covers the amount. A preparer may never approve his or her own "
         "entry.\n"
@@ -217,26 +219,56 @@ def _split(b, n_def: int, n_dec: int, where: np.ndarray, what: str) -> tuple[lis
 
 
 def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Billing-interface uploads whose credits differ from their debits: within the policy's tolerance
-    (decoys) or beyond it (defects). The factors sit close to 1 on both sides, so across seeds the
-    sizes overlap; ``near_miss`` moves decoys towards the tolerance."""
+    """Billing-interface uploads whose credits differ from their debits, every difference drawn from one
+    distribution within the policy's tolerance: a decoy's difference is on the interface's rounding
+    report of its month as it stands; a defect's is not (or, with ``near_miss`` >= 0.5, the report
+    shows another figure for the upload). Each month with such an upload has its report, so neither
+    the size of a difference nor the list of reports tells them apart."""
     rng = b.rng
     e = b.e
     tol = ctx["tol"]
     pool = ~e["manual"] & (e["preparer"] == "SYS_INTERFACE") & (e["debit_cents"] > 20 * tol)
     defects, decoys = _split(b, n_def, n_dec, pool, "billing interface uploads")
-    lo = 0.25 + 0.5 * b.knobs.near_miss
-    for idx, defect in [(i, True) for i in defects] + [(i, False) for i in decoys]:
-        diff = int(tol * (rng.uniform(1.02, 2.2) if defect else rng.uniform(lo, 1.0)))
-        diff = max(1, min(diff, tol)) if not defect else max(diff, tol + 1)
-        sign = 1 if rng.random() < 0.5 else -1
-        e["credit_cents"][idx] += sign * diff
-        dr, cr = int(e["debit_cents"][idx]), int(e["credit_cents"][idx])
-        facts = [dr / 100, cr / 100, diff / 100, tol / 100]
-        if defect:
-            b.add_defect(idx, "unbalanced_entry", "UNBALANCED", ["entry", ctx["pol_je"]], diff, facts=facts)
+    if not defects and not decoys:
+        return
+    lo = 0.1 + 0.6 * b.knobs.near_miss
+    for idx in defects + decoys:
+        diff = max(1, int(tol * rng.uniform(lo, 1.0)))
+        e["credit_cents"][idx] += diff if rng.random() < 0.5 else -diff
+    variants = ["not_reported"] + (["reported_otherwise"] if b.knobs.near_miss >= 0.5 else [])
+    first = int(rng.integers(0, len(variants)))
+    kinds = {idx: variants[(first + j) % len(variants)] for j, idx in enumerate(defects)}
+    lines: dict[int, list[tuple[str, int]]] = {}
+    for idx in defects + decoys:
+        m = int(str(e["post_date"][idx])[5:7])
+        diff = int(e["debit_cents"][idx]) - int(e["credit_cents"][idx])
+        if idx in decoys:
+            lines.setdefault(m, []).append((str(e["reference"][idx]), diff))
+        elif kinds[idx] == "reported_otherwise":
+            other = int(diff * rng.uniform(0.05, 0.5)) or (1 if diff > 0 else -1)
+            lines.setdefault(m, []).append((str(e["reference"][idx]), other))
         else:
-            b.add_decoy(idx, "interface_rounding_within_tolerance", ["entry", ctx["pol_je"]], facts=facts)
+            lines.setdefault(m, [])
+    reports = {}
+    for m, rows in sorted(lines.items()):
+        rows = sorted(rows)
+        body = (f"Billing interface (SYS_INTERFACE) - rounding report for period 2025-{m:02d}.\n"
+                "Uploads whose credits differ from their debits by unit-price or tax rounding; the GL team clears the "
+                "total to the suspense account at month end.\nUpload reference | Difference USD (debits - credits)\n"
+                + "\n".join(f"{ref} | {d / 100:+,.2f}" for ref, d in rows)
+                + f"\n{len(rows)} upload(s) with a rounding difference.")
+        last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
+        reports[m] = b.add_document("report", f"Billing interface rounding report - {MONTH_ABBR[m - 1]} 2025", body, str(last))
+    for idx in defects + decoys:
+        m = int(str(e["post_date"][idx])[5:7])
+        dr, cr = int(e["debit_cents"][idx]), int(e["credit_cents"][idx])
+        diff = abs(dr - cr)
+        ev = ["entry", reports[m], ctx["pol_je"]]
+        facts = [dr / 100, cr / 100, diff / 100, f"{{D:{reports[m]}}}"]
+        if idx in decoys:
+            b.add_decoy(idx, "interface_rounding_reported", ev, facts=facts + [tol / 100])
+        else:
+            b.add_defect(idx, f"unbalanced_{kinds[idx]}", "UNBALANCED", ev, diff, facts=facts)
 
 
 def _outage_days(rng, k: int) -> list[np.ndarray]:
@@ -393,30 +425,39 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
 
 
 def _plant_users(b, n_def: int, n_dec: int) -> None:
-    """A leaver (terminated during the year) keyed manual entries on both sides of the termination
-    date: after it they are exceptions, before it they are not. The candidates come from one window
-    around the date (``near_miss`` narrows it) and each is made a defect or a decoy by its side."""
+    """Two leavers (terminated during the year): one keyed manual entries in the weeks before the
+    termination date (decoys), the other in the weeks after it (defects). Which leaver is which, and
+    where the dates fall, only the user master tells: on the listing each is a preparer whose
+    entries cluster in a window (``near_miss`` narrows it), and neither's entries straddle a date."""
     rng = b.rng
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
-    uid, name, role, dept, limit = LEAVERS[int(rng.integers(0, len(LEAVERS)))]
-    term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
-    fits = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & (e["debit_cents"] < int(limit * 80))
-    w = 10 + int(round((1 - b.knobs.near_miss) * 40))
-    while (int((fits & ~b.used & (post < term) & (post >= term - w)).sum()) < n_dec
-           or int((fits & ~b.used & (post > term) & (post <= term + w)).sum()) < n_def) and w < 400:
-        w += 14
-    for idx in b.pick(n_dec, where=fits & (post < term) & (post >= term - w), what="manual entries before a termination") if n_dec else []:
-        e["preparer"][idx] = uid
-        b.add_decoy(idx, "posted_before_termination", ["master:users"], facts=[uid, str(term), str(post[idx])])
-    for idx in b.pick(n_def, where=fits & (post > term) & (post <= term + w), what="manual entries after a termination") if n_def else []:
-        e["preparer"][idx] = uid
-        b.add_defect(idx, "posted_after_termination", "UNAUTHORISED_USER", ["master:users"],
-                     facts=[uid, str(term), str(post[idx])])
-    b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-                    "approval_limit": float(limit), "status": "terminated",
-                    "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
-                    "termination_date": str(term), "bank_account": b.bank_account()})
+    fits = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES)
+    w0 = 10 + int(round((1 - b.knobs.near_miss) * 40))
+    pair = [LEAVERS[i] for i in rng.permutation(len(LEAVERS))[:2]]
+    for (uid, name, role, dept, limit), n, after in ((pair[0], n_dec, False), (pair[1], n_def, True)):
+        term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
+        ok = fits & (e["debit_cents"] < int(limit * 80))
+        w = w0
+
+        def window(w: int) -> np.ndarray:
+            return ok & ((post > term) & (post <= term + w) if after else (post < term) & (post >= term - w))
+
+        while int((window(w) & ~b.used).sum()) < n and w < 400:
+            w += 14
+        for idx in b.pick(n, where=window(w), what="manual entries around a termination") if n else []:
+            e["preparer"][idx] = uid
+            if e["approver"][idx] == uid:
+                e["approver"][idx] = "JWRIGHT"
+            facts = [uid, str(term), str(post[idx])]
+            if after:
+                b.add_defect(idx, "posted_after_termination", "UNAUTHORISED_USER", ["master:users"], facts=facts)
+            else:
+                b.add_decoy(idx, "posted_before_termination", ["master:users"], facts=facts)
+        b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
+                        "approval_limit": float(limit), "status": "terminated",
+                        "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
+                        "termination_date": str(term), "bank_account": b.bank_account()})
 
 
 def _off_days(rng) -> tuple[list[np.datetime64], list[np.datetime64], list[np.datetime64]]:
@@ -737,8 +778,9 @@ def naive(kit: Kit):
 
 
 def _docs(kit: Kit):
-    """Open the two policies, the approval logs, the out-of-hours authorisations and the close
-    calendar changes; returns (tolerance, policy ids, logs, authorisations, extensions)."""
+    """Open the two policies, the interface rounding reports, the approval logs, the out-of-hours
+    authorisations and the close calendar changes; returns (tolerance, policy ids, logs,
+    authorisations, extensions, rounding reports)."""
     pol = yield from kit.documents("policy")
     ids = {}
     for key, words in (("je", "balancing and approval"), ("close", "period-close")):
@@ -751,6 +793,19 @@ def _docs(kit: Kit):
         tol = float(m.group(1).replace(",", "")) if m else 0.0
     if ids["close"]:
         yield from kit.open(ids["close"])
+    reports = {}
+    for d in (yield from kit.documents("report")):
+        if "rounding report" not in d["title"].lower():
+            continue
+        body = (yield from kit.open(d["doc_id"])).get("body", "")
+        period = re.search(r"rounding report for period (\d{4}-\d\d)", body)
+        rows = {}
+        for line in body.splitlines():
+            m = re.fullmatch(r"(\S+) \| ([+-][\d,]+\.\d\d)", line.strip())
+            if m:
+                rows[m.group(1)] = float(m.group(2).replace(",", ""))
+        if period:
+            reports[period.group(1)] = {"doc_id": d["doc_id"], "rows": rows}
     logs, auths, exts = [], [], {}
     for d in (yield from kit.documents("memo")):
         title = d["title"].lower()
@@ -778,7 +833,7 @@ def _docs(kit: Kit):
             issued = re.search(r"Date: (\d{4}-\d\d-\d\d)", body)
             if m and issued and issued.group(1) <= m.group(2):  # issued by the original close date
                 exts[m.group(1)] = {"doc_id": d["doc_id"], "to": m.group(3)}
-    return tol, ids, logs, auths, exts
+    return tol, ids, logs, auths, exts, reports
 
 
 def careful(kit: Kit):
@@ -793,7 +848,7 @@ def careful(kit: Kit):
     cal = yield from kit.master("calendar")
     holidays = {r["date"][:10] for r in cal if r.get("kind") == "holiday"}
     closes = _closes(cal)
-    tol, pol, logs, auths, exts = yield from _docs(kit)
+    tol, pol, logs, auths, exts, reports = yield from _docs(kit)
     pj = [pol["je"]] if pol["je"] else []
     pc_ = [pol["close"]] if pol["close"] else []
 
@@ -802,13 +857,22 @@ def careful(kit: Kit):
     clears: dict[str, tuple] = {}  # eid -> (evidence, rationale, needs_entry)
     for eid in hits["UNBALANCED"]:
         h = ents[eid]
-        d = round(abs(h["total_debit"] - h["total_credit"]), 2)
-        if d > tol + 1e-9:
-            flags[eid] = ("UNBALANCED", [eid, *pj], f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}: the "
-                          f"difference of {d:.2f} exceeds the USD {tol:.2f} interface tolerance of the journal entry policy", d, True)
+        signed = round(h["total_debit"] - h["total_credit"], 2)
+        d = abs(signed)
+        rep = reports.get(h["posting_date"][:7])
+        ev = [eid] + ([rep["doc_id"]] if rep else []) + pj
+        reported = rep["rows"].get(h.get("reference") or "") if rep else None
+        head = f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}, a difference of {d:.2f}"
+        where = f"rounding report {rep['doc_id']}" if rep else "no interface rounding report for the period"
+        if reported is not None and abs(reported - signed) < 0.005 and d <= tol + 1e-9:
+            clears[eid] = (ev, f"{head}, reported as such on {where} and within the USD {tol:.2f} tolerance of the journal "
+                           "entry policy", True)
+        elif reported is not None:
+            flags[eid] = ("UNBALANCED", ev, f"{head}; {where} reports {reported:+,.2f} for this upload, not the "
+                          "difference posted: an unexplained difference", d, True)
         else:
-            clears[eid] = ([eid, *pj], f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}: the difference of "
-                           f"{d:.2f} is within the USD {tol:.2f} interface tolerance of the journal entry policy", True)
+            flags[eid] = ("UNBALANCED", ev, f"{head}, not on {where}: not an interface rounding difference but a keying "
+                          "or interface error", d, True)
     for eid in hits["SELF_APPROVAL"]:
         h = ents[eid]
         day, prep = h["posting_date"], h["preparer"]
