@@ -164,6 +164,10 @@ def _check_decoys(w) -> None:
             assert _user_ok(users[h["preparer"]], h["posting_date"])[0] and users[h["preparer"]]["termination_date"]
         elif d.decoy_type == "authorised_out_of_hours_work":
             assert _off_window(h["entry_timestamp"], holidays(w)) and memo_covers(w, d.clearing_evidence[0], h)
+            body = w.document(d.clearing_evidence[0]).body
+            # a prior authorisation whose purpose fits the entry (issue 15: a memo for another purpose clears nothing)
+            assert re.search(r"Date: (\S+)", body).group(1) < h["entry_timestamp"][:10]
+            assert f"reclassifications of period {h['posting_date'][:7]}" in body
         else:
             assert d.decoy_type == "recorded_within_close_extension"
             rec = h["entry_timestamp"][:10]

@@ -546,14 +546,15 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
         users = sorted(m["users"] | ({extra} if rng.random() < 0.5 else set()))
         m["listed"] = users
         period = str(np.datetime64(day, "M"))
+        issued = day - int(rng.integers(2, 6))  # a prior authorisation
         handles[day] = b.add_document(
             "memo", f"Out-of-hours work authorisation OW-{int(rng.integers(100, 999))}",
-            f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {day - int(rng.integers(2, 6))}\n\n"
+            f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {issued}\n\n"
             f"The following users are authorised to work on {_weekday(day)} {day}, between {start:02d}:00 and "
             f"{'23:59' if end >= 24 else f'{end:02d}:00'}, to key supplier invoices, accruals and reclassifications of "
             f"period {period}, and to post them in the ERP on that day.\nAuthorised users: {', '.join(users)}\n"
             "Every entry keyed during this window follows the normal approval workflow.",
-            str(day - 3),
+            str(issued),
         )
     for idx in decoys:
         day = e["entry_date"][idx]
