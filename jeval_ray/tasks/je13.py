@@ -568,7 +568,8 @@ def careful(kit: Kit):
         m = re.match(r"Supplier invoice (\S+) - ", d["title"])
         if m:
             invoices[m.group(1)] = d["doc_id"]
-    why = (f"{user}'s {test.get('n')} manual entries fail the {kind.replace('_', '-')} digit test (MAD {test.get('mad')}, "
+    test_name = "first-digit" if kind == "first" else "last-two-digits"
+    why = (f"{user}'s {test.get('n')} manual entries fail the {test_name} test (MAD {test.get('mad')}, "
            f"{test.get('conformity')}) while the other preparers' {base.get('n')} conform (MAD {base.get('mad')})")
     n_flag = n_clear = 0
     for r in selected:
@@ -594,7 +595,7 @@ def careful(kit: Kit):
             n_clear += 1
     yield from kit.submit(
         f"Population first-digit MAD {pop.get('mad')} ({pop.get('conformity', pop.get('message'))}). {user} fails the "
-        f"{kind.replace('_', '-')} digit test; vouched {len(selected)} selected entries to their supplier invoices: "
+        f"{test_name} test; vouched {len(selected)} selected entries to their supplier invoices: "
         f"{n_flag} keyed above the invoice (flagged), {n_clear} agree (cleared).")
 
 

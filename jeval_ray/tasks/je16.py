@@ -827,6 +827,7 @@ def _docs(kit: Kit):
             users = re.search(r"Authorised users: ([A-Z_, ]+)", body)
             if day and users:
                 auths.append({"doc_id": d["doc_id"], "day": day.group(1), "users": {u.strip() for u in users.group(1).split(",")},
+                              "hours": f"{day.group(2)}:{day.group(3)}-{day.group(4)}:{day.group(5)}",
                               "from": int(day.group(2)) + int(day.group(3)) / 60,
                               "to": int(day.group(4)) + int(day.group(5)) / 60})
         else:
@@ -926,14 +927,14 @@ def careful(kit: Kit):
         memo = next((m for m in day_memos if h["preparer"] in m["users"] and m["from"] <= hour < m["to"]), None)
         if memo:
             clears.setdefault(eid, ([memo["doc_id"], *pc_], f"{why}, but out-of-hours work authorisation {memo['doc_id']} "
-                                    f"names {h['preparer']} for {ts[:10]} between {memo['from']:05.2f} and its end, covering "
-                                    f"{ts[11:16]}", False))
+                                    f"names {h['preparer']} for {ts[:10]}, {memo['hours']}, which covers {ts[11:16]}", False))
         elif day_memos:
             m = day_memos[0]
-            gap = "does not name" if h["preparer"] not in m["users"] else "does not cover the time of"
+            gap = f"does not name {h['preparer']}" if h["preparer"] not in m["users"] else \
+                f"covers {m['hours']} only, not {ts[11:16]}"
             flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_, m["doc_id"]], f"manual entry of "
                                    f"{h['total_debit']:.2f} {why} by {h['preparer']}; the only authorisation for that day, "
-                                   f"{m['doc_id']}, {gap} {h['preparer']}'s entry", h["total_debit"], False))
+                                   f"{m['doc_id']}, {gap}", h["total_debit"], False))
         else:
             flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_], f"manual entry of {h['total_debit']:.2f} {why} by "
                                    f"{h['preparer']}, with no out-of-hours work authorisation for that day",
