@@ -223,3 +223,10 @@ def test_naive_flags_the_whole_selection_and_the_fee_series(runs):
         assert v.recall == 1.0 and v.fp >= len(w.decoys), (o.seed, v)
     mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
     assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
+
+
+def test_careful_tests_digits_by_hand_when_compute_stats_is_withheld():
+    from jeval_ray.episode import play
+
+    o = play("JE-13", "careful", 1, tools_withheld=("compute_stats",))
+    assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95, o.score
