@@ -23,6 +23,8 @@ from jeval_ray.tasks import TASK_IDS
 from jeval_ray.world import generate_world
 
 SEEDS = range(600, 604)
+#: the "does not beat naive by more than 0.03" bounds compare means: more seeds, so chance does not decide
+PAIRED_SEEDS = range(600, 616)
 TRAIN = range(1000, 1030)
 EQUAL = {"n_defects": 3, "n_decoys": 3}
 FREE_POINTS = ("submit_now", "farmer", "never_flag")
@@ -39,12 +41,14 @@ def table(request):
     task = request.param
     probe = Probe("forest", [generate_world(task, s) for s in TRAIN])
     out = {}
-    for name in ("random", "naive", "careful"):
+    for name in ("random", "careful"):
         out[name] = [_play(task, make_agent(name, s), s) for s in SEEDS]
-    for name in (*FREE_POINTS, "laundered_naive"):
+    out["naive"] = [_play(task, make_agent("naive", s), s) for s in PAIRED_SEEDS]
+    for name in FREE_POINTS:
         out[name] = [_play(task, make_adversary(name, s), s) for s in SEEDS]
+    out["laundered_naive"] = [_play(task, make_adversary("laundered_naive", s), s) for s in PAIRED_SEEDS]
     out["surface_rule"] = [_play(task, make_adversary("surface_rule", s, model=SurfaceModel(
-        probe.world_scores(generate_world(task, s)))), s) for s in SEEDS]
+        probe.world_scores(generate_world(task, s)))), s) for s in PAIRED_SEEDS]
     out["flag_key"] = [_play(task, make_adversary("flag_key", s, world=generate_world(task, s, EQUAL)), s, EQUAL)
                        for s in SEEDS]
     return task, out
@@ -64,8 +68,10 @@ def test_no_free_points_for_doing_nothing_clearing_ordinary_entries_or_never_fla
 def test_laundering_and_surface_rules_do_not_beat_the_naive_rule(table):
     task, out = table
     naive = _mean(out["naive"])
-    for name in ("laundered_naive", "surface_rule", *FREE_POINTS):
+    for name in ("laundered_naive", "surface_rule"):
         assert _mean(out[name]) <= naive + 0.03, (task, name, _mean(out[name]), naive)
+    for name in FREE_POINTS:
+        assert _mean(out[name]) <= _mean(out["naive"][: len(SEEDS)]) + 0.03, (task, name)
 
 
 def test_flagging_every_defect_and_every_decoy_costs(table):
