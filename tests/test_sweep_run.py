@@ -85,7 +85,8 @@ def test_episode_rows_carry_the_run_config_contract_and_the_judged_score(sweep):
         assert json.loads(row["run_config"]) == json.loads(cell.contract_json)
         assert row["judges_ok"] == get_task(row["task_id"]).judges_per_episode
         w = json.loads(row["run_config"])["scoring"]["weights"]
-        expect = w["outcome"] * row["outcome"] + w["process"] * row["process"] + w["rationale"] * row["rationale"]
+        o = row["outcome"]  # process and rationale count in proportion to the outcome (docs/scoring.md)
+        expect = w["outcome"] * o + o * (w["process"] * row["process"] + w["rationale"] * row["rationale"])
         assert row["score"] == pytest.approx(expect)
         assert row["world_hash"] and row["n_steps"] > 0 and row["worker"]
 

@@ -77,9 +77,12 @@ class EpisodeState:
         return self._entry_ids
 
     def in_numbering(self, entry_id: str) -> bool:
-        """Ids inside the journal's numbering range (the listing plus any gap in it)."""
+        """Ids inside the journal's numbering range (the listing plus any gap in it), written as the
+        journal writes them: ASCII digits, no leading zero (``01000000005`` is not ``1000000005``)."""
         self.entry_ids
-        return entry_id.isdigit() and self._id_range[0] <= int(entry_id) <= self._id_range[1]
+        if not (entry_id.isascii() and entry_id.isdigit()) or entry_id != str(int(entry_id)):
+            return False
+        return self._id_range[0] <= int(entry_id) <= self._id_range[1]
 
 
 # ------------------------------------------------------------------ argument models
@@ -254,6 +257,8 @@ def open_document(st: EpisodeState, a: OpenDocumentArgs) -> dict:
 
 def search_documents(st: EpisodeState, a: SearchDocumentsArgs) -> dict:
     words = [w for w in re.split(r"\s+", a.query.lower().strip()) if w]
+    if not words:
+        raise ToolError("the query has no words; give one or more words to find")
     hits = []
     for d in st.world.documents:
         text = f"{d.title}\n{d.body}".lower()
@@ -386,7 +391,6 @@ def _robust_z(x: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
 
 def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     t = _filtered(st.world.ledger, a.filters)
-    st.stats_steps.append(st.step_idx)
     x, ids, rows = _entry_measure(t, a.measure)
     if len(x) < MIN_STATS_POPULATION:
         return {"n": int(len(x)), "message": f"population of {len(x)} entries is too small for statistics (need at least {MIN_STATS_POPULATION})"}
@@ -412,6 +416,8 @@ def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
         out["groups"] = groups
     if a.digits:
         out["digit_test"] = digit_test(x, "first" if a.digits == "first" else "last_two")
+    # only statistics that answered are a population baseline (baseline_before_claim)
+    st.stats_steps.append(st.step_idx)
     return out
 
 

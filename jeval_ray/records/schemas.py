@@ -103,6 +103,7 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
     pa.field("judge", pa.string()),
     pa.field("judge_idx", pa.int32()),
     pa.field("rubric", pa.string()),
+    pa.field("judge_version", pa.string()),
     pa.field("status", pa.string()),  # ok | failed
     pa.field("rationale_score", pa.float64()),
     pa.field("item_scores", pa.string()),  # JSON: per disposition, per rubric item
@@ -145,15 +146,19 @@ _METRIC_DESCRIPTIONS = {
                           "|true|), a missing amount counting 1; null for tasks that do not ask for amounts.",
     "fabrications": "Verifier: dispositions that cite an evidence id not opened at an earlier step (void: the entry "
                     "counts as undispositioned). A count for this episode.",
-    "outcome": "Outcome score in [0, 1]: 0.8 F2 + 0.2 criteria_accuracy (with amounts: 0.7 F2 + 0.15 criteria_accuracy "
-               "+ 0.15 (1 - misstatement_error)), after any task adjustment (extra_metrics).",
+    "outcome": "Outcome score in [0, 1]: the sum of true-positive credits / (tp + fp + fn) (a wrong criteria code halves "
+               "a credit; amounts scale it), 1 when nothing is to be found and nothing is flagged, after any task "
+               "adjustment (extra_metrics); docs/scoring.md.",
     "evidence_coverage": "Process: required evidence ids opened / required (1 when none is required).",
-    "evidence_precision": "Process: (disposition, evidence id) pairs opened before citing / pairs cited (0 when nothing is cited).",
+    "evidence_precision": "Process: (disposition, evidence id) pairs opened before citing and bearing on the entry / pairs "
+                          "cited (0 when nothing is cited).",
     "redundant_calls": "Process: tool calls repeating an earlier call's tool and canonical arguments.",
     "steps_to_first_flag": "Process: steps before the first flag; null when nothing was flagged.",
-    "baseline_before_claim": "Process: whether compute_stats ran before the first 'unusual' claim; null when no such claim was made.",
+    "baseline_before_claim": "Process: whether compute_stats returned statistics before the first 'unusual' claim; null "
+                             "when no such claim was made.",
     "premature_disposition": "Process: non-void dispositions issued before all their entry's required (or clearing) evidence was opened.",
-    "process": "Process score in [0, 1]: the mean of the process terms (docs/scoring.md).",
+    "process": "Process score in [0, 1]: the mean over planted entries of the evidence quality of each right final "
+               "decision, scaled for redundant calls and a claim without baseline (docs/scoring.md).",
     "n_dispositions": "Entries with a final, non-void disposition.",
     "n_flags": "Entries whose final, non-void disposition is a flag.",
 }
@@ -206,8 +211,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "judge_spread": "Max minus min of the successful judges' rationale scores (0 with one judge); null when none succeeded.",
         "judges_ok": "Judges that returned a judgment.",
         "judges_failed": "Judges that failed (their error is in judgments.error).",
-        "score": "Combined score: w_outcome outcome + w_process process + w_rationale rationale with the task's weights "
-                 "(run_config.scoring.weights); null when the rationale is null.",
+        "score": "Combined score: w_outcome outcome + outcome (w_process process + w_rationale rationale) with the task's "
+                 "weights (run_config.scoring.weights); null when the rationale is null.",
         "worker": "The episode worker that played it: <first 8 hex characters of the Ray node id>:<process id>.",
         "package_version": "jeval_ray version that wrote the row.",
     },
@@ -231,10 +236,12 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "judge": "The judge function (scoring.judges of the config, e.g. reference).",
         "judge_idx": "The judge's index among the episode's judges (0 upwards; L4 tasks have 3 by default).",
         "rubric": "Rubric id, e.g. global_rubric_v1 (jeval_ray/scoring/rubrics/).",
+        "judge_version": "The judge's own version (the reference judge's rules, e.g. reference-2): judgments of "
+                         "different versions are not mixed.",
         "status": "ok or failed.",
-        "rationale_score": "This judge's rationale score in [0, 1]: the mean over dispositions of (sum of rubric items / 20); "
-                           "null when it failed.",
-        "item_scores": "JSON text: per disposition, the rubric items' scores (0-4) this judge gave.",
+        "rationale_score": "This judge's rationale score in [0, 1]: the mean over the planted entries of (sum of rubric "
+                           "items / 20) for each right final decision (docs/scoring.md); null when it failed.",
+        "item_scores": "JSON text: per final disposition, the rubric items' scores (0-4) this judge gave.",
         "overall_comment": "The judge's overall comment; null when it gave none.",
         "error": "Why the judge failed; null when it succeeded.",
         "tokens_in": "Prompt tokens the judge used (0 for judges that use no model).",
