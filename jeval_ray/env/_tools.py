@@ -7,6 +7,7 @@ observation, so nothing an agent sends can crash an episode.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import math
@@ -204,7 +205,7 @@ def _scalar(col: pa.ChunkedArray, v: Any):
     if pa.types.is_date(t) or pa.types.is_timestamp(t):
         if not isinstance(v, str):
             raise ValueError("dates are compared as ISO text, e.g. '2025-03-31' or '2025-03-31T18:00:00'")
-        return pc.cast(pa.scalar(v), t) if pa.types.is_timestamp(t) else pa.scalar(np.datetime64(v[:10], "D"), t)
+        return pc.cast(pa.scalar(v), t) if pa.types.is_timestamp(t) else pa.scalar(dt.date.fromisoformat(v[:10]), t)
     if pa.types.is_floating(t) or pa.types.is_integer(t):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError("numbers are compared with numbers")

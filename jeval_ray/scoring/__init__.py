@@ -1,4 +1,4 @@
-"""Scoring: verifier -> judge -> combine with the task's weights (DESIGN §6)."""
+"""Scoring: verifier -> judge -> combine with the task's weights (``docs/scoring.md``)."""
 
 from __future__ import annotations
 

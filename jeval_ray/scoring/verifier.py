@@ -17,7 +17,8 @@ Outcome
     credit is 1, halved when its criteria code is wrong; where the task asks for amounts it is
     further scaled by 0.5 + 0.5 x (1 - the amount's relative error, capped at 1).
 
-Process (the spec's six metrics are recorded as defined; ``process`` combines them per entry)
+Process (the environment's six metrics, docs/environment_spec.md, are recorded as defined; ``process``
+  combines them per entry)
   * evidence_coverage = |required ∩ opened| / |required| over every defect's required evidence.
   * evidence_precision = cited ids that were opened before the citing step *and bear on the
     entry* / cited ids, over every disposition (0 when nothing is cited). An id bears on an
