@@ -82,12 +82,27 @@ class Books:
 
     def balances_at(self, day: int, include_closing: bool = False) -> np.ndarray:
         """Balance of every account at the end of ``day`` (cents, + debit)."""
+        if not include_closing:
+            k = np.searchsorted(self.period_ends, day)
+            if k < len(self.period_ends) and self.period_ends[k] == day:
+                return self.period_end_balances()[k]
         post = self.docs.post_date[self.lines.doc]
         ok = post <= day
         if not include_closing:
             ok &= self.period_of_line != 13
         return self.opening.balances + np.bincount(self.lines.account[ok], weights=self.lines.value[ok],
                                                    minlength=len(chart.ACCOUNTS)).astype(np.int64)
+
+    def period_end_balances(self) -> np.ndarray:
+        """Balances (before the closing entry) at each of ``period_ends``: one row per period end."""
+        if "period_end_balances" not in self._arrow:
+            na = len(chart.ACCOUNTS)
+            ok = self.period_of_line != 13
+            k = np.searchsorted(self.period_ends, self.docs.post_date[self.lines.doc[ok]])
+            mov = np.bincount(k * na + self.lines.account[ok], weights=self.lines.value[ok],
+                              minlength=len(self.period_ends) * na).astype(np.int64).reshape(len(self.period_ends), na)
+            self._arrow["period_end_balances"] = self.opening.balances + np.cumsum(mov, axis=0)
+        return self._arrow["period_end_balances"]
 
     def trial_balance_cents(self) -> dict[str, np.ndarray]:
         """Per period (rows) and account (columns): opening, debits, credits, closing."""

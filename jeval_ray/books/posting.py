@@ -130,7 +130,6 @@ def post(docs: DocTable, order: np.ndarray, items: Items | None = None) -> Lines
     doc = np.repeat(order, n_lines)
     account = np.full(total, -1, dtype=np.int64)
     value = np.zeros(total, dtype=np.int64)
-    slot = np.zeros(total, dtype=np.int64)  # template line number, for the line order
     pos_in_order = np.empty(len(docs), dtype=np.int64)
     pos_in_order[order] = np.arange(len(order))
     for code, lines in TEMPLATES.items():
@@ -139,8 +138,9 @@ def post(docs: DocTable, order: np.ndarray, items: Items | None = None) -> Lines
             continue
         ids = order[rows]
         offset = start[rows].copy()
+        field = {f: docs.cols[f][ids] for f in {f for _, _, coef in lines for f in coef}}
         for j, (role, sign, coef) in enumerate(lines):
-            amt = sum(c * docs.cols[f][ids] for f, c in coef.items())
+            amt = field["amount"] if coef == _A else sum(c * field[f] for f, c in coef.items())
             if role == "@items":
                 sel = np.isin(items.doc, ids)
                 ipos = start[pos_in_order[items.doc[sel]]]
@@ -148,7 +148,6 @@ def post(docs: DocTable, order: np.ndarray, items: Items | None = None) -> Lines
                 where = ipos + k
                 account[where] = items.account[sel]
                 value[where] = items.value[sel]
-                slot[where] = j
                 got = np.bincount(items.doc[sel], weights=None, minlength=len(docs))
                 offset = offset + got[ids]
                 isum = np.zeros(len(docs), dtype=np.int64)
@@ -158,15 +157,14 @@ def post(docs: DocTable, order: np.ndarray, items: Items | None = None) -> Lines
                 continue
             if role == "@account":
                 acct = docs.account[ids]
-                bad = np.isin(acct, [a for a, allowed in chart.CONTROL.items() if code not in allowed]) | (acct < 0)
+                bad = (acct < 0) | np.isin(acct, [a for a, allowed in chart.CONTROL.items() if code not in allowed])
                 if bad.any():
                     raise ValueError(f"{code} document {int(ids[np.argmax(bad)])} names a control or no account")
             else:
                 acct = chart.idx(role)
             account[offset] = acct
-            value[offset] = sign * amt
-            slot[offset] = j
-            offset = offset + 1
+            value[offset] = amt if sign > 0 else -amt
+            offset += 1
     keep = value != 0
     doc, account, value = doc[keep], account[keep], value[keep]
     # line numbers restart at 1 in every entry
