@@ -1,11 +1,11 @@
 """Month-end and year-end close: sales tax returns, the allowance review, top-side entries, closing.
 
 * **Sales tax**: the tax billed in a month is remitted with the return on the 20th of the next.
-* **Allowance for doubtful accounts** (each quarter end, and the opening balance): a specific
+* **Allowance for doubtful accounts** (each month end, and the opening balance): a specific
   provision, customer by customer, of 100 % of invoices known to be uncollectible once 60 days
   past due, plus a general provision of 1 % of current, 4 % of 1-90 days
   and 20 % of older receivables; the senior accountant books the difference to the balance left
-  after the quarter's write-offs (a release when negative). A write-off always meets a full
+  after the month's write-offs (a release when negative). A write-off always meets a full
   specific provision, so the allowance never turns into a debit and never exceeds receivables.
 * **Top-side adjustments**: the accounting manager's year-end accruals (bonus, audit fee …),
   keyed in January before the year-end close date and posted to 31 December.
@@ -26,7 +26,8 @@ from jeval_ray.books.documents import DocBuilder, DocTable, TYPE
 #: allowance rates by aging bucket (current, 1-30, 31-60, 61-90, over 90 days past due)
 GENERAL_RATES = np.array([0.01, 0.04, 0.04, 0.04, 0.20])
 SPECIFIC_AFTER_DAYS = 60
-QUARTER_ENDS = md.MONTH_ENDS[[2, 5, 8, 11]]
+#: the allowance is reviewed at every month end, so it never exceeds the receivables it covers
+REVIEW_DATES = md.MONTH_ENDS
 TOP_SIDE = (("Year-end bonus accrual FY2025", "wages"), ("Audit fee accrual FY2025", "professional_fees"),
             ("Legal fees accrual - open litigation", "professional_fees"), ("Marketing campaign accrual Q4", "marketing"))
 
@@ -65,16 +66,16 @@ def allowance_target(docs: DocTable, doubtful: np.ndarray, day: int, n_customers
 
 def allowance(b: DocBuilder, g: np.random.Generator, m: md.Master, docs: DocTable,
               doubtful: np.ndarray) -> tuple[int, np.ndarray]:
-    """The opening allowance and the quarter-end adjustments; ``doubtful``: invoices never to be paid.
+    """The opening allowance and the month-end adjustments; ``doubtful``: invoices never to be paid.
 
     The specific provision is reviewed customer by customer (one adjustment each), the general
     provision as one. Write-offs use up specific provisions, so a customer's adjustment is what
-    is required less what is left of the last provision after the quarter's write-offs."""
+    is required less what is left of the last provision after the month's write-offs."""
     spec, gen = allowance_target(docs, doubtful, md.YEAR_START - 1, m.n_customers)
     opening = int(spec.sum()) + gen
     wo = docs.of("WO")
     prev, out = md.YEAR_START - 1, []
-    for q in QUARTER_ENDS:
+    for q in REVIEW_DATES:
         q = int(q)
         in_q = wo[(docs.post_date[wo] > prev) & (docs.post_date[wo] <= q)]
         spec = spec - np.bincount(docs.partner[in_q], weights=docs.amount[in_q], minlength=m.n_customers).astype(np.int64)

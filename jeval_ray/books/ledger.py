@@ -12,18 +12,16 @@ is why a slice's books are consistent on their own.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from jeval_ray.books import _np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from jeval_ray.books import assets, chart, close, master as md, posting, prepaids, subledgers
 from jeval_ray.books.bank import BankState, Statements, statements
-from jeval_ray.books.documents import DOC_TYPES, MANUAL, PARTNER_KIND, POSTS, TYPE, TYPE_CODES, DocTable, render
+from jeval_ray.books.documents import POSTS, TYPE, TYPE_CODES, DocTable, render
 
 #: accounts whose opening balance is the sum of the prior-year documents still open (open items)
 OPEN_ITEM_ROLES = ("ar", "ap", "grir", "accrued", "accrued_payroll", "payroll_tax_payable", "sales_tax",
@@ -170,6 +168,43 @@ class Books:
         on_cash = self.lines.account == chart.idx("cash")
         return self.lines.doc[on_cash], self.lines.value[on_cash]
 
+    # ----------------------------------------------------------------------------- perturbation
+    def perturb(self, add: dict | None = None, replace: dict[int, dict] | None = None) -> "Books":
+        """New books with documents added or changed, re-projected through the same engine.
+
+        ``add``: columns of new documents (``type`` as codes such as ``"VN"``, other columns as in
+        ``documents.COLUMNS``; omitted columns default as in ``DocBuilder.add``); they get the ids
+        ``len(self.docs)`` onwards, in order. ``replace``: ``{document id: {column: value}}``.
+        Everything downstream (entries and their numbers, the closing entry, trial balances,
+        subledgers, bank) is derived again, so a planted defect leaves the traces a real one would
+        and breaks only the invariants it breaks. Perturb the year, then slice it.
+        """
+        from jeval_ray.books.documents import COLUMNS, DocBuilder
+
+        if (self.start, self.end) != (md.YEAR_START, md.YEAR_END):
+            raise ValueError("perturb the year's books, then take a slice of the result")
+        cols = {c: a.copy() for c, a in self.docs.cols.items()}
+        for i, changes in (replace or {}).items():
+            for c, v in changes.items():
+                if c not in cols:
+                    raise KeyError(f"unknown document column {c!r}; columns are {COLUMNS}")
+                cols[c][int(i)] = TYPE[v] if c == "type" else int(v)
+        if add:
+            codes = list(np.atleast_1d(add["type"]))
+            b = DocBuilder()
+            for k, code in enumerate(codes):
+                b.add(str(code), 1, **{c: np.atleast_1d(v)[k] for c, v in add.items() if c != "type"})
+            new = b.freeze()
+            cols = {c: np.concatenate([cols[c], new.cols[c]]) for c in COLUMNS}
+        docs = DocTable(cols)
+        if ((docs.post_date < self.start) & (docs.post_date >= 0)).sum() != ((self.docs.post_date < self.start)
+                                                                          & (self.docs.post_date >= 0)).sum():
+            raise ValueError("a perturbation may not post into the prior year (the opening balances are fixed)")
+        _, year = post_year(docs, self.start, self.end)
+        docs, year, items = with_closing_entry(docs, year)
+        return project(self.master, docs, year, self.opening, self.start, self.end, self.register, self.schedule,
+                       items)
+
     # ----------------------------------------------------------------------------- documents
     def document(self, i: int) -> dict:
         """Document ``i`` worded as a support-pack item (see ``documents.render``)."""
@@ -280,5 +315,3 @@ def with_closing_entry(docs: DocTable, lines: posting.Lines) -> tuple[DocTable, 
                                    (lines.value, yl.value)))), items
 
 
-__all__ = ["Books", "Opening", "PROCESSES", "project", "post_year", "with_closing_entry", "MANUAL", "PARTNER_KIND",
-           "DOC_TYPES", "functools", "pc"]

@@ -3,8 +3,9 @@
 The plant keeps finished goods at a target cover of the busiest month's cost of sales; at each
 month end it issues raw materials to production to refill it, never more raw material than is on
 hand. This is where state matters, so it loops over the twelve months (not over documents):
-shipments during a month draw finished goods down from what the last month end left, and the
-opening stock count covers the busiest month, so neither inventory account goes negative.
+shipments during a month draw finished goods down from what the last month end left. The opening
+stock counts cover the busiest month of sales and the year's worst shortfall of raw-material
+receipts against production, so neither inventory account goes negative.
 Purchasing sizes each month's raw-material orders to the cost of that month's sales.
 """
 
@@ -44,7 +45,9 @@ def plan(b: DocBuilder, g: np.random.Generator, o2c: dict, raw: dict) -> tuple[i
     peak = int(cogs.max()) if len(cogs) else 0
     fg_target = int(FG_COVER * peak) + 1_000_00
     fg = fg_target
-    raw_on_hand = int(RAW_COVER * peak) + 1_000_00
+    # the opening raw-material count covers the year's worst gap between receipts and production
+    gap = np.cumsum(receipts - cogs)
+    raw_on_hand = max(0, -int(gap.min())) + int(RAW_COVER * peak) + 1_000_00
     opening = (raw_on_hand, fg)
     issue = np.zeros(12, dtype=np.int64)
     for mo in range(12):
