@@ -77,30 +77,40 @@ class DocBuilder:
     """Collects document blocks; ids are counters in creation order."""
 
     def __init__(self):
-        self._blocks: list[dict[str, np.ndarray]] = []
+        self._blocks: list[tuple[int, int, dict]] = []
         self.n = 0
 
     def add(self, code: str, n: int, **cols) -> np.ndarray:
-        """Add ``n`` documents of type ``code``; returns their ids. Unknown columns fail loudly."""
+        """Add ``n`` documents of type ``code``; returns their ids. Unknown columns fail loudly.
+
+        A column may be one value for the whole block; blocks are laid out only by ``freeze``."""
         bad = set(cols) - set(COLUMNS)
         if bad:
             raise KeyError(f"unknown document columns {sorted(bad)}")
-        block = {"type": np.full(n, TYPE[code], dtype=np.int64)}
+        block: dict[str, object] = {"type": TYPE[code]}
         for c in COLUMNS[1:]:
             v = cols.get(c, _DEFAULT.get(c, -1))
-            a = np.asarray(v, dtype=np.int64)
-            block[c] = np.broadcast_to(a, (n,)).copy() if a.ndim == 0 else a
-            if len(block[c]) != n:
-                raise ValueError(f"column {c} of {code} has {len(block[c])} values for {n} documents")
+            if np.ndim(v):
+                v = np.asarray(v, dtype=np.int64)
+                if len(v) != n:
+                    raise ValueError(f"column {c} of {code} has {len(v)} values for {n} documents")
+            else:
+                v = int(v)
+            block[c] = v
         ids = np.arange(self.n, self.n + n, dtype=np.int64)
-        self._blocks.append(block)
+        self._blocks.append((self.n, self.n + n, block))
         self.n += n
         return ids
 
     def freeze(self, columns: tuple[str, ...] = COLUMNS) -> "DocTable":
         """The documents so far; ``columns`` picks a few columns for a cheap look mid-simulation."""
-        return DocTable({c: np.concatenate([b[c] for b in self._blocks]) if self._blocks else np.zeros(0, np.int64)
-                         for c in columns})
+        out = {}
+        for c in columns:
+            a = np.empty(self.n, dtype=np.int64)
+            for lo, hi, block in self._blocks:
+                a[lo:hi] = block[c]
+            out[c] = a
+        return DocTable(out)
 
 
 class DocTable:

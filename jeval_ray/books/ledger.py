@@ -12,6 +12,7 @@ is why a slice's books are consistent on their own.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -248,6 +249,17 @@ class Books:
         from jeval_ray.books import tables
 
         return self._cached("bank", lambda: tables.bank_tables(self))
+
+    def fingerprint(self) -> str:
+        """sha256 of every table's Arrow IPC bytes: equal books give equal fingerprints in any process."""
+        h = hashlib.sha256()
+        for name, t in sorted(self.tables().items()):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, t.schema) as w:
+                w.write_table(t)
+            h.update(name.encode())
+            h.update(sink.getvalue().to_pybytes())
+        return h.hexdigest()
 
     def tables(self) -> dict[str, pa.Table]:
         """Every table of the books by name (journal, documents, trial balance, master, subledgers, bank)."""

@@ -71,18 +71,19 @@ def open_at(docs: DocTable, side: str, selected: np.ndarray, days: np.ndarray,
     start_amt[np.searchsorted(all_items, base_ids)] = base_amt
     in_window = np.zeros(len(all_items), dtype=bool)
     in_window[np.searchsorted(all_items, items)] = True
-    gross = docs.gross()[all_items]
-    post = docs.post_date[all_items]
-    out = []
-    for d in np.asarray(days, dtype=np.int64):
-        amt = start_amt + np.where(in_window & (post <= d), gross, 0)
-        done = docs.post_date[clear] <= d
-        amt = amt - np.bincount(pos[done], weights=docs.amount[clear][done], minlength=len(all_items)).astype(np.int64)
-        live = np.flatnonzero(amt != 0)
-        out.append((np.full(len(live), d), all_items[live], amt[live]))
-    at = np.concatenate([o[0] for o in out]) if out else np.zeros(0, np.int64)
-    item = np.concatenate([o[1] for o in out]) if out else np.zeros(0, np.int64)
-    amount = np.concatenate([o[2] for o in out]) if out else np.zeros(0, np.int64)
+    days = np.asarray(days, dtype=np.int64)
+    n, k = len(all_items), len(days)
+    # movements per (item, first period end on or after the posting), accumulated across the period ends
+    it = np.flatnonzero(in_window)
+    col_item = np.searchsorted(days, docs.post_date[all_items[it]], side="left")
+    col_clear = np.searchsorted(days, docs.post_date[clear], side="left")
+    gross = docs.amount[all_items[it]] + docs.tax[all_items[it]] + docs.variance[all_items[it]]
+    flat = np.bincount(it * (k + 1) + col_item, weights=gross, minlength=n * (k + 1))
+    flat -= np.bincount(pos * (k + 1) + col_clear, weights=docs.amount[clear], minlength=n * (k + 1))
+    grid = np.rint(flat).astype(np.int64).reshape(n, k + 1)[:, :k]
+    grid = np.cumsum(grid, axis=1) + start_amt[:, None]
+    col, row = np.nonzero(grid.T)
+    at, item, amount = days[col], all_items[row], grid[row, col]
     return OpenItems(at=at.astype(np.int64), item=item, partner=docs.partner[item], due=docs.due_date[item],
                      amount=amount)
 
