@@ -192,7 +192,7 @@ def render(books, i: int) -> dict:
         lines.append(f"Net: {_money(amt)}; sales tax: {_money(tax)}; total due: {_money(amt + tax)}")
     elif code == "PR":
         lines.append(f"Gross wages: {_money(amt)}; employer payroll taxes: {_money(tax)}; employee withholdings: "
-                     f"{_money(wh)}; net pay: {_money(amt - wh)}")
+                     f"{_money(wh)}; net pay: {_money(amt - wh)}; total payroll cost: {_money(amt + tax)}")
     else:
         lines.append(f"Amount: {_money(amt)}")
     if d.due_date[i] >= 0:

@@ -5,11 +5,13 @@ So the ordinary books carry, on purpose and at the rates below, the same surface
 defect shows:
 
 * **round amounts**: retainers and fixed fees billed at whole hundreds (``ROUND_RATE`` of the
-  invoices of bill-flow vendors, plus every rent instalment, which is a whole-hundred lease fee);
+  invoices of vendors billed without a goods receipt, plus every rent instalment, a whole-hundred
+  lease fee; no other vendor invoice is a whole hundred);
 * **weekend system runs**: the warehouse and lockbox interfaces post goods receipts and customer
   receipts on a Saturday or Sunday (``WEEKEND_RATE`` of those documents);
 * **entries near approval limits**: manual vendor invoices priced at 90-99.9 % of the limit of
-  the approver tier that releases them (``NEAR_LIMIT_RATE`` of manual vendor invoices);
+  the approver tier that releases them (``NEAR_LIMIT_RATE`` of the invoices of those vendors that
+  are not round fees; ordinary prices keep out of that band);
 * **recurring same-amount payments**: rent and software subscriptions billed and paid the same
   amount every month (every invoice of a ``recurring`` vendor).
 
@@ -73,28 +75,31 @@ def is_weekend(days: np.ndarray) -> np.ndarray:
     return (np.asarray(days) + 3) % 7 >= 5
 
 
-def measure(books) -> dict[str, float]:
-    """Realised rates of each look-alike in the year's documents (what ``tests/test_books_noise.py`` checks)."""
+def measure(books) -> dict[str, tuple[float, int]]:
+    """Realised rate of each look-alike in the year's documents and the population it is measured
+    on: (share, population size). ``tests/test_books_noise.py`` holds them to the documented rates."""
     from jeval_ray.books.documents import TYPE
 
     d = books.docs
     in_year = (d.post_date >= md.YEAR_START) & (d.post_date <= md.YEAR_END)
     cat = books.master.vendor_category
-    bill_cats = [i for i, c in enumerate(md.CATEGORIES) if c.flow in ("bill", "two_way")]
+    shaped = [i for i, c in enumerate(md.CATEGORIES) if c.flow in ("bill", "two_way")]
     vn = np.flatnonzero(in_year & (d.type == TYPE["VN"]))
-    bill = vn[np.isin(cat[d.partner[vn]], bill_cats)]
-    interface = np.flatnonzero(in_year & np.isin(d.type, [TYPE["GR"], TYPE["CR"]]))
-    manual_inv = np.flatnonzero(in_year & np.isin(d.type, [TYPE["VI"], TYPE["VN"]])
-                                & ~np.isin(cat[np.maximum(d.partner, 0)], [md.CATEGORY["rent"], md.CATEGORY["software"],
-                                                                            md.CATEGORY["insurance"]]))
+    bill = vn[np.isin(cat[d.partner[vn]], shaped)]
     gross = d.gross()
+    round_ = gross[bill] % 10_000 == 0
+    not_round = bill[~round_]
+    interface = np.flatnonzero(in_year & np.isin(d.type, [TYPE["GR"], TYPE["CR"]]))
     vp = np.flatnonzero(in_year & (d.type == TYPE["VP"]))
-    pairs = d.partner[vp] * (1 << 40) + d.amount[vp]
-    _, inv = _np.unique_inverse(pairs)
-    counts = np.bincount(inv)
+    _, inv = _np.unique_inverse(d.partner[vp] * (1 << 40) + d.amount[vp])
+    repeated = np.bincount(inv)[inv] > 1
+
+    def share(mask: np.ndarray) -> tuple[float, int]:
+        return (float(np.mean(mask)) if len(mask) else 0.0, int(len(mask)))
+
     return {
-        "round_amounts": float(np.mean(gross[bill] % 10_000 == 0)) if len(bill) else 0.0,
-        "weekend_interface": float(np.mean(is_weekend(d.post_date[interface]))) if len(interface) else 0.0,
-        "near_limit_manual": float(np.mean(is_near_limit(gross[manual_inv]))) if len(manual_inv) else 0.0,
-        "recurring_same_amount_payments": float(np.mean(counts[inv] > 1)) if len(vp) else 0.0,
+        "round_amounts": share(round_),
+        "near_limit_manual": share(is_near_limit(gross[not_round])),
+        "weekend_interface": share(is_weekend(d.post_date[interface])),
+        "recurring_same_amount_payments": share(repeated),
     }

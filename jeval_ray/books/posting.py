@@ -61,9 +61,9 @@ TEMPLATES: dict[str, tuple[tuple[str, int, dict[str, int]], ...]] = {
 }
 
 
-def _check_templates() -> None:
+def check_templates(templates: dict = TEMPLATES) -> None:
     """Every template balances for any amounts and touches control accounts only where allowed."""
-    for code, lines in TEMPLATES.items():
+    for code, lines in templates.items():
         assert code in TYPE and POSTS[TYPE[code]], code
         for f in AMOUNT_FIELDS:
             total = sum(sign * coef.get(f, 0) for _, sign, coef in lines)
@@ -75,11 +75,11 @@ def _check_templates() -> None:
             a = chart.idx(role)
             if a in chart.CONTROL and code not in chart.CONTROL[a]:
                 raise AssertionError(f"template {code} posts control account {chart.ACCOUNTS[a].code}")
-    missing = {t.code for t in DOC_TYPES if t.posts} - set(TEMPLATES)
+    missing = {t.code for t in DOC_TYPES if t.posts} - set(templates)
     assert not missing, missing
 
 
-_check_templates()
+check_templates()
 _LINES_OF = np.zeros(len(DOC_TYPES), dtype=np.int64)
 for _code, _lines in TEMPLATES.items():
     _LINES_OF[TYPE[_code]] = len(_lines)

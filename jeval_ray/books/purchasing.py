@@ -166,10 +166,9 @@ def two_way(b: DocBuilder, g: np.random.Generator, m: md.Master, category: str, 
     vendor = _vendor_pick(g, m.vendors_of(category), n)
     po_day = np.sort(md.uniform_days(g, md.SIM_START, md.YEAR_END - 10, n))
     amount = _lognormal_cents(g, c.mu, c.sigma, n)
-    po = _purchase_orders(b, g, vendor, po_day, np.ones(n, dtype=np.int64), amount)
-    billed = np.where(g.random(n) < 0.7, amount, (amount * g.uniform(0.85, 1.0, n)).astype(np.int64))
-    billed = _shape_bill(g, billed)
-    billed = np.minimum(billed, amount)
+    billed = _shape_bill(g, np.where(g.random(n) < 0.7, amount, (amount * g.uniform(0.85, 1.0, n)).astype(np.int64)))
+    # the order covers the bill (a fixed fee or a near-limit price is what was ordered)
+    po = _purchase_orders(b, g, vendor, po_day, np.ones(n, dtype=np.int64), np.maximum(amount, billed))
     inv = invoices(b, g, m, "VN", vendor, po_day + g.integers(5, 30, n), billed, np.full(n, idx(c.account)), po)
     payment_runs(b, g, inv)
 
