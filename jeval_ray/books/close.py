@@ -55,13 +55,18 @@ def sales_tax_returns(b: DocBuilder, g: np.random.Generator, m: md.Master, docs:
 ALLOWANCE_PARTS = ("specific provisions", "general provision")
 
 
-def allowance_target(docs: DocTable, doubtful: np.ndarray, day: int, n_customers: int) -> tuple[np.ndarray, int]:
-    """(specific provision per customer, general provision) required at ``day``."""
-    oi = subledgers.open_at(docs, "ar", np.flatnonzero(docs.post_date <= day), np.array([day]))
+def allowance_targets(docs: DocTable, doubtful: np.ndarray, days: np.ndarray,
+                      n_customers: int) -> tuple[np.ndarray, np.ndarray]:
+    """Required (specific provision per customer, general provision) at each of ``days``:
+    arrays of shape (days, customers) and (days,)."""
+    oi = subledgers.open_at(docs, "ar", np.flatnonzero(docs.post_date <= days.max()), days)
+    row = np.searchsorted(days, oi.at)
     specific = _np.member(oi.item, doubtful) & (oi.days_past_due > SPECIFIC_AFTER_DAYS)
     general = np.rint(oi.amount * GENERAL_RATES[oi.bucket]).astype(np.int64)
-    per_customer = np.bincount(oi.partner[specific], weights=oi.amount[specific], minlength=n_customers)
-    return per_customer.astype(np.int64), int(general[~specific].sum())
+    per_customer = np.bincount(row[specific] * n_customers + oi.partner[specific], weights=oi.amount[specific],
+                               minlength=len(days) * n_customers).astype(np.int64).reshape(len(days), n_customers)
+    gen = np.bincount(row[~specific], weights=general[~specific], minlength=len(days)).astype(np.int64)
+    return per_customer, gen
 
 
 def allowance(b: DocBuilder, g: np.random.Generator, m: md.Master, docs: DocTable,
@@ -71,15 +76,16 @@ def allowance(b: DocBuilder, g: np.random.Generator, m: md.Master, docs: DocTabl
     The specific provision is reviewed customer by customer (one adjustment each), the general
     provision as one. Write-offs use up specific provisions, so a customer's adjustment is what
     is required less what is left of the last provision after the month's write-offs."""
-    spec, gen = allowance_target(docs, doubtful, md.YEAR_START - 1, m.n_customers)
+    days = np.concatenate([[md.YEAR_START - 1], REVIEW_DATES]).astype(np.int64)
+    spec_all, gen_all = allowance_targets(docs, doubtful, days, m.n_customers)
+    spec, gen = spec_all[0], int(gen_all[0])
     opening = int(spec.sum()) + gen
     wo = docs.of("WO")
     prev, out = md.YEAR_START - 1, []
-    for q in REVIEW_DATES:
-        q = int(q)
+    for k, q in enumerate(REVIEW_DATES.tolist(), start=1):
         in_q = wo[(docs.post_date[wo] > prev) & (docs.post_date[wo] <= q)]
         spec = spec - np.bincount(docs.partner[in_q], weights=docs.amount[in_q], minlength=m.n_customers).astype(np.int64)
-        new_spec, new_gen = allowance_target(docs, doubtful, q, m.n_customers)
+        new_spec, new_gen = spec_all[k], int(gen_all[k])
         delta = new_spec - spec
         out += [(q, 0, int(c), int(delta[c])) for c in np.flatnonzero(delta)] + [(q, 1, -1, new_gen - gen)]
         spec, gen, prev = new_spec, new_gen, q

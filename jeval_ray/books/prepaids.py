@@ -58,19 +58,16 @@ def insurance(b: DocBuilder, g: np.random.Generator, m: md.Master) -> Schedule:
 
 
 def amortise(b: DocBuilder, g: np.random.Generator, s: Schedule) -> np.ndarray:
+    """One release per policy and month end of the year while cover runs."""
     from jeval_ray.books.assets import FIRST_MONTH
 
-    ids = []
-    for i in range(12):
-        amt = s.amortisation(FIRST_MONTH + i)
-        live = np.flatnonzero(amt > 0)
-        k = len(live)
-        end = int(md.MONTH_ENDS[i])
-        ids.append(b.add("PA", k, doc_date=end, post_date=end, entry_date=end, entry_time=md.night_batch(g, k),
-                         partner=s.vendor[live], amount=amt[live], account=idx("insurance"),
-                         preparer=md.USER["SYS_BATCH"], parent=s.invoice[live],
-                         service_month=int(md.fiscal_month_code(np.array([end]))[0])))
-    return np.concatenate(ids)
+    amt = np.stack([s.amortisation(FIRST_MONTH + i) for i in range(12)])  # (month, policy)
+    month, policy = np.nonzero(amt)
+    k = len(month)
+    end = md.MONTH_ENDS[month]
+    return b.add("PA", k, doc_date=end, post_date=end, entry_date=end, entry_time=md.night_batch(g, k),
+                 partner=s.vendor[policy], amount=amt[month, policy], account=idx("insurance"),
+                 preparer=md.USER["SYS_BATCH"], parent=s.invoice[policy], service_month=md.fiscal_month_code(end))
 
 
 def balance_at(s: Schedule, month: int, month_end_day: int) -> int:
