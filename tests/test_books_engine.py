@@ -89,3 +89,10 @@ def test_contra_accounts_and_normal_sides_are_defined_once():
     assert chart.ACCOUNTS[chart.CODE["1590"]].contra_of == "1500"
     assert chart.NORMAL[chart.CODE["1190"]] == -1 and chart.NORMAL[chart.CODE["1100"]] == 1
     assert set(chart.CONTROL) == {chart.idx("ar"), chart.idx("ap")}
+
+
+def test_the_documented_templates_are_the_engine_s():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "books.md").read_text()
+    assert posting.templates_markdown() in doc

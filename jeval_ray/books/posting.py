@@ -189,3 +189,28 @@ def entry_sums(lines: Lines) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     first = np.flatnonzero(np.concatenate([[True], lines.doc[1:] != lines.doc[:-1]]))
     return np.add.reduceat(lines.value, first)
+
+
+def templates_markdown() -> str:
+    """The posting templates as a Markdown table (docs/books.md carries it verbatim)."""
+    from jeval_ray.books.documents import DOC_TYPES
+
+    def expr(coef: dict[str, int]) -> str:
+        out: list[str] = []
+        for f, c in coef.items():
+            out.append((f if c > 0 else f"-{f}") if not out else (f"+ {f}" if c > 0 else f"- {f}"))
+        return " ".join(out)
+
+    rows = ["| type | document | debit (sign +) / credit (sign -) lines |", "|---|---|---|"]
+    for t in DOC_TYPES:
+        if t.code not in TEMPLATES:
+            continue
+        cells = []
+        for role, sign, coef in TEMPLATES[t.code]:
+            name = {"@account": "the document's account", "@items": "each profit-and-loss account (its item)"}.get(role)
+            if name is None:
+                a = chart.ACCOUNTS[chart.idx(role)]
+                name = f"{a.code} {a.name}"
+            cells.append(f"{'Dr' if sign > 0 else 'Cr'} {name} = {expr(coef)}")
+        rows.append(f"| {t.code} | {t.name} | {'; '.join(cells)} |")
+    return "\n".join(rows)
