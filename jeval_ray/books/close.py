@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
-
-from jeval_ray.books import chart, master as md, sales, subledgers
+from jeval_ray.books import _np, chart, master as md, sales, subledgers
 from jeval_ray.books.chart import idx
-from jeval_ray.books.documents import DocBuilder, DocTable, TYPE
+from jeval_ray.books.documents import DocBuilder, DocTable
 
 #: allowance rates by aging bucket (current, 1-30, 31-60, 61-90, over 90 days past due)
 GENERAL_RATES = np.array([0.01, 0.04, 0.04, 0.04, 0.20])

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
-
-from jeval_ray.books import chart, master as md, posting, subledgers
+from jeval_ray.books import _np, chart, master as md, posting, subledgers
 from jeval_ray.books.documents import MANUAL, PARTNER_KIND, POSTS, TYPE, TYPE_CODES
 
 
@@ -169,12 +167,13 @@ def document_chains(books) -> list[str]:
     if (d.doc_date[has_parent] < d.doc_date[p]).any():
         k = has_parent[np.argmax(d.doc_date[has_parent] < d.doc_date[p])]
         out.append(f"document {TYPE_CODES[d.type[k]]}-{k} is dated before its parent")
-    # received <= ordered
-    gr = d.of("GR")
-    got = np.bincount(d.parent[gr], weights=d.quantity[gr], minlength=n)
-    po = d.of("PO")
-    if (got[po] > d.quantity[po]).any():
-        out.append("a purchase order received more than ordered")
+    # received <= ordered, shipped <= ordered
+    for delivery, order in (("GR", "PO"), ("SH", "SO")):
+        lots = d.of(delivery)
+        got = np.bincount(d.parent[lots], weights=d.quantity[lots], minlength=n)
+        ordered = d.of(order)
+        if (got[ordered] > d.quantity[ordered]).any():
+            out.append(f"an order ({order}) was delivered ({delivery}) beyond the quantity ordered")
     vn = d.of("VN")
     vn_po = vn[d.parent[vn] >= 0]
     if (d.amount[vn_po] > d.amount[d.parent[vn_po]]).any():
@@ -186,11 +185,6 @@ def document_chains(books) -> list[str]:
         it = np.flatnonzero(np.isin(d.type, [TYPE[x] for x in item_codes]))
         if (paid[it] > d.gross()[it]).any():
             out.append(f"an item of {item_codes} is cleared by more than its amount")
-    sh = d.of("SH")
-    shipped = np.bincount(d.parent[sh], weights=d.quantity[sh], minlength=n)
-    so = d.of("SO")
-    if (shipped[so] > d.quantity[so]).any():
-        out.append("a sales order shipped more than ordered")
     # approvals
     ap = np.flatnonzero(d.approver >= 0)
     if (d.approved_on[ap] < d.doc_date[ap]).any():

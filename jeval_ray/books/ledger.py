@@ -16,11 +16,9 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from jeval_ray.books import _np
 import pyarrow as pa
 
-from jeval_ray.books import assets, chart, close, master as md, posting, prepaids, subledgers
+from jeval_ray.books import _np, assets, chart, close, master as md, posting, prepaids, subledgers
 from jeval_ray.books.bank import BankState, Statements, statements
 from jeval_ray.books.documents import POSTS, TYPE, TYPE_CODES, DocTable, render
 

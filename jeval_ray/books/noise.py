@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
-
-from jeval_ray.books import master as md
+from jeval_ray.books import _np, master as md
 
 ROUND_RATE = 0.08
 WEEKEND_RATE = 0.03

@@ -34,7 +34,8 @@ def run_payroll(b: DocBuilder, g: np.random.Generator, m: md.Master) -> np.ndarr
     approved = md.business_offset(day, -2)
     pr = b.add("PR", n, doc_date=approved, post_date=day, entry_date=approved, entry_time=md.night_batch(g, n),
                amount=gross, tax=tax, withheld=withheld, preparer=md.USER["SYS_PAYROLL"],
-               approver=md.assign_approvers(g, gross, np.full(n, md.USER["SYS_PAYROLL"])), approved_on=approved, service_month=md.fiscal_month_code(day))
+               approver=md.assign_approvers(g, gross, np.full(n, md.USER["SYS_PAYROLL"])), approved_on=approved,
+               service_month=md.fiscal_month_code(day))
     b.add("PN", n, doc_date=day, post_date=day, entry_date=day, entry_time=md.night_batch(g, n), value_date=day,
           amount=gross - withheld, preparer=md.USER["SYS_PAYROLL"], parent=pr)
     dep = md.business_offset(day, 3)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
-
-from jeval_ray.books import master as md
+from jeval_ray.books import _np, master as md
 from jeval_ray.books.documents import DocBuilder
 
 #: finished goods kept on hand, in months of the busiest month's cost of sales

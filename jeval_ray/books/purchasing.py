@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
 
-from jeval_ray.books import master as md, noise
+from jeval_ray.books import _np, flows, master as md, noise
 from jeval_ray.books.chart import idx
 from jeval_ray.books.documents import DocBuilder
 
@@ -124,21 +123,8 @@ def three_way(b: DocBuilder, g: np.random.Generator, m: md.Master, category: str
     price = np.maximum(amount // qty, 1_00)
     po = _purchase_orders(b, g, vendor, po_day, qty, price)
 
-    partial = (g.random(n) < 0.15) & (qty >= 2)
-    q1 = np.where(partial, np.maximum(1, (qty * g.uniform(0.4, 0.8, n)).astype(np.int64)), qty)
-    rest = qty - q1
-    short = partial & (g.random(n) < 0.3)
-    q2 = np.where(partial, np.where(short, (rest * g.uniform(0.3, 0.9, n)).astype(np.int64), rest), 0)
-    gr1 = md.business_offset(po_day + g.integers(3, 25, n), 0)
-    gr2 = md.business_offset(gr1 + g.integers(5, 20, n), 0)
-    gr1, _ = noise.weekend(g, gr1)
-    gr2, _ = noise.weekend(g, gr2)
-    two = np.flatnonzero(q2 > 0)
-    chain = np.concatenate([np.arange(n), two])
-    gr_day = np.concatenate([gr1, gr2[two]])
-    gr_qty = np.concatenate([q1, q2[two]])
-    keep = gr_day <= md.YEAR_END
-    chain, gr_day, gr_qty = chain[keep], gr_day[keep], gr_qty[keep]
+    chain, gr_day, gr_qty, lots = flows.deliveries(g, qty, po_day + g.integers(3, 25, n), partial_rate=0.15,
+                                                   short_rate=0.3, weekend_runs=True)
     k = len(chain)
     gr_amount = gr_qty * price[chain]
     gr_ids = b.add("GR", k, doc_date=gr_day, post_date=gr_day, entry_date=gr_day,
@@ -146,10 +132,10 @@ def three_way(b: DocBuilder, g: np.random.Generator, m: md.Master, category: str
                    account=idx(c.account), quantity=gr_qty, preparer=md.USER["SYS_INTERFACE"], parent=po[chain])
 
     # one invoice per order for what was received; one in ten before the goods arrive
-    received = q1 + q2
-    early = ~partial & (g.random(n) < 0.10)
-    last_gr = np.where(q2 > 0, gr2, gr1)
-    inv_day = np.where(early, np.maximum(gr1 - g.integers(1, 6, n), po_day + 1), last_gr + g.integers(0, 11, n))
+    received = lots["delivered"]
+    early = ~lots["partial"] & (g.random(n) < 0.10)
+    inv_day = np.where(early, np.maximum(lots["first"] - g.integers(1, 6, n), po_day + 1),
+                       lots["last"] + g.integers(0, 11, n))
     inv_amount = received * price
     if category == "capex":
         variance = np.zeros(n, dtype=np.int64)
@@ -217,7 +203,10 @@ def recurring(b: DocBuilder, g: np.random.Generator, m: md.Master, category: str
     c = md.CATEGORIES[md.CATEGORY[category]]
     vendors = m.vendors_of(category)
     fee = np.rint(np.exp(g.normal(c.mu, c.sigma, len(vendors))) * 100).astype(np.int64)
-    fee = np.maximum(np.rint(fee / 10_000), 1).astype(np.int64) * 10_000 if category == "rent" else noise.avoid_whole_hundreds(fee)
+    if category == "rent":
+        fee = np.maximum(np.rint(fee / 10_000), 1).astype(np.int64) * 10_000
+    else:
+        fee = noise.avoid_whole_hundreds(fee)
     months = np.arange(12 * 2024 + 9, 12 * 2025 + 12)  # October 2024 - December 2025
     v = np.repeat(vendors, len(months))
     mon = np.tile(months, len(vendors))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import master as md, noise
+from jeval_ray.books import flows, master as md, noise
 from jeval_ray.books.chart import idx
 from jeval_ray.books.documents import DocBuilder
 
@@ -55,17 +55,7 @@ def order_to_cash(b: DocBuilder, g: np.random.Generator, m: md.Master, n: int) -
     so = b.add("SO", n, doc_date=so_day, entry_date=so_day, entry_time=md.evening_interface(g, n), partner=cust,
                amount=qty * price, quantity=qty, preparer=md.USER["SYS_INTERFACE"])
 
-    partial = (g.random(n) < 0.10) & (qty >= 2)
-    q1 = np.where(partial, np.maximum(1, (qty * g.uniform(0.4, 0.8, n)).astype(np.int64)), qty)
-    q2 = np.where(partial, qty - q1, 0)
-    sh1 = md.business_offset(so_day + g.integers(1, 12, n), 0)
-    sh2 = md.business_offset(sh1 + g.integers(5, 20, n), 0)
-    two = np.flatnonzero(q2 > 0)
-    chain = np.concatenate([np.arange(n), two])
-    day = np.concatenate([sh1, sh2[two]])
-    sq = np.concatenate([q1, q2[two]])
-    keep = day <= md.YEAR_END
-    chain, day, sq = chain[keep], day[keep], sq[keep]
+    chain, day, sq, _ = flows.deliveries(g, qty, so_day + g.integers(1, 12, n), partial_rate=0.10)
     k = len(chain)
     value = sq * price[chain]
     cost = np.rint(value * cost_ratio[chain]).astype(np.int64)

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np
-
-from jeval_ray.books import (accruals, assets, bank, chart, close, invariants, ledger, master as md, payroll,
+from jeval_ray.books import (_np, accruals, assets, bank, chart, close, invariants, ledger, master as md, payroll,
                              prepaids, production, purchasing, sales, subledgers)
 from jeval_ray.books.bank import BankState
 from jeval_ray.books.documents import DocBuilder
@@ -123,7 +121,8 @@ def _opening(m, docs, prior, year, register, schedule, raw_open, fg_open, allowa
     low = int(running[last_of_day].min()) if len(running) else 0
     need = max(0, -low) + m.annual_payroll_cents // 24
     bal[cash] = -(-need // 100_000) * 100_000  # whole thousands of dollars
-    assets_total = int(bal[chart.NORMAL > 0].sum() + bal[[chart.idx("allowance"), chart.idx("accumulated_depreciation")]].sum())
+    contra = [chart.idx("allowance"), chart.idx("accumulated_depreciation")]
+    assets_total = int(bal[chart.NORMAL > 0].sum() + bal[contra].sum())
     bal[chart.idx("common_stock")] = -max(1, round(assets_total * 0.15 / 10_000_000)) * 10_000_000
     bal[chart.idx("retained_earnings")] = -int(bal.sum())
     # open items and the bank's position at the opening, from the same prior-year documents

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from jeval_ray.books import _np
-
 from jeval_ray.books.documents import TYPE, DocTable
 
 ITEM_TYPES = {"ap": ("VI", "VN"), "ar": ("CI",)}

@@ -260,7 +260,8 @@ def documents(books) -> pa.Table:
         "service_month": _month_text(np.maximum(svc, 0), dictionary=True),
         "entry_id": pc.if_else(pa.array(books.entry_no[ids] >= 0), pa.array(books.entry_no[ids]).cast(pa.string()),
                                pa.scalar(None, pa.string())),
-        "partner_kind": _dict_strings(np.searchsorted(np.array(["", "customer", "vendor"]), kind), ["", "customer", "vendor"]),
+        "partner_kind": _dict_strings(np.searchsorted(np.array(["", "customer", "vendor"]), kind),
+                                      ["", "customer", "vendor"]),
         "vendor_bank_account": _dict_strings(_partner_codes(books, ids, "vendor"), [""] + m.vendor_bank),
     })
 
@@ -296,7 +297,8 @@ def master_tables(books) -> dict[str, pa.Table]:
             "category": [md.CATEGORIES[c].name for c in cat.tolist()],
             "default_account": [chart.ACCOUNTS[chart.idx(md.CATEGORIES[c].account)].code for c in cat.tolist()],
             "payment_terms_days": m.vendor_terms, "bank_account": m.vendor_bank,
-            "created_on": pa.array(m.vendor_created.astype("datetime64[D]"), pa.date32()), "status": ["active"] * m.n_vendors}),
+            "created_on": pa.array(m.vendor_created.astype("datetime64[D]"), pa.date32()),
+            "status": ["active"] * m.n_vendors}),
         "customers": pa.table({
             "customer_id": [m.customer_id(i) for i in range(m.n_customers)], "name": m.customer_name,
             "ship_to_state": [sales.STATES[s_] for s_ in states.tolist()], "payment_terms_days": m.customer_terms,
@@ -348,8 +350,8 @@ def bank_tables(books) -> dict[str, pa.Table]:
         "bank_statements": pa.table({
             "statement_date": _dates(v.month_end), "bank": [md.BANK_NAME] * len(v.month_end),
             "account_number": [md.BANK_ACCOUNT] * len(v.month_end), "opening_balance": v.opening / 100.0,
-            "credits": np.array([v.line_amount[(month_of_line == k) & (v.line_amount > 0)].sum() for k in range(len(v.month_end))]) / 100.0,
-            "debits": np.array([-v.line_amount[(month_of_line == k) & (v.line_amount < 0)].sum() for k in range(len(v.month_end))]) / 100.0,
+            "credits": np.bincount(month_of_line, weights=np.maximum(v.line_amount, 0), minlength=len(v.month_end)) / 100.0,
+            "debits": np.bincount(month_of_line, weights=np.maximum(-v.line_amount, 0), minlength=len(v.month_end)) / 100.0,
             "closing_balance": v.closing / 100.0}),
         "bank_statement_lines": pa.table({
             "statement_date": _dates(v.month_end[np.minimum(month_of_line, len(v.month_end) - 1)]),
