@@ -151,6 +151,16 @@ def _money(cents: int) -> str:
     return f"USD {cents / 100:,.2f}"
 
 
+def _purpose(code: str, ext_ref: int) -> str:
+    """What a close document is for (top-side adjustments, allowance parts, tax returns by state)."""
+    from jeval_ray.books import close, sales
+
+    words = {"TS": [p for p, _ in close.TOP_SIDE], "AL": list(close.ALLOWANCE_PARTS), "TX": list(sales.STATES)}.get(code)
+    if words is None or not 0 <= ext_ref < len(words):
+        return ""
+    return words[ext_ref] if code != "TX" else f"sales tax return, {words[ext_ref]}"
+
+
 def render(books, i: int) -> dict:
     """A document as a support-pack item: id, type, title, date and a body worded from its fields.
 
@@ -181,6 +191,9 @@ def render(books, i: int) -> dict:
     if d.account[i] >= 0 and code not in ("YC",):
         a = ACCOUNTS[int(d.account[i])]
         lines.append(f"Account: {a.code} {a.name}")
+    purpose = _purpose(code, int(d.ext_ref[i]))
+    if purpose:
+        lines.append(f"Purpose: {purpose}")
     if d.service_month[i] > 0:
         y, mo = divmod(int(d.service_month[i]), 100)
         lines.append(f"For: {md.MONTH_NAMES[mo - 1]} {y}")
@@ -193,8 +206,10 @@ def render(books, i: int) -> dict:
     elif code == "PR":
         lines.append(f"Gross wages: {_money(amt)}; employer payroll taxes: {_money(tax)}; employee withholdings: "
                      f"{_money(wh)}; net pay: {_money(amt - wh)}; total payroll cost: {_money(amt + tax)}")
+    elif code == "YC":
+        lines.append(f"Net result closed to retained earnings: {_money(amt)} ({'profit' if amt > 0 else 'loss'})")
     else:
-        lines.append(f"Amount: {_money(amt)}")
+        lines.append(f"Amount: {_money(amt)}" + (" (a release)" if amt < 0 and code == "AL" else ""))
     if d.due_date[i] >= 0:
         lines.append(f"Due date: {md.iso(d.due_date[i])}")
     if d.value_date[i] >= 0:
