@@ -83,7 +83,7 @@ def normal_balances(books) -> list[str]:
 
 
 def subledgers_tie(books) -> list[str]:
-    """AP and AR open items per partner = aging per partner, and their total = the control account."""
+    """AP and AR open items, their aging and the control account agree at every period end."""
     out = []
     for side, role, sign in (("ap", "ap", -1), ("ar", "ar", 1)):
         oi = books.ap_open if side == "ap" else books.ar_open
@@ -99,6 +99,21 @@ def subledgers_tie(books) -> list[str]:
                 out.append(f"{side} at {md.iso(d)}: control {_fmt(control)}, open items {_fmt(items)}, aging {_fmt(aged)}")
         if (oi.amount < 0).any():
             out.append(f"{side}: an invoice is cleared by more than its amount")
+    return out
+
+
+def agings_match_open_items(books) -> list[str]:
+    """Each partner's aging total at each period end = its open items, counted afresh."""
+    out = []
+    for side in ("ap", "ar"):
+        oi = books.ap_open if side == "ap" else books.ar_open
+        ag = subledgers.aging(oi)
+        per_partner: dict[tuple[int, int], int] = {}
+        for at, partner, amount in zip(oi.at.tolist(), oi.partner.tolist(), oi.amount.tolist()):
+            per_partner[(at, partner)] = per_partner.get((at, partner), 0) + amount
+        aged = dict(zip(zip(ag["at"].tolist(), ag["partner"].tolist()), ag["total"].tolist()))
+        if per_partner != aged:
+            out.append(f"{side}: the aging per partner differs from the partner's open items")
     return out
 
 
@@ -308,7 +323,7 @@ def control_accounts(books) -> list[str]:
 
 
 ALL = (entries_balance, trial_balance_zero, closing_is_opening_plus_postings, normal_balances, subledgers_tie,
-       agings_roll_forward, bank_ties, document_chains, entry_numbers_follow_entry_time, fixed_assets_tie,
+       agings_match_open_items, agings_roll_forward, bank_ties, document_chains, entry_numbers_follow_entry_time, fixed_assets_tie,
        prepaids_tie, accruals_reverse, vendor_accounts, control_accounts)
 CHEAP = (entries_balance, trial_balance_zero, subledgers_tie, bank_ties)
 
