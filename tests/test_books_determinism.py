@@ -50,3 +50,12 @@ def test_a_process_draws_from_its_own_stream():
     assert len(a.docs.of("SO")) != len(b.docs.of("SO"))
     pa_, pb = a.docs.of("PR"), b.docs.of("PR")
     assert np.array_equal(a.docs.amount[pa_], b.docs.amount[pb])
+
+
+def test_sizes_outside_the_modelled_company_are_refused_with_the_fix():
+    import pytest
+
+    with pytest.raises(ValueError, match="too small.*raise size"):
+        simulate_year(0, 50)
+    with pytest.raises(ValueError, match="too large.*lower size"):
+        simulate_year(0, 2_000_001)

@@ -34,6 +34,8 @@ RAW_SHARE = 0.085
 TWO_WAY_SHARE = 0.050
 BILL_SHARE = 0.042
 MIN_SIZE = 100
+#: above this, monthly tax returns and allowance reviews outgrow the CFO's approval limit
+MAX_SIZE = 2_000_000
 
 
 def _counts(size: int) -> dict[str, int]:
@@ -52,6 +54,9 @@ def simulate_year(seed: int, size: int = 10_000, *, validate: bool = True) -> le
     """The books of one simulated year of about ``size`` journal entries; a pure function of its inputs."""
     if int(size) < MIN_SIZE:
         raise ValueError(f"size={size} is too small: a year needs at least {MIN_SIZE} entries; raise size")
+    if int(size) > MAX_SIZE:
+        raise ValueError(f"size={size} is too large: above {MAX_SIZE:,} entries the company's monthly tax returns "
+                         "exceed its CFO's approval limit; lower size")
     seed = int(seed)
     m = md.build_master(seed, size)
     n = _counts(size)
