@@ -20,7 +20,7 @@ from jeval_ray.books.documents import DocBuilder
 _MACHINERY = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Register:
     asset_class: np.ndarray
     cost: np.ndarray

@@ -34,7 +34,7 @@ def charges_and_interest(b: DocBuilder, g: np.random.Generator, m: md.Master) ->
               approved_on=entered, service_month=md.fiscal_month_code(day))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BankState:
     """Where the bank stands when a window opens: its balance and the items still in flight."""
 
@@ -43,7 +43,7 @@ class BankState:
     pending_amount: np.ndarray  # their signed cash effect (+ money in)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Statements:
     month_end: np.ndarray  # one per statement
     opening: np.ndarray

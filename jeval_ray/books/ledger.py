@@ -41,7 +41,7 @@ PROCESSES = {
 assert sorted(c for v in PROCESSES.values() for c in v) == sorted(TYPE_CODES.tolist())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Opening:
     """The books when a window opens: balances per account, open AP/AR items, the bank's position."""
 
@@ -51,7 +51,7 @@ class Opening:
     bank: BankState
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Books:
     """One company's books over a window of days (the year, or a task's slice of it)."""
 

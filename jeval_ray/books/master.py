@@ -268,7 +268,7 @@ def _bank_accounts(g: np.random.Generator, k: int) -> list[str]:
     return ["US" + "".join(map(str, row)) for row in digits.tolist()]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Master:
     """All master data of one simulated company; arrays are indexed by partner or asset number."""
 

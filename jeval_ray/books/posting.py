@@ -85,7 +85,7 @@ for _code, _lines in TEMPLATES.items():
     _LINES_OF[TYPE[_code]] = len(_lines)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Items:
     """Itemised lines of ``@items`` documents: (document, account, signed cents)."""
 
@@ -99,7 +99,7 @@ class Items:
         return Items(z, z, z)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Lines:
     """Journal lines: document, line number within its entry, account, signed cents (+ debit)."""
 

@@ -17,7 +17,7 @@ from jeval_ray.books.chart import idx
 from jeval_ray.books.documents import DocBuilder
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Schedule:
     vendor: np.ndarray
     invoice: np.ndarray  # vendor invoice document id

@@ -26,7 +26,7 @@ BUCKETS = ("current", "1_30", "31_60", "61_90", "over_90")
 BUCKET_EDGES = np.array([0, 30, 60, 90])  # days past due, inclusive upper bounds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OpenItems:
     """Open items at several dates: one row per (date, item) with a non-zero open amount."""
 
