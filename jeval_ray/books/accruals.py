@@ -22,7 +22,7 @@ def accrue(b: DocBuilder, g: np.random.Generator, bills: dict) -> tuple[np.ndarr
     """Accruals and their reversals for ``bills`` (from ``purchasing.monthly_services``)."""
     svc = bills["service_month"]
     year, mon = svc // 100, svc % 100
-    end = np.array([md.month_end(int(y), int(mo)) for y, mo in zip(year, mon)], dtype=np.int64)
+    end = md.last_day_of(12 * year + mon - 1)
     keep = (end >= md.SIM_START) & (end <= md.YEAR_END)
     sel = np.flatnonzero(keep)
     n = len(sel)

@@ -90,9 +90,11 @@ class DocBuilder:
         block: dict[str, object] = {"type": TYPE[code]}
         for c in COLUMNS[1:]:
             v = cols.get(c, _DEFAULT.get(c, -1))
-            if np.ndim(v):
+            if isinstance(v, (np.ndarray, list, tuple)):
                 v = np.asarray(v, dtype=np.int64)
-                if len(v) != n:
+                if v.ndim == 0:
+                    v = int(v)
+                elif len(v) != n:
                     raise ValueError(f"column {c} of {code} has {len(v)} values for {n} documents")
             else:
                 v = int(v)

@@ -71,19 +71,33 @@ def month_end(year: int, month: int) -> int:
     return month_start(year, month + 1) - 1
 
 
+def first_day_of(months) -> np.ndarray:
+    """Day number of the first day of each month, months counted as ``12 * year + month - 1``."""
+    m = np.asarray(months, dtype=np.int64) - 1970 * 12
+    return m.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+
+
+def last_day_of(months) -> np.ndarray:
+    """Day number of the last day of each month (months as for ``first_day_of``)."""
+    return first_day_of(np.asarray(months, dtype=np.int64) + 1) - 1
+
+
 #: first and last day of the 12 fiscal months (index 0 = January 2025)
 MONTH_STARTS = np.array([month_start(2025, m) for m in range(1, 13)], dtype=np.int64)
 MONTH_ENDS = np.array([month_end(2025, m) for m in range(1, 13)], dtype=np.int64)
 
 
+_BUSINESS_DAYS = np.busdaycalendar(holidays=HOLIDAY_DATES)
+
+
 def is_business_day(days: np.ndarray) -> np.ndarray:
-    return np.is_busday(np.asarray(days, dtype=np.int64).astype("datetime64[D]"), holidays=HOLIDAY_DATES)
+    return np.is_busday(np.asarray(days, dtype=np.int64).astype("datetime64[D]"), busdaycal=_BUSINESS_DAYS)
 
 
 def business_offset(days, offset: int, roll: str = "forward") -> np.ndarray:
     """``offset`` business days from each day (rolled to a business day first), as day numbers."""
     d = np.asarray(days, dtype=np.int64).astype("datetime64[D]")
-    return np.busday_offset(d, offset, roll=roll, holidays=HOLIDAY_DATES).astype(np.int64)
+    return np.busday_offset(d, offset, roll=roll, busdaycal=_BUSINESS_DAYS).astype(np.int64)
 
 
 def month_of(days) -> np.ndarray:
@@ -333,7 +347,7 @@ def build_master(seed: int, size: int) -> Master:
     cost = np.rint(np.exp(g.normal(mu, 0.5)) * 100).astype(np.int64)
     # in service between 2015 and 2024, never longer ago than twice the useful life
     months_ago = np.minimum(g.integers(1, 120, n_assets), 2 * life)
-    in_service = np.array([month_start(2025, 1 - int(m)) for m in months_ago], dtype=np.int64)
+    in_service = first_day_of(12 * 2025 - months_ago)
     n_emp = int(np.clip(size // 3000, 12, 1500))  # a pay run stays within the CFO's limit
     return Master(
         seed=int(seed), size=int(size),

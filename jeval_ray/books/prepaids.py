@@ -45,7 +45,7 @@ def insurance(b: DocBuilder, g: np.random.Generator, m: md.Master) -> Schedule:
     premium = np.rint(np.exp(g.normal(c.mu, c.sigma, len(vendors))) * 100).astype(np.int64)
     v = np.repeat(vendors, 2)
     first = np.array([12 * y + int(a) - 1 for a in anniversary for y in (2024, 2025)], dtype=np.int64)  # months since year 0
-    start_day = np.array([md.month_start(int(x) // 12, int(x) % 12 + 1) for x in first], dtype=np.int64)
+    start_day = md.first_day_of(first)
     amount = np.repeat(premium, 2) * np.tile(np.array([100, 104]), len(vendors)) // 100  # renewal 4 % dearer
     inv = purchasing.invoices(b, g, m, "VN", v, start_day - g.integers(14, 22, len(v)), amount,
                               np.full(len(v), idx("prepaid")), np.full(len(v), -1),

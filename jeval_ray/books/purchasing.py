@@ -188,7 +188,7 @@ def monthly_services(b: DocBuilder, g: np.random.Generator, m: md.Master, catego
     mon = np.tile(months, len(vendors))
     base = np.exp(g.normal(c.mu, c.sigma, len(vendors)))[np.searchsorted(vendors, v)]
     amount = _shape_bill(g, np.rint(base * g.uniform(0.85, 1.15, len(v)) * 100).astype(np.int64))
-    first_next = np.array([md.month_start(int(x) // 12, int(x) % 12 + 2) for x in mon], dtype=np.int64)
+    first_next = md.first_day_of(mon + 1)
     doc_day = first_next + g.integers(2, 18, len(v))
     service = (mon // 12) * 100 + mon % 12 + 1
     inv = invoices(b, g, m, "VN", v, doc_day, amount, np.full(len(v), idx(c.account)), np.full(len(v), -1),
@@ -210,7 +210,7 @@ def recurring(b: DocBuilder, g: np.random.Generator, m: md.Master, category: str
     months = np.arange(12 * 2024 + 9, 12 * 2025 + 12)  # October 2024 - December 2025
     v = np.repeat(vendors, len(months))
     mon = np.tile(months, len(vendors))
-    first = np.array([md.month_start(int(x) // 12, int(x) % 12 + 1) for x in mon], dtype=np.int64)
+    first = md.first_day_of(mon)
     doc_day = first - g.integers(3, 10, len(v))
     inv = invoices(b, g, m, "VN", v, doc_day, np.repeat(fee, len(months)), np.full(len(v), idx(c.account)),
                    np.full(len(v), -1), service_month=(mon // 12) * 100 + mon % 12 + 1)

@@ -115,7 +115,7 @@ def service_contracts(b: DocBuilder, g: np.random.Generator, m: md.Master, n: in
     """Annual service contracts billed in advance to deferred revenue, released monthly."""
     cust = _customer_pick(g, m.n_customers, n)
     start = (12 * 2024 + 9) + g.integers(0, 15, n)  # first service month, October 2024 - December 2025
-    first = np.array([md.month_start(int(x) // 12, int(x) % 12 + 1) for x in start], dtype=np.int64)
+    first = md.first_day_of(start)
     fee = np.rint(np.exp(g.normal(9.6, 0.6, n)) * 100).astype(np.int64) * 12
     so = b.add("SO", n, doc_date=first - 10, entry_date=first - 10, entry_time=md.office_hours(g, n), partner=cust,
                amount=fee, quantity=1, preparer=md.USER["SYS_INTERFACE"])
@@ -130,7 +130,7 @@ def service_contracts(b: DocBuilder, g: np.random.Generator, m: md.Master, n: in
     mon = start[:, None] + k[None, :]
     base = fee // 12
     rel = np.where(k[None, :] == 11, fee[:, None] - 11 * base[:, None], base[:, None])
-    end = np.array([md.month_end(int(x) // 12, int(x) % 12 + 1) for x in mon.ravel()], dtype=np.int64)
+    end = md.last_day_of(mon.ravel())
     ok = end <= md.YEAR_END
     c = np.repeat(np.arange(n), 12)[ok]
     kk = int(ok.sum())
