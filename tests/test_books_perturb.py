@@ -82,3 +82,14 @@ def test_a_perturbation_cannot_reach_into_the_prior_year(year):
     with pytest.raises(KeyError, match="unknown document column"):
         year.perturb(replace={i: {"colour": 1}})
     assert TYPE["VN"] == year.docs.type[i]
+
+
+def test_a_payment_to_the_wrong_vendor_breaks_only_the_partner_tie(year):
+    d = year.docs
+    vp = d.of("VP")
+    vp = int(vp[(d.post_date[vp] > md.day("2025-05-01")) & (year.entry_no[vp] >= 0)][0])
+    other = (int(d.partner[vp]) + 1) % year.master.n_vendors
+    planted = year.perturb(replace={vp: {"partner": other}})
+    broken = invariants.check(planted)
+    # the control account still equals the open items in total; per vendor they no longer agree
+    assert set(broken) == {"partners_tie"}

@@ -13,7 +13,7 @@ from jeval_ray.books.documents import TYPE
 #: the invariants that speak of a window's own books (registers and schedules are the year's)
 SLICE_CHECKS = (invariants.entries_balance, invariants.trial_balance_zero,
                 invariants.closing_is_opening_plus_postings, invariants.subledgers_tie,
-                invariants.agings_match_open_items, invariants.agings_roll_forward, invariants.bank_ties,
+                invariants.partners_tie, invariants.agings_roll_forward, invariants.bank_ties,
                 invariants.entry_numbers_follow_entry_time, invariants.vendor_accounts, invariants.control_accounts)
 
 

@@ -40,18 +40,21 @@ def trial_balance_zero(books) -> list[str]:
 
 
 def closing_is_opening_plus_postings(books) -> list[str]:
-    """Per account and period end: the trial balance's closing equals the opening plus the lines posted."""
+    """Per account and period: the trial balance's closing is its opening plus the period's debits
+    less credits, each period opens at the last close, and the closing equals the balance summed
+    from the opening and every line posted by the period's last day."""
     tb = books.trial_balance_cents()
     out = []
     running = books.opening.balances.copy()
     for p, opening, closing, dr, cr in zip(tb["period"], tb["opening"], tb["closing"], tb["debit"], tb["credit"]):
         if not np.array_equal(opening, running):
             out.append(f"period {p} opens at a balance other than the last close")
-        sel = books.period_of_line == p
-        mov = np.bincount(books.lines.account[sel], weights=books.lines.value[sel], minlength=len(running)).astype(np.int64)
-        running = running + mov
-        if not np.array_equal(closing, running) or not np.array_equal(dr - cr, mov):
-            out.append(f"period {p}: closing is not opening plus postings")
+        if not np.array_equal(closing, opening + dr - cr):
+            out.append(f"period {p}: closing is not opening plus debits less credits")
+        last = min(int(md.MONTH_ENDS[min(p, 12) - 1]), books.end)
+        if not np.array_equal(closing, books.balances_at(last, include_closing=p == 13)):
+            out.append(f"period {p}: closing differs from the postings up to {md.iso(last)}")
+        running = closing
     return out
 
 
@@ -102,18 +105,28 @@ def subledgers_tie(books) -> list[str]:
     return out
 
 
-def agings_match_open_items(books) -> list[str]:
-    """Each partner's aging total at each period end = its open items, counted afresh."""
+def partners_tie(books) -> list[str]:
+    """Each partner's open items = the partner's opening items plus its postings to the control
+    account (the journal names the partner on every line), at every period end."""
     out = []
-    for side in ("ap", "ar"):
+    d = books.docs
+    for side, role, sign in (("ap", "ap", -1), ("ar", "ar", 1)):
         oi = books.ap_open if side == "ap" else books.ar_open
-        ag = subledgers.aging(oi)
-        per_partner: dict[tuple[int, int], int] = {}
-        for at, partner, amount in zip(oi.at.tolist(), oi.partner.tolist(), oi.amount.tolist()):
-            per_partner[(at, partner)] = per_partner.get((at, partner), 0) + amount
-        aged = dict(zip(zip(ag["at"].tolist(), ag["partner"].tolist()), ag["total"].tolist()))
-        if per_partner != aged:
-            out.append(f"{side}: the aging per partner differs from the partner's open items")
+        base_ids, base_amt = books.opening.ap if side == "ap" else books.opening.ar
+        n = (books.master.n_vendors if side == "ap" else books.master.n_customers) + 1
+        on = books.lines.account == chart.idx(role)
+        partner = d.partner[books.lines.doc[on]]
+        post = d.post_date[books.lines.doc[on]]
+        value = sign * books.lines.value[on]
+        opening = np.bincount(d.partner[base_ids], weights=base_amt, minlength=n)
+        for day in books.period_ends:
+            ledger = opening + np.bincount(partner[post <= day], weights=value[post <= day], minlength=n)
+            sub = np.bincount(oi.partner[oi.at == day], weights=oi.amount[oi.at == day], minlength=n)
+            if not np.array_equal(np.rint(ledger), np.rint(sub)):
+                k = int(np.argmax(np.rint(ledger) != np.rint(sub)))
+                out.append(f"{side} at {md.iso(day)}: partner {k} owes {_fmt(sub[k])} by its open items "
+                           f"but {_fmt(ledger[k])} by the ledger")
+                break
     return out
 
 
@@ -323,7 +336,7 @@ def control_accounts(books) -> list[str]:
 
 
 ALL = (entries_balance, trial_balance_zero, closing_is_opening_plus_postings, normal_balances, subledgers_tie,
-       agings_match_open_items, agings_roll_forward, bank_ties, document_chains, entry_numbers_follow_entry_time,
+       partners_tie, agings_roll_forward, bank_ties, document_chains, entry_numbers_follow_entry_time,
        fixed_assets_tie, prepaids_tie, accruals_reverse, vendor_accounts, control_accounts)
 #: what ``simulate_year`` checks on every run (linear in the size of the books)
 CHEAP = (entries_balance, trial_balance_zero, subledgers_tie, bank_ties)
