@@ -339,7 +339,8 @@ ALL = (entries_balance, trial_balance_zero, closing_is_opening_plus_postings, no
        partners_tie, agings_roll_forward, bank_ties, document_chains, entry_numbers_follow_entry_time,
        fixed_assets_tie, prepaids_tie, accruals_reverse, vendor_accounts, control_accounts)
 #: what ``simulate_year`` checks on every run (linear in the size of the books)
-CHEAP = (entries_balance, trial_balance_zero, subledgers_tie, bank_ties)
+CHEAP = (entries_balance, trial_balance_zero, closing_is_opening_plus_postings, normal_balances, subledgers_tie,
+         bank_ties, fixed_assets_tie, prepaids_tie, control_accounts)
 
 
 def check(books, checks=ALL) -> dict[str, list[str]]:
