@@ -66,7 +66,6 @@ def statements(docs, cash_doc: np.ndarray, cash_amount: np.ndarray, state: BankS
     post = docs.post_date[doc]
     order = np.lexsort((doc, value))
     doc, amt, value, post = doc[order], amt[order], value[order], post[order]
-    is_pending = np.isin(doc, state.pending)
     opening, closing = [], []
     bal = state.balance
     lines = []
@@ -78,7 +77,8 @@ def statements(docs, cash_doc: np.ndarray, cash_amount: np.ndarray, state: BankS
         bal += int(amt[sel].sum())
         closing.append(bal)
         lines.append(np.flatnonzero(sel))
-        out = np.flatnonzero(((post <= e) | is_pending) & (value > e))
+        # recorded by the statement date, not yet through the bank (pending items were recorded earlier)
+        out = np.flatnonzero((post <= e) & (value > e))
         recon.append((np.full(len(out), e), out))
         prev = e
     li = np.concatenate(lines) if lines else np.zeros(0, np.int64)
