@@ -42,9 +42,9 @@ def _counts(size: int) -> dict[str, int]:
     s = max(int(size), MIN_SIZE)
     return {
         "sales": max(20, int(SALES_SHARE * s)),
-        "contracts": max(2, int(0.001 * s)),
+        "contracts": max(2, int(0.001 * s)),  # annual service contracts
         "raw": max(8, int(RAW_SHARE * s)),
-        "capex": max(2, int(0.0008 * s)),
+        "capex": max(2, int(0.0008 * s)),  # equipment orders (each receipt becomes an asset)
         "two_way": max(3, int(TWO_WAY_SHARE * s)),
         "bill": max(3, int(BILL_SHARE * s)),
     }
@@ -75,13 +75,13 @@ def simulate_year(seed: int, size: int = 10_000, *, validate: bool = True) -> le
         purchasing.two_way(b, g(f"purchasing.{cat}"), m, cat, n["two_way"] // 3)
     for cat in ("office", "travel"):
         purchasing.bills(b, g(f"purchasing.{cat}"), m, cat, n["bill"] // 2)
-    services = [purchasing.monthly_services(b, g(f"purchasing.{cat}"), m, cat) for cat in ("professional", "utilities")]
+    services = {cat: purchasing.monthly_services(b, g(f"purchasing.{cat}"), m, cat) for cat in ("professional", "utilities")}
     for cat in ("rent", "software"):
         purchasing.recurring(b, g(f"purchasing.{cat}"), m, cat)
     schedule = prepaids.insurance(b, g("prepaids.insurance"), m)
     prepaids.amortise(b, g("prepaids.amortisation"), schedule)
-    for k, bills in enumerate(services):
-        accruals.accrue(b, g(f"accruals.{k}"), bills)
+    for cat, bills in services.items():
+        accruals.accrue(b, g(f"accruals.{cat}"), bills)
     payroll.run_payroll(b, g("payroll"), m)
     register = assets.build_register(m, capex)
     assets.depreciation_runs(b, g("assets.depreciation"), register)
