@@ -75,7 +75,8 @@ def simulate_year(seed: int, size: int = 10_000, *, validate: bool = True) -> le
         purchasing.two_way(b, g(f"purchasing.{cat}"), m, cat, n["two_way"] // 3)
     for cat in ("office", "travel"):
         purchasing.bills(b, g(f"purchasing.{cat}"), m, cat, n["bill"] // 2)
-    services = {cat: purchasing.monthly_services(b, g(f"purchasing.{cat}"), m, cat) for cat in ("professional", "utilities")}
+    services = {cat: purchasing.monthly_services(b, g(f"purchasing.{cat}"), m, cat)
+                for cat in ("professional", "utilities")}
     for cat in ("rent", "software"):
         purchasing.recurring(b, g(f"purchasing.{cat}"), m, cat)
     schedule = prepaids.insurance(b, g("prepaids.insurance"), m)
