@@ -29,8 +29,8 @@ class EpisodeOutcome:
     termination: str
     status: str  # completed | failed
     judge_packet: dict
-    tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_in: int | None = None  # None: no reply of the agent reported tokens (agents without a model)
+    tokens_out: int | None = None
     cost_usd: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
@@ -38,9 +38,20 @@ class EpisodeOutcome:
     world_reused: bool = False  # the world came from a WorldCache (generated for an earlier episode)
 
 
-def _account(step: StepLog, turn: Turn) -> None:
-    step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
-    step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
+def _account(step: StepLog, turn: Turn, first: bool) -> None:
+    """A reply's accounting goes on its first step; its other steps get 0 where the reply measured
+    something (counted once) and None where it measured nothing."""
+    if first:
+        step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
+        step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
+        return
+    step.tokens_in = None if turn.tokens_in is None else 0
+    step.tokens_out = None if turn.tokens_out is None else 0
+    step.latency_ms = None if turn.latency_ms is None else 0.0
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    return total if value is None else (total or 0) + value
 
 
 async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float | None = None,
@@ -57,15 +68,15 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     brief, info = env.reset(seed, world=world)
     agent.reset(brief, info["tools"], seed)
     observations: list[Observation] = []
-    totals = [0, 0, 0.0]
+    totals: list = [None, None, 0.0]
     error = None
     try:
         # One deadline for the whole episode (not a wait_for per turn: that costs a Task per turn).
         async with asyncio.timeout(timeout_s):
             while not env.done:
                 turn = await agent.act(observations)
-                totals[0] += turn.tokens_in
-                totals[1] += turn.tokens_out
+                totals[0] = _add(totals[0], turn.tokens_in)
+                totals[1] = _add(totals[1], turn.tokens_out)
                 totals[2] += turn.cost_usd
                 if turn.stop_reason:
                     env.end(turn.stop_reason)
@@ -74,8 +85,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
                 observations = []
                 for i, action in enumerate(actions):
                     text, _r, _term, _trunc, step_info = env.step(action)
-                    if i == 0:
-                        _account(env.steps[-1], turn)
+                    _account(env.steps[-1], turn, first=i == 0)
                     if action.tool == "":
                         text = NO_TOOL_REMINDER
                     observations.append(Observation(action.call_id, action.tool, text, step_info["is_error"]))

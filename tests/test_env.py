@@ -227,3 +227,12 @@ def test_an_episode_over_its_deadline_ends_as_a_failed_timeout_and_keeps_its_ste
     assert out.wall_s < 1.0
     quick = asyncio.run(play_episode(JEEnv("JE-1"), SleepAgent(latency_ms=1, steps=2), 0, timeout_s=5))
     assert quick.status == "completed" and quick.termination == "submitted"
+
+
+def test_query_ledger_compares_date_columns_with_iso_text():
+    env = JEEnv("JE-9")
+    env.reset(seed=0)
+    obs, *_rest, info = env.step(Action("query_ledger", {"filters": [{"column": "posting_date", "op": "ge",
+                                                                       "value": "2025-12-24"}], "limit": 500}))
+    rows = json.loads(obs)["rows"]
+    assert not info["is_error"] and rows and all(r["posting_date"] >= "2025-12-24" for r in rows)

@@ -278,8 +278,9 @@ def test_dry_run_prints_the_grid_and_every_contract_without_ray_or_writes(tmp_pa
                       models=[{"name": "careful", "agent": "careful"}, {"name": "org/naive", "agent": "naive"}])
     out = run_cli("--config", str(_write(tmp_path, cfg)), "--dry-run")
     assert out.returncode == 0, out.stderr
-    contracts = [json.loads(ln) for ln in out.stdout.splitlines() if ln.startswith("{")]
+    contracts = [json.loads(ln) for ln in out.stdout.splitlines()]  # stdout is JSON lines only
     assert len(contracts) == 2 * 2 * 2 * 2
+    assert "# grid: 16 episodes" in out.stderr
     assert {c["run_config"]["task_id"] for c in contracts} == {"JE-1", "JE-2"}
     assert "variance is not measurable" in out.stderr
     assert not (tmp_path / "runs").exists()
@@ -293,11 +294,11 @@ def test_help_explains_every_option():
 
 
 def test_the_cluster_address_comes_from_the_option_then_ray_address_then_the_config(tmp_path, monkeypatch):
-    cfg = validate_config(tiny_config(tmp_path, ray={"address": "ray://from-config:10001"}))
+    cfg = validate_config(tiny_config(tmp_path, ray={"address": "from-config:6379"}))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    assert plan_run(cfg).address == "ray://from-config:10001"
-    monkeypatch.setenv("RAY_ADDRESS", "ray://from-env:10001")
-    assert plan_run(cfg).address == "ray://from-env:10001"
+    assert plan_run(cfg).address == "from-config:6379"
+    monkeypatch.setenv("RAY_ADDRESS", "from-env:6379")
+    assert plan_run(cfg).address == "from-env:6379"
     assert plan_run(cfg, address="auto").address == "auto"
 
 
@@ -319,7 +320,7 @@ def test_the_dry_run_survives_a_closed_pipe(tmp_path):
     cmd = f"{sys.executable} -m jeval_ray.sweep --dry-run | head -1"
     out = subprocess.run(cmd, shell=True, capture_output=True, text=True, cwd=str(ROOT),
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.stdout.startswith("# run") and "Traceback" not in out.stderr
+    assert out.stdout.startswith("{") and "Traceback" not in out.stderr
 
 
 def test_a_condition_can_carry_knob_overrides_such_as_prompt_injection(tmp_path):

@@ -85,7 +85,8 @@ def test_episode_rows_carry_the_run_config_contract_and_the_judged_score(sweep):
         assert json.loads(row["run_config"]) == json.loads(cell.contract_json)
         assert row["judges_ok"] == get_task(row["task_id"]).judges_per_episode
         w = json.loads(row["run_config"])["scoring"]["weights"]
-        expect = w["outcome"] * row["outcome"] + w["process"] * row["process"] + w["rationale"] * row["rationale"]
+        o = row["outcome"]  # process and rationale count in proportion to the outcome (docs/scoring.md)
+        expect = w["outcome"] * o + o * (w["process"] * row["process"] + w["rationale"] * row["rationale"])
         assert row["score"] == pytest.approx(expect)
         assert row["world_hash"] and row["n_steps"] > 0 and row["worker"]
 
@@ -254,3 +255,25 @@ def test_a_worker_plays_its_share_at_once_and_starts_queued_episodes_on_worlds_b
         assert max(dispatched) == 12 and r.worlds["ahead"] >= 1
     else:
         assert max(dispatched) == 6 and r.worlds["ahead"] == 0
+
+
+def test_every_parquet_column_carries_its_description_and_builtin_agents_have_null_tokens_and_latency(sweep):
+    """docs/data.md's descriptions travel in the files (Arrow field metadata); null, not 0, where nothing was measured."""
+    import duckdb
+
+    from jeval_ray.records.schemas import description
+
+    run = sweep["run_dir"]
+    for name in DATASETS:
+        files = sorted(run.glob(f"{name}/**/*.parquet"))
+        assert files, name
+        schema = pq.read_schema(files[0])
+        for f in schema:
+            assert f.metadata and f.metadata[b"description"].decode() == description(name, f.name), (name, f.name)
+    glob = f"{run}/steps/**/*.parquet"
+    steps = duckdb.sql(f"SELECT count(*), count(tokens_in), count(tokens_out), count(latency_ms) "
+                       f"FROM read_parquet('{glob}', hive_partitioning=true)").fetchall()[0]
+    assert steps[0] > 0 and steps[1:] == (0, 0, 0)
+    eps = duckdb.sql(f"SELECT count(*), count(tokens_in), count(tokens_out), sum(cost_usd) "
+                     f"FROM read_parquet('{run}/episodes/**/*.parquet', hive_partitioning=true)").fetchall()[0]
+    assert eps == (len(_cells(sweep)), 0, 0, 0.0)

@@ -1,11 +1,24 @@
-"""JE-2 (self-approved manual entries): planting, the clean base, determinism and the built-in agents."""
+"""JE-2 (self-approved manual entries): the key an auditor would reach, surface parity, and the agents.
+
+The checks read the visible world only (ledger lines, ``master:users``, the vouchers), independently
+of the task module, so a planting bug cannot hide behind the same code in the test.
+"""
 
 from __future__ import annotations
 
+import re
+import statistics
+
 import pyarrow.compute as pc
+import pytest
+
+from jeval_ray.episode import play
+from jeval_ray.world import generate_world
 
 TASK = "JE-2"
 SEEDS = range(5)
+PARITY_SEEDS = range(100, 140)
+_SIGNED = re.compile(r"Approved by: ([A-Z_]+) \(.*?\), signed (\d{4}-\d\d-\d\d)")
 
 
 def headers(world) -> dict[str, dict]:
@@ -14,33 +27,83 @@ def headers(world) -> dict[str, dict]:
     return {r["entry_id"]: r for r in led.filter(pc.equal(led["line_no"], 1)).to_pylist()}
 
 
-def test_defects_are_manual_self_approvals_with_required_evidence(worlds):
+def voucher(world, record):
+    evidence = record.required_evidence if hasattr(record, "required_evidence") else record.clearing_evidence
+    return next(world.document(e) for e in evidence if e.startswith("DOC-") and world.document(e).doc_type == "journal_voucher")
+
+
+def test_the_rule_catches_exactly_the_planted_manual_entries(worlds):
     for w in worlds.values():
         h = headers(w)
-        assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
-        for d in w.defects:
-            r = h[d.entry_id]
-            assert r["source"] == "manual" and r["approver"] == r["preparer"]
-            assert d.criteria == "SELF_APPROVAL"
-            assert "master:users" in d.required_evidence
-            policy = [e for e in d.required_evidence if e.startswith("DOC-")]
-            assert len(policy) == 1 and "approval policy" in w.document(policy[0]).title.lower()
-
-
-def test_decoys_are_system_releases_cleared_by_the_policy(worlds):
-    for w in worlds.values():
-        h = headers(w)
-        roles = {u["user_id"]: u["role"] for u in w.master["users"].to_pylist()}
-        for d in w.decoys:
-            r = h[d.entry_id]
-            assert r["source"] == "automated" and r["approver"] == r["preparer"]
-            assert roles[r["preparer"]] == "System"
-            assert "master:users" in d.clearing_evidence
-            doc = w.document(next(e for e in d.clearing_evidence if e.startswith("DOC-")))
-            assert r["preparer"] in doc.body and "not a self-approval" in doc.body
-
-
-def test_base_population_never_trips_the_rule(worlds):
-    for w in worlds.values():
-        tripped = {k for k, r in headers(w).items() if r["approver"] and r["approver"] == r["preparer"]}
+        tripped = {k for k, r in h.items() if r["approver"] and r["approver"] == r["preparer"]}
         assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
+        roles = {u["user_id"]: u["role"] for u in w.master["users"].to_pylist()}
+        assert all(h[k]["source"] == "manual" and roles[h[k]["preparer"]] != "System" for k in tripped)
+        assert not any(r["approver"] for r in h.values() if r["source"] == "automated")
+
+
+def test_the_key_follows_from_the_vouchers_and_the_user_master(worlds):
+    kinds = set()
+    for w in worlds.values():
+        h = headers(w)
+        limit = {u["user_id"]: u["approval_limit"] for u in w.master["users"].to_pylist()}
+
+        def valid(eid: str, doc) -> bool:
+            m = _SIGNED.search(doc.body)
+            if m is None:
+                return False
+            r = h[eid]
+            keyed = str(r["entry_timestamp"].date())
+            return m.group(1) != r["preparer"] and m.group(2) <= keyed and limit[m.group(1)] >= r["debit"]
+
+        for d in w.decoys:
+            doc = voucher(w, d)
+            assert valid(d.entry_id, doc) and h[d.entry_id]["reference"] in doc.title
+            policy = [e for e in d.clearing_evidence if e.startswith("DOC-") and w.document(e).doc_type == "policy"]
+            assert len(policy) == 1 and set(d.clearing_evidence) == {doc.doc_id, policy[0], "master:users"}
+        for d in w.defects:
+            assert not valid(d.entry_id, voucher(w, d)) and d.criteria == "SELF_APPROVAL"
+            kinds.add(d.defect_type)
+    assert kinds == {"no_independent_approval", "approved_after_posting", "approver_limit_below_amount"}
+
+
+def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
+    for w in worlds.values():
+        h = headers(w)
+        limit = {u["user_id"]: u["approval_limit"] for u in w.master["users"].to_pylist()}
+        for r in (*w.defects, *w.decoys):
+            doc = voucher(w, r)
+            assert r.facts[0] == doc.doc_id
+            for f in r.facts[1:]:
+                if re.fullmatch(r"[\d.]+", f):  # an amount: the signer's limit (user master) or the entry's amount
+                    assert float(f) in {limit.get(r.facts[1]), h[r.entry_id]["debit"]}, (r, f)
+                else:
+                    assert f in doc.body or f == str(h[r.entry_id]["entry_timestamp"].date()), (r, f)
+
+
+def test_decoys_and_defects_share_one_surface():
+    """One pool of manual entries: the same preparers, templates, amounts and a voucher each."""
+    amounts, refs, preparers = {0: [], 1: []}, {0: set(), 1: set()}, {0: set(), 1: set()}
+    for s in PARITY_SEEDS:
+        w = generate_world(TASK, s)
+        h = headers(w)
+        titles = " ".join(d.title for d in w.documents)
+        for label, recs in ((1, w.defects), (0, w.decoys)):
+            for r in recs:
+                row = h[r.entry_id]
+                amounts[label].append(row["debit"])
+                refs[label].add(row["reference"].split("-")[0])
+                preparers[label].add(row["preparer"])
+                assert row["reference"] in titles
+    assert refs[0] == refs[1] and preparers[0] == preparers[1]
+    ratio = statistics.median(amounts[0]) / statistics.median(amounts[1])
+    assert 0.75 < ratio < 1.33
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_careful_reads_the_vouchers_and_naive_flags_every_self_release(seed):
+    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
+    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
+    assert naive.score.outcome == pytest.approx(0.5)
+    assert naive.score.score < careful.score.score - 0.15

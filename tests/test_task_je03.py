@@ -1,60 +1,118 @@
-"""JE-3 (postings to invalid accounts): planting, the clean base, determinism and the built-in agents."""
+"""JE-3 (postings to accounts not open at the posting date): the key, surface parity, and the agents.
+
+The checks read the visible world only (ledger lines, ``master:accounts``, ``master:calendar``),
+independently of the task module, so a planting bug cannot hide behind the same code in the test.
+"""
 
 from __future__ import annotations
 
+import statistics
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
 from jeval_ray.agents import entries_of
-from jeval_ray.tasks.je03 import _standing, _valid
+from jeval_ray.episode import play
+from jeval_ray.world import generate_world
 
 TASK = "JE-3"
 SEEDS = range(5)
+PARITY_SEEDS = range(100, 220)
 
 
 def entries(world) -> dict[str, dict]:
-    return entries_of([{**r, "posting_date": str(r["posting_date"])} for r in world.ledger.to_pylist()])
+    rows = [{**r, "posting_date": str(r["posting_date"]), "keyed": str(r["entry_timestamp"].date())}
+            for r in world.ledger.to_pylist()]
+    return entries_of(rows)
+
+
+def planted_heads(world) -> dict[str, dict]:
+    """The debit lines of the planted entries (fast: no whole-ledger conversion)."""
+    ids = pa.array(sorted(world.defect_ids | {d.entry_id for d in world.decoys}))
+    led = world.ledger
+    t = led.filter(pc.and_(pc.is_in(led["entry_id"], value_set=ids), pc.equal(led["line_no"], 1)))
+    return {r["entry_id"]: r for r in t.select(["entry_id", "account", "debit", "posting_date", "entry_timestamp",
+                                                 "reference"]).to_pylist()}
 
 
 def chart(world) -> dict[str, dict]:
     return {a["account"]: a for a in world.master["accounts"].to_pylist()}
 
 
-def test_chart_carries_status_and_dates(worlds):
+def changed(acct: dict) -> bool:
+    return acct["opened"] >= "2025-01-01" or bool(acct["closed"]) or acct["status"] != "active"
+
+
+def test_the_rule_catches_exactly_the_planted_entries(worlds):
     for w in worlds.values():
-        rows = w.master["accounts"].to_pylist()
-        assert {"account", "status", "opened", "closed", "blocked_on"} <= set(rows[0])
-        assert {r["status"] for r in rows} == {"active", "closed", "blocked"}
-        assert any("2025-01-01" < r["opened"] <= "2025-12-31" for r in rows)
+        ch = chart(w)
+        tripped = {k for k, e in entries(w).items() if any(a not in ch or changed(ch[a]) for a in e["accounts"])}
+        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
+        assert {r["status"] for r in ch.values()} <= {"active", "closed"}
 
 
-def test_defects_post_to_accounts_invalid_at_the_posting_date(worlds):
+def test_the_key_follows_from_the_chart_and_the_erp_would_have_accepted_every_entry(worlds):
     kinds = set()
     for w in worlds.values():
         ents, ch = entries(w), chart(w)
+        closes = {r["description"][-7:]: r["date"] for r in w.master["calendar"].to_pylist() if r["kind"] == "period_close"}
+        for r in (*w.defects, *w.decoys):
+            e = ents[r.entry_id]
+            a = ch[e["accounts"][0]]
+            assert changed(a) and not changed(ch[e["accounts"][1]])
+            # the ERP checks the account when the entry is keyed: it existed and was open then
+            assert a["opened"] <= e["keyed"] and (not a["closed"] or e["keyed"] <= a["closed"])
+            # keyed after the posting date, within that month's close (not a late posting)
+            assert e["posting_date"] < e["keyed"] <= closes[e["posting_date"][:7]]
+            assert r.required_evidence == ("master:accounts",) if r.entry_id in w.defect_ids else \
+                r.clearing_evidence == ("master:accounts",)
         for d in w.defects:
             e = ents[d.entry_id]
-            bad = [a for a in e["accounts"] if not _valid(ch.get(a), e["posting_date"])[0]]
-            assert len(bad) == 1 and d.criteria == "INVALID_ACCOUNT" and d.required_evidence == ("master:accounts",)
+            assert e["posting_date"] < ch[e["accounts"][0]]["opened"] and d.criteria == "INVALID_ACCOUNT"
             kinds.add(d.defect_type)
-    assert kinds == {"posting_to_blocked_account", "posting_to_closed_account", "posting_before_account_opened",
-                     "posting_to_nonexistent_account"}
-
-
-def test_decoys_post_to_changed_accounts_active_at_the_posting_date(worlds):
-    for w in worlds.values():
-        ents, ch = entries(w), chart(w)
         for d in w.decoys:
             e = ents[d.entry_id]
-            odd = [a for a in e["accounts"] if not _standing(ch.get(a))]
-            assert odd, "a decoy must look like an exception"
-            assert all(_valid(ch[a], e["posting_date"])[0] for a in odd)
-            a = ch[odd[0]]
-            # opened during the year before the posting, or closed during the year after it
-            assert (a["opened"] >= "2025-01-01" and a["opened"] < e["posting_date"]) or \
-                ("2025-01-01" <= a["closed"] and e["posting_date"] < a["closed"])
-            assert d.clearing_evidence == ("master:accounts",)
+            a = ch[e["accounts"][0]]
+            assert a["opened"] <= e["posting_date"] and (not a["closed"] or e["posting_date"] <= a["closed"])
+    assert kinds == {"posting_before_account_opened"}
 
 
-def test_base_population_never_trips_the_rule(worlds):
+def test_decisive_facts_are_the_account_its_date_and_the_posting_date(worlds):
     for w in worlds.values():
-        ch = chart(w)
-        tripped = {k for k, e in entries(w).items() if any(not _standing(ch.get(a)) for a in e["accounts"])}
-        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        ents, ch = entries(w), chart(w)
+        for r in (*w.defects, *w.decoys):
+            e = ents[r.entry_id]
+            code, when, posted = r.facts
+            assert code == e["accounts"][0] and posted == e["posting_date"]
+            assert when in (ch[code]["opened"], ch[code]["closed"])
+
+
+def test_decoys_and_defects_share_one_surface():
+    """The same posting months, keying lags, amounts, templates and (per seed) account codes."""
+    months, lags, amounts = ({0: [], 1: []} for _ in range(3))
+    refs, codes = ({0: set(), 1: set()} for _ in range(2))
+    for s in PARITY_SEEDS:
+        w = generate_world(TASK, s)
+        heads = planted_heads(w)
+        for label, recs in ((1, w.defects), (0, w.decoys)):
+            for r in recs:
+                e = heads[r.entry_id]
+                months[label].append(e["posting_date"].month)
+                lags[label].append((e["entry_timestamp"].date() - e["posting_date"]).days)
+                amounts[label].append(e["debit"])
+                refs[label].add(e["reference"].split("-")[0])
+                codes[label].add(e["account"])
+    assert refs[0] == refs[1] and codes[0] == codes[1]
+    assert abs(statistics.fmean(months[0]) - statistics.fmean(months[1])) < 0.6
+    assert abs(statistics.fmean(lags[0]) - statistics.fmean(lags[1])) < 0.6
+    assert 0.75 < statistics.median(amounts[0]) / statistics.median(amounts[1]) < 1.33
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_careful_reads_the_chart_dates_and_naive_flags_every_changed_account(seed):
+    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
+    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
+    assert naive.score.outcome == pytest.approx(0.5)
+    assert naive.score.score < careful.score.score - 0.15

@@ -1,12 +1,18 @@
-"""JE-7 (duplicate postings): the planted world, the base population and the built-in agents."""
+"""JE-7 (duplicate postings): the planted world, the base population, surface parity and the agents.
+
+The rule and the decisive evidence are re-read here from the visible world (ledger lines and the
+AP vouchers' text), independently of the task module.
+"""
 
 from __future__ import annotations
 
 import re
+import statistics
 
 import pyarrow.compute as pc
 import pytest
 
+from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -34,6 +40,15 @@ def _later_postings(heads: dict[str, dict]) -> dict[str, str]:
     return later
 
 
+def _voucher(world, ref: str):
+    (doc,) = [d for d in world.documents if d.title.startswith(f"AP voucher {ref} - ")]
+    return doc
+
+
+def _field(doc, name: str) -> str:
+    return re.search(rf"{name}: (\S+)", doc.body).group(1)
+
+
 @pytest.fixture(scope="module", params=[0, 1, 2, 3, 4])
 def world(request):
     return generate_world("JE-7", request.param)
@@ -51,30 +66,73 @@ def test_base_stays_clean_on_a_large_slice():
     assert len(w.decoys) == 20
 
 
-def test_defects_are_one_invoice_posted_twice(world):
+def test_defects_record_one_vendor_invoice_twice(world):
     heads = _heads(world)
     later = _later_postings(heads)
     for d in world.defects:
-        inv, orig, dup = d.required_evidence
-        assert later[dup] == orig and dup == d.entry_id
-        o, x = heads[orig], heads[dup]
-        assert o["document_date"] == x["document_date"]
-        assert 0 < (x["posting_date"] - o["posting_date"]).days <= 14
-        doc = world.document(inv)
-        assert doc.doc_type == "invoice" and o["reference"] in doc.body
-        assert f"USD {o['debit']:,.2f}" in doc.body
+        x, o = heads[d.entry_id], heads[later[d.entry_id]]
+        doc_x, doc_o = _voucher(world, x["reference"]), _voucher(world, o["reference"])
+        assert set(d.required_evidence) == {doc_x.doc_id, doc_o.doc_id}
+        assert _field(doc_x, "Invoice number") == _field(doc_o, "Invoice number")
+        assert _field(doc_x, "Purchase order") == _field(doc_o, "Purchase order")
+        assert f"USD {x['debit']:,.2f}" in doc_x.body and f"USD {o['debit']:,.2f}" in doc_o.body
         assert d.misstatement == pytest.approx(x["debit"])
+        # decisive facts: the vendor invoice number, the original entry and the amount
+        assert _field(doc_x, "Invoice number") in d.facts and o["entry_id"] in d.facts and f"{x['debit']:.2f}" in d.facts
 
 
-def test_decoys_are_rent_fixed_by_a_lease(world):
+def test_no_vendor_invoice_is_filed_twice_outside_the_defects(world):
+    """The AP policy's rule, checked on every voucher: a vendor invoice number sits on one voucher,
+    except the two vouchers of a defect (the original's and the duplicate's)."""
     heads = _heads(world)
-    vendors = {v["vendor_id"]: v["name"] for v in world.master["vendors"].to_pylist()}
+    dup_refs = {heads[d.entry_id]["reference"] for d in world.defects}
+    seen: dict[str, list[str]] = {}
+    for doc in world.documents:
+        if doc.title.startswith("AP voucher "):
+            seen.setdefault(_field(doc, "Invoice number"), []).append(doc.title.split()[2])
+    for inv, refs in seen.items():
+        assert len(refs) == 1 or (len(refs) == 2 and len(set(refs) & dup_refs) == 1), inv
+
+
+def test_decoys_are_separate_invoices_of_the_same_amount(world):
+    heads = _heads(world)
+    later = _later_postings(heads)
     for d in world.decoys:
-        r = heads[d.entry_id]
-        (lease_id,) = d.clearing_evidence
-        lease = world.document(lease_id)
-        assert lease.doc_type == "contract" and "lease" in lease.title.lower()
-        assert vendors[r["vendor_id"]] in lease.body
-        assert f"total USD {r['debit']:,.2f} per month" in lease.body
-        start = re.search(r"Commencement date: (\S+)\.", lease.body).group(1)
-        assert start <= r["posting_date"].isoformat()
+        x, o = heads[d.entry_id], heads[later[d.entry_id]]
+        doc_x, doc_o = _voucher(world, x["reference"]), _voucher(world, o["reference"])
+        assert set(d.clearing_evidence) == {doc_x.doc_id, doc_o.doc_id}
+        assert _field(doc_x, "Invoice number") != _field(doc_o, "Invoice number")
+        assert _field(doc_x, "Purchase order") != _field(doc_o, "Purchase order")
+        assert _field(doc_x, "Invoice date") == _field(doc_o, "Invoice date") == str(o["document_date"])
+        assert {_field(doc_x, "Invoice number"), _field(doc_o, "Invoice number")} <= set(d.facts)
+
+
+def test_defects_and_decoys_share_one_surface():
+    """Every listing fact of a second posting, and its relation to the original, comes from one
+    distribution: same vendor, amount and invoice date as the original, a new voucher number, a
+    gap of 1-9 days, the original's source; the titles of both kinds' vouchers have one form."""
+    gaps = {"defect": [], "decoy": []}
+    for s in range(20):
+        w = generate_world("JE-7", 100 + s)
+        heads = _heads(w)
+        later = _later_postings(heads)
+        for kind, ids in (("defect", w.defect_ids), ("decoy", {d.entry_id for d in w.decoys})):
+            for eid in ids:
+                x, o = heads[eid], heads[later[eid]]
+                assert x["document_date"] == o["document_date"] and x["source"] == o["source"]
+                assert x["reference"] != o["reference"] and re.fullmatch(r"INV-\d+", x["reference"])
+                assert x["description"] in (o["description"], f"Invoice {x['reference']} " + o["description"].split(" ", 2)[-1])
+                gaps[kind].append((x["posting_date"] - o["posting_date"]).days)
+                _voucher(w, x["reference"]), _voucher(w, o["reference"])
+    assert set(gaps["defect"]) <= set(range(1, 12)) and set(gaps["decoy"]) <= set(range(1, 12))
+    assert abs(statistics.fmean(gaps["defect"]) - statistics.fmean(gaps["decoy"])) < 1.0
+
+
+def test_naive_is_the_surface_rule_and_careful_reads_the_vouchers():
+    naive = [play("JE-7", "naive", seed=s) for s in range(500, 504)]
+    careful = [play("JE-7", "careful", seed=s) for s in range(500, 504)]
+    for o in naive:
+        assert o.score.verification.recall == 1.0 and o.score.verification.fp == len(generate_world("JE-7", o.seed).decoys)
+    for o in careful:
+        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9
+    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15

@@ -1,13 +1,17 @@
-"""JE-8 (unsupported round-amount entries): the planted world, the base population and the agents."""
+"""JE-8 (unsupported round-amount entries): the planted world, the base population, surface parity
+and the agents. Support is re-read here from the visible world (ledger lines and document text)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import statistics
+from collections import Counter
 
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.tasks.je08 import VAGUE
+from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -18,12 +22,23 @@ def _heads(world) -> dict[str, dict]:
     return {r["entry_id"]: r for r in led.to_pylist()}
 
 
+def _date(text: str) -> dt.date:
+    return dt.date.fromisoformat(text)
+
+
 def _round(r: dict) -> bool:
     return round(r["debit"] * 100) % 10_000 == 0
 
 
+def _carrying(world, r: dict) -> list:
+    """Minutes and agreements whose text names the entry's reference."""
+    return [d for d in world.documents if d.doc_type in ("board_minutes", "contract")
+            and re.search(rf"\b{re.escape(r['reference'])}\b", d.body)]
+
+
 def _supports(doc, r: dict) -> bool:
-    return f"USD {r['debit']:,.2f}" in doc.body and re.search(rf"\b{re.escape(r['reference'])}\b", doc.body) is not None
+    return (f"USD {r['debit']:,.2f}" in doc.body and re.search(rf"\b{re.escape(r['reference'])}\b", doc.body) is not None
+            and doc.date <= r["posting_date"].isoformat())
 
 
 @pytest.fixture(scope="module", params=[0, 1, 2, 3, 4])
@@ -45,34 +60,93 @@ def test_base_stays_clean_on_a_large_slice():
     assert {e for e, r in heads.items() if _round(r)} == w.defect_ids | {d.entry_id for d in w.decoys}
 
 
-def test_defects_are_vague_and_unsupported(world):
+def test_defects_are_not_fixed_by_the_document_they_reference(world):
     heads = _heads(world)
+    policy = next(d for d in world.documents if d.doc_type == "policy" and "supporting documentation" in d.title)
+    assert "dated no later than the entry" in policy.body
     for d in world.defects:
         r = heads[d.entry_id]
         assert r["source"] == "manual" and round(r["debit"] * 100) % 100_000 == 0
-        assert r["description"] in VAGUE
         assert r["approver"] and r["approver"] != r["preparer"]
-        assert not [doc.doc_id for doc in world.documents if _supports(doc, r)]
-        assert d.misstatement == pytest.approx(r["debit"])
-        policy = world.document(d.required_evidence[1])
-        assert policy.doc_type == "policy" and "supported" in policy.body
+        assert not [doc for doc in world.documents if _supports(doc, r)]
+        assert d.misstatement == pytest.approx(r["debit"]) and policy.doc_id in d.required_evidence
+        carrying = _carrying(world, r)
+        assert r["reference"] in d.facts
+        if d.defect_type == "no_support":
+            assert not carrying and f"{r['debit']:.2f}" in d.facts
+            continue
+        (doc,) = carrying
+        assert doc.doc_id in d.required_evidence and doc.doc_id in d.facts
+        if d.defect_type == "amount_not_supported":
+            shown = re.search(r"USD ([\d,]+\.\d\d)", doc.body).group(1).replace(",", "")
+            assert r["debit"] / 2 <= float(shown) < r["debit"] and {shown, f"{r['debit']:.2f}"} <= set(d.facts)
+        else:
+            assert d.defect_type == "approved_after_posting"
+            assert f"USD {r['debit']:,.2f}" in doc.body and doc.date > r["posting_date"].isoformat()
+            assert {doc.date, r["posting_date"].isoformat()} <= set(d.facts)
 
 
-def test_decoys_are_backed_by_their_document(world):
+def test_decoys_are_fixed_by_their_document_and_state_a_purpose(world):
     heads = _heads(world)
     for d in world.decoys:
         r = heads[d.entry_id]
         (doc_id,) = d.clearing_evidence
         doc = world.document(doc_id)
-        assert doc.doc_type in ("board_minutes", "contract")
-        assert _supports(doc, r)
-        assert doc.date < r["posting_date"].isoformat()
+        assert doc.doc_type in ("board_minutes", "contract") and _supports(doc, r)
+        # policy section 2.2: a business purpose, not "adjustment" alone
+        assert r["description"].endswith(f" per {r['reference']}") and len(r["description"].split()) >= 4
+        assert {doc_id, r["reference"], f"{r['debit']:.2f}"} <= set(d.facts)
+
+
+def test_defects_and_decoys_share_one_surface():
+    """Descriptions, reference forms, accounts and amounts come from one distribution; titles never
+    name a reference; references rise with the posting date; every candidate has a document of its
+    kind dated shortly before it."""
+    feats = {"defect": Counter(), "decoy": Counter()}
+    amounts = {"defect": [], "decoy": []}
+    for s in range(30):
+        w = generate_world("JE-8", 200 + s)
+        heads = _heads(w)
+        titles = " ".join(d.title for d in w.documents)
+        # references rise with the posting date for defects and decoys alike
+        planted = sorted((heads[e]["posting_date"], heads[e]["reference"]) for e in w.defect_ids | {d.entry_id for d in w.decoys})
+        for prefix in ("BR-", "CTR-"):
+            numbers = [int(ref.rsplit("-", 1)[1]) for _, ref in planted if ref.startswith(prefix)]
+            assert numbers == sorted(numbers), (s, prefix)
+        for kind, ids in (("defect", w.defect_ids), ("decoy", {d.entry_id for d in w.decoys})):
+            for eid in ids:
+                r = heads[eid]
+                assert r["reference"] not in titles
+                feats[kind][r["reference"][:3]] += 1
+                feats[kind][r["account"]] += 1
+                amounts[kind].append(r["debit"])
+                # a document of its kind (minutes or agreement) dated 3-40 days before it, for every candidate
+                kind_of = "board_minutes" if r["reference"].startswith("BR-") else "contract"
+                assert any(d.doc_type == kind_of and 3 <= (r["posting_date"] - _date(d.date)).days <= 40
+                           for d in w.documents), (s, eid)
+    for kind in feats:
+        total = sum(v for k, v in feats[kind].items() if k in ("BR-", "CTR"))
+        feats[kind] = {k: v / total for k, v in feats[kind].items()}
+    for k in ("BR-", "CTR", "6000", "6700", "6400"):
+        assert abs(feats["defect"].get(k, 0) - feats["decoy"].get(k, 0)) < 0.15, k
+    assert abs(statistics.median(amounts["defect"]) - statistics.median(amounts["decoy"])) < 12_000
 
 
 def test_near_miss_traps_do_not_support():
     w = generate_world("JE-8", 2, {"near_miss": 1.0, "n_defects": 8, "n_decoys": 8})
     heads = _heads(w)
-    amounts = {f"USD {heads[d.entry_id]['debit']:,.2f}" for d in w.defects}
-    traps = [doc for doc in w.documents if any(a in doc.body for a in amounts)]
+    amounts = {f"USD {heads[d.entry_id]['debit']:,.2f}" for d in w.defects if d.defect_type == "no_support"}
+    traps = [doc for doc in w.documents if "Capital budget" in doc.body and any(a in doc.body for a in amounts)]
     assert traps  # the same figure approved for something else
     assert not any(_supports(doc, heads[d.entry_id]) for doc in traps for d in w.defects)
+
+
+def test_naive_is_the_surface_rule_and_careful_reads_the_support():
+    naive = [play("JE-8", "naive", seed=s) for s in range(500, 504)]
+    careful = [play("JE-8", "careful", seed=s) for s in range(500, 504)]
+    careful += [play("JE-8", "careful", seed=s, tools_withheld=("search_documents",)) for s in range(500, 502)]
+    for o in naive:
+        assert o.score.verification.recall == 1.0 and o.score.verification.fp == len(generate_world("JE-8", o.seed).decoys)
+    for o in careful:
+        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9
+    assert statistics.fmean(o.score.score for o in careful[:4]) - statistics.fmean(o.score.score for o in naive) >= 0.15

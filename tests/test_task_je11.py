@@ -13,6 +13,8 @@ from jeval_ray.tasks.je11 import PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
+#: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
+KEY_SEEDS = range(16)
 
 
 def _heads(world) -> dict[str, dict]:
@@ -47,7 +49,7 @@ def _approved(item: str) -> bool:
     return bool(re.search(r"RESOLVED that the \w+ be approved", item))
 
 
-@pytest.fixture(scope="module", params=list(SEEDS))
+@pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
     return generate_world("JE-11", request.param)
 
@@ -65,12 +67,23 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
     pair = next(d.doc_id for d in world.documents if d.title == PAIR_POLICY_TITLE)
     for d in world.defects:
         h = heads[d.entry_id]
-        assert d.criteria == "RELATED_PARTY" and d.entry_id in d.required_evidence
+        assert d.entry_id in d.required_evidence
         assert not any(h["reference"] in text and _approved(text) for _doc, _day, text in items)
         if d.defect_type == "related_party_unapproved":
+            assert d.criteria == "RELATED_PARTY"
             assert {"master:related_parties", rp} <= set(d.required_evidence)
+            # the vendor is on the register, and the interested person named there is a decisive fact
+            reg = {r["party"]: r["relationship"] for r in world.master["related_parties"].to_pylist()}
+            name = next(v["name"] for v in world.master["vendors"].to_pylist() if v["vendor_id"] == h["vendor_id"])
+            assert name in d.facts and any(f in reg[name] for f in d.facts if f not in (name,) and not f[0].isdigit())
         else:
+            assert d.criteria == "UNUSUAL_PAIRING"
             assert d.defect_type.startswith("unusual_pairing_unapproved") and pair in d.required_evidence
+            assert h["account"] in d.facts and h["credit_account"] in d.facts
+        assert f"{h['debit']:.2f}" in d.facts
+        # minutes that discuss the entry without approving it are part of its proof
+        discussed = {doc for doc, _day, text in items if h["reference"] in text}
+        assert discussed == {e for e in d.required_evidence if e.startswith("DOC-")} - {rp, pair}
     for c in world.decoys:
         h = heads[c.entry_id]
         doc = c.clearing_evidence[0]
@@ -79,6 +92,14 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
         day, text = hits[0]
         assert f"USD {h['debit']:,.2f}" in text  # the minutes state the amount posted
         assert day < str(h["posting_date"])  # prior approval
+        assert doc in c.facts and day in c.facts and f"{h['debit']:.2f}" in c.facts
+        if c.decoy_type == "related_party_approved":
+            assert str(h["document_date"]) < day  # the invoice existed when the board approved it
+            # an interested director abstains; an officer has no vote and leaves the room
+            person = next(p for p in ("Margaret Osei", "Robert Hale", "Priya Raman", "Thomas Becker", "James Wright",
+                                      "Isabel Brown") if f"{p} declared an interest" in text)
+            director = person not in ("James Wright", "Isabel Brown")
+            assert (f"with {person} abstaining" in text) == director
         assert ("master:related_parties" if c.decoy_type == "related_party_approved" else pair) in c.clearing_evidence
 
 
@@ -103,6 +124,33 @@ def test_careful_solves_every_seed_and_naive_is_fooled(results):
         assert results[("naive", s)].score.outcome < 0.9
     mean = {a: statistics.fmean(results[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
     assert mean["random"] < mean["naive"] < mean["careful"], mean
+
+
+def test_defects_and_decoys_share_one_listing_surface():
+    """The kind of a candidate (related vendor or listed pairing) does not predict its label, and
+    within a kind the invoice and posting dates are drawn alike (tests/test_leak_probe.py trains a
+    classifier on the whole listing)."""
+    rows = []  # (is defect, related-party kind, document lag)
+    for seed in range(100, 130):
+        w = generate_world("JE-11", seed)
+        heads = _heads(w)
+        for rec in (*w.defects, *w.decoys):
+            h = heads[rec.entry_id]
+            kind = (getattr(rec, "defect_type", None) or rec.decoy_type).startswith("related_party")
+            rows.append((rec.entry_id in w.defect_ids, kind, (h["posting_date"] - h["document_date"]).days))
+
+    def mean(xs):
+        return sum(xs) / len(xs)
+
+    share = {bad: mean([r[1] for r in rows if r[0] == bad]) for bad in (True, False)}
+    assert abs(share[True] - share[False]) < 0.2, share  # about 3.5 standard errors at this sample size
+    lag = {bad: mean([r[2] for r in rows if r[0] == bad and r[1]]) for bad in (True, False)}
+    assert abs(lag[True] - lag[False]) < 3.0, lag
+
+
+def test_careful_states_the_decisive_facts(results):
+    for s in SEEDS:
+        assert results[("careful", s)].score.rationale >= 0.95, s
 
 
 def test_careful_without_search_documents():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow.compute as pc
@@ -10,7 +11,7 @@ import pytest
 
 from jeval_ray.env import JEEnv
 from jeval_ray.env._tools import digit_test
-from jeval_ray.tasks.je13 import MIN_TEST
+from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -109,19 +110,59 @@ def _spike(rows: list[dict]) -> tuple[str, set[int]]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_defects_are_the_spike_entries_of_one_testable_user(seed):
+def test_selection_is_the_spike_of_one_testable_user(seed):
     w = generate_world("JE-13", seed)
     by_user = _manual_by_user(w)
     defects = {d.entry_id for d in w.defects}
-    users = {r["preparer"] for rows in by_user.values() for r in rows if r["entry_id"] in defects}
+    selected = defects | {d.entry_id for d in w.decoys}
+    users = {r["preparer"] for rows in by_user.values() for r in rows if r["entry_id"] in selected}
     assert len(users) == 1
     user = users.pop()
-    assert len(by_user[user]) >= MIN_TEST
+    assert len(by_user[user]) >= MIN_TEST and len(selected) >= MIN_SELECTED
     kind, spikes = _spike(by_user[user])
     assert spikes
     key = _first if kind == "first" else _ending
-    assert {r["entry_id"] for r in by_user[user] if key(r["debit"]) in spikes} == defects
+    assert {r["entry_id"] for r in by_user[user] if key(r["debit"]) in spikes} == selected
     assert all(d.criteria == "DIGIT_ANOMALY" and "master:users" in d.required_evidence for d in w.defects)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_vouching_decides_defects_and_decoys(seed):
+    """A defect's supplier invoice is for less than the amount keyed; a decoy's agrees. The key's
+    decisive facts are the figures and the invoice the agent must open."""
+    w = generate_world("JE-13", seed)
+    rows = {r["entry_id"]: r for rs in _manual_by_user(w).values() for r in rs}
+    for rec in (*w.defects, *w.decoys):
+        r = rows[rec.entry_id]
+        ev = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
+        doc = w.document(ev[0])
+        assert doc.doc_type == "invoice" and doc.title == f"Supplier invoice {r['reference']} - {_vendor(w, r)}"
+        billed = float(re.search(r"Amount due: USD ([\d,.]+\d)", doc.body).group(1).replace(",", ""))
+        assert r["description"].startswith("Invoice ") and r["document_type"] == "KR"
+        assert float(rec.facts[0]) == pytest.approx(r["debit"]) and ev[0] in rec.facts
+        if hasattr(rec, "required_evidence"):
+            assert billed < r["debit"] and float(rec.facts[1]) == pytest.approx(billed)
+            assert r["preparer"] in rec.facts
+        else:
+            assert billed == pytest.approx(r["debit"])
+
+
+def test_selected_defects_and_decoys_share_one_surface():
+    """Amounts, vendors and accounts of the selection are drawn before each entry is made a defect or
+    a decoy: over many seeds their amounts overlap (rank AUC near 0.5)."""
+    dfx, dcx = [], []
+    for s in range(300, 330):
+        w = generate_world("JE-13", s)
+        first = w.ledger.filter(pc.equal(w.ledger.column("line_no"), 1))
+        amount = dict(zip(first.column("entry_id").to_pylist(), first.column("debit").to_pylist()))
+        dfx += [amount[d.entry_id] for d in w.defects]
+        dcx += [amount[d.entry_id] for d in w.decoys]
+    auc = sum((a > b) + 0.5 * (a == b) for a in dfx for b in dcx) / (len(dfx) * len(dcx))
+    assert 0.4 <= auc <= 0.6, auc
+
+
+def _vendor(w, r) -> str:
+    return next(v["name"] for v in w.master["vendors"].to_pylist() if v["vendor_id"] == r["vendor_id"])
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -140,22 +181,18 @@ def test_population_outside_the_scheme_user_conforms(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_decoys_are_recurring_contract_fees_of_untestable_users(seed):
+def test_recurring_fees_are_unplanted_look_alikes_of_untestable_users(seed):
     w = generate_world("JE-13", seed)
     by_user = _manual_by_user(w)
-    rows = {r["entry_id"]: r for rs in by_user.values() for r in rs}
-    decoy_ids = {d.entry_id for d in w.decoys}
-    for d in w.decoys:
-        r = rows[d.entry_id]
-        assert len(by_user[r["preparer"]]) < MIN_TEST
-        (doc_id,) = d.clearing_evidence
-        doc = w.document(doc_id)
-        assert doc.doc_type == "contract" and f"fixed monthly fee of USD {r['debit']:,.2f}" in doc.body
-        assert sum(x["debit"] == r["debit"] for x in by_user[r["preparer"]]) >= 3
-    # a preparer posts the same amount three or more times only under a contract series
+    planted = w.defect_ids | {d.entry_id for d in w.decoys}
+    contracts = [d for d in w.documents if d.doc_type == "contract"]
+    # a preparer posts the same amount three or more times only under a contract series, too small to test
     for user, rs in by_user.items():
         amounts = [r["debit"] for r in rs]
-        assert {r["entry_id"] for r in rs if amounts.count(r["debit"]) >= 3} <= decoy_ids
+        for r in rs:
+            if amounts.count(r["debit"]) >= 3:
+                assert len(rs) < MIN_TEST and r["entry_id"] not in planted
+                assert any(f"fixed monthly fee of USD {r['debit']:,.2f}" in d.body for d in contracts)
 
 
 def test_documents_say_nothing_about_the_answer_key():
@@ -166,3 +203,30 @@ def test_documents_say_nothing_about_the_answer_key():
 
 
 # ---------------------------------------------------------------------------- the built-in agents
+@pytest.fixture(scope="module")
+def runs():
+    from jeval_ray.episode import play
+
+    return {a: [play("JE-13", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
+
+
+def test_careful_vouches_the_selection_and_states_the_facts(runs):
+    for o in runs["careful"]:
+        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95 and o.score.process >= 0.95, (o.seed, o.score)
+        assert o.score.verification.baseline_before_claim is True
+
+
+def test_naive_flags_the_whole_selection_and_the_fee_series(runs):
+    for o in runs["naive"]:
+        v = o.score.verification
+        w = generate_world("JE-13", o.seed)
+        assert v.recall == 1.0 and v.fp >= len(w.decoys), (o.seed, v)
+    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
+
+
+def test_careful_tests_digits_by_hand_when_compute_stats_is_withheld():
+    from jeval_ray.episode import play
+
+    o = play("JE-13", "careful", 1, tools_withheld=("compute_stats",))
+    assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95, o.score

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.episode import play
@@ -35,7 +36,7 @@ def _after_close(e: dict, closes: dict[str, str]) -> bool:
 
 
 def _unsupported(w, e: dict, memo_id: str, aging_id: str, policy_id: str) -> float:
-    """The release minus the part the aging and the policy support, recomputed from the documents."""
+    """The allowance's shortfall after the release (required - (held - release)), recomputed from the documents."""
     policy = w.document(policy_id).body
     r91 = int(re.search(r"(\d+)% of the balance 91-180 days", policy).group(1)) / 100
     r180 = int(re.search(r"(\d+)% of the balance more than 180 days", policy).group(1)) / 100
@@ -45,7 +46,7 @@ def _unsupported(w, e: dict, memo_id: str, aging_id: str, policy_id: str) -> flo
     row = next(line for line in w.document(aging_id).body.splitlines() if line.startswith(customer + " ("))
     cells = [float(c.strip().replace(",", "")) for c in row.split("|")[1:]]
     required = r91 * cells[4] + r180 * cells[5]
-    return round(max(0.0, e["amount"] - max(0.0, held - required)), 2)
+    return round(max(0.0, required - (held - e["amount"])), 2)
 
 
 # ---------------------------------------------------------------------------- the planted world
@@ -106,3 +107,55 @@ def test_careful_solves_every_seed_with_the_right_amounts(runs):
         v = o.score.verification
         assert o.score.outcome >= 0.95, (o.seed, v)
         assert v.misstatement_error == pytest.approx(0.0, abs=1e-6) and v.evidence_coverage == 1.0
+
+
+def test_naive_flags_every_release_and_loses_to_careful(runs):
+    for o in runs["naive"]:
+        v = o.score.verification
+        assert v.recall == 1.0 and v.fp == len(generate_world("JE-14", o.seed).decoys), (o.seed, v)
+    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
+
+
+def test_careful_states_the_decisive_facts(runs):
+    for o in runs["careful"]:
+        assert o.score.rationale >= 0.95, (o.seed, o.score.rationale)
+        assert o.score.process >= 0.95, (o.seed, o.score.process)
+
+
+# ---------------------------------------------------------------------------- the surface and the facts
+def test_release_amounts_come_from_one_distribution():
+    """Every release's amount is drawn before it is made a defect or a decoy: across many seeds the
+    amounts of defects and decoys overlap (rank AUC near 0.5), so the listing's amount decides nothing."""
+    dfx, dcx = [], []
+    for s in range(300, 350):
+        w = generate_world("JE-14", s)
+        first = w.ledger.filter(pc.equal(w.ledger.column("line_no"), 1))
+        amount = dict(zip(first.column("entry_id").to_pylist(), first.column("debit").to_pylist()))
+        assert all(amount[d.entry_id] > 0 for d in w.defects)
+        dfx += [amount[d.entry_id] for d in w.defects]
+        dcx += [amount[d.entry_id] for d in w.decoys]
+    auc = sum((a > b) + 0.5 * (a == b) for a in dfx for b in dcx) / (len(dfx) * len(dcx))
+    assert 0.4 <= auc <= 0.6, auc
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_decisive_facts_are_in_the_evidence(seed):
+    w = generate_world("JE-14", seed)
+    ents = _entries(w)
+    for rec in (*w.defects, *w.decoys):
+        ev = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
+        memo, aging, policy = (w.document(x) for x in ev[:3])
+        held, b91, b180, rate, required, release = rec.facts[:6]
+        assert f"held before this entry: USD {float(held):,.2f}" in memo.body
+        row = next(ln for ln in aging.body.splitlines() if re.search(r"\(C\d+\)", ln) and ln.split(" (")[0] in memo.body)
+        cells = [c.strip().replace(",", "") for c in row.split("|")]
+        assert (float(cells[5]), float(cells[6])) == (float(b91), float(b180))
+        assert f"{rate} of the balance 91-180 days" in policy.body
+        assert float(required) == pytest.approx(int(rate[:-1]) / 100 * float(b91) + float(b180), abs=0.01)
+        assert float(release) == pytest.approx(ents[rec.entry_id]["amount"])
+        if hasattr(rec, "misstatement"):
+            assert float(rec.facts[6]) == pytest.approx(rec.misstatement)
+            assert rec.misstatement == pytest.approx(float(required) - (float(held) - float(release)), abs=0.01)
+        else:
+            assert float(held) - float(release) >= float(required)

@@ -32,15 +32,15 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
         log = table(w, "vendor_changes")
         rows = [h[d.entry_id] for d in w.defects]
         assert len(w.defects) >= 3
-        assert len({r["vendor_id"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
+        assert len({r["vendor_id"] for r in rows}) == 1 + (len(rows) >= 4) and len({r["approver"] for r in rows}) == 1
         assert len({r["preparer"] for r in rows}) == 1
-        v = vendors[rows[0]["vendor_id"]]
         user = rows[0]["preparer"]
-        assert staff_bank.get(v["bank_account"]) == user  # the vendor pays the preparer's own account
-        assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
-        # the scheme user created the vendor or put his or her account on it, per the change log
-        assert any(r["vendor_id"] == v["vendor_id"] and r["changed_by"] == user and r["new_value"] == v["bank_account"]
-                   for r in log)
+        for v in (vendors[x] for x in {r["vendor_id"] for r in rows}):
+            assert staff_bank.get(v["bank_account"]) == user  # the vendor pays the preparer's own account
+            assert "2025-01-01" <= v["created_on"] <= "2025-12-31"
+            # the scheme user created the vendor or put his or her account on it, per the change log
+            assert any(r["vendor_id"] == v["vendor_id"] and r["changed_by"] == user and r["new_value"] == v["bank_account"]
+                       for r in log)
         months = {str(r["posting_date"])[:7] for r in rows}
         assert len(months) >= min(3, len(rows))  # spread over the year
         for d in w.defects:
@@ -51,7 +51,7 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
             stmt = [w.document(x) for x in d.required_evidence if x.startswith("DOC-")]
             assert len(stmt) == 1 and stmt[0].doc_type == "bank_statement"
             line = next(ln for ln in stmt[0].body.splitlines() if f"({r['reference']})" in ln)
-            assert v["bank_account"] in line and f"{r['debit']:,.2f}" in line
+            assert vendors[r["vendor_id"]]["bank_account"] in line and f"{r['debit']:,.2f}" in line
 
 
 def test_decoys_are_new_vendors_cleared_by_their_set_up_forms(worlds):
@@ -75,10 +75,10 @@ def test_base_population_does_not_trip_the_rule(worlds):
         staff_bank = {u["bank_account"] for u in table(w, "users") if u["bank_account"]}
         vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
         shells = {k for k, v in vendors.items() if v["bank_account"] in staff_bank}
-        assert len(shells) == 1
+        assert 1 <= len(shells) <= 2
         for eid, r in heads(w).items():
             v = vendors.get(r["vendor_id"])
-            if v is None or eid in planted:
+            if v is None or eid in planted or r["document_type"] == "KZ":  # payments: see the payment test
                 continue
             assert r["vendor_id"] not in shells, eid
             assert v["created_on"] < "2025-01-01", eid
@@ -113,3 +113,77 @@ def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
     flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
     _, extra = outcome_adjust(w, _state(w, "", flags), 1.0)
     assert extra["scheme_user_named"] is True
+
+
+def test_every_new_vendor_invoice_is_paid_in_the_ledger_as_on_the_statement(worlds):
+    """The books tie: each planted invoice's payment is a ledger entry (Dr 2000 / Cr 1000) of the same
+    amount, on the date and under the payment reference the bank statement shows."""
+    for w in worlds.values():
+        h = heads(w)
+        pays = {r["reference"]: r for r in h.values() if r["document_type"] == "KZ"}
+        statements = [d for d in w.documents if d.doc_type == "bank_statement"]
+        for rec in (*w.defects, *w.decoys):
+            inv = h[rec.entry_id]
+            line = next(ln for d in statements for ln in d.body.splitlines() if f"({inv['reference']})" in ln)
+            day, _name, _acct, amount, ref = (c.strip() for c in line.split("|"))
+            pay = pays[ref.split()[0]]
+            assert pay["vendor_id"] == inv["vendor_id"] and pay["debit"] == pytest.approx(inv["debit"])
+            assert str(pay["posting_date"]) == day and float(amount.replace(",", "")) == pytest.approx(inv["debit"])
+
+
+def test_shell_and_legitimate_vendors_share_one_surface(worlds):
+    """Every new vendor's invoices are keyed by one clerk under his or her limit and approved by one
+    approver, as the scheme's are: the listing alone does not tell them apart."""
+    for w in worlds.values():
+        h = heads(w)
+        users = {u["user_id"]: u for u in table(w, "users")}
+        by_vendor: dict[str, list[dict]] = {}
+        for rec in (*w.defects, *w.decoys):
+            by_vendor.setdefault(h[rec.entry_id]["vendor_id"], []).append(h[rec.entry_id])
+        assert len(by_vendor) >= 2
+        # about as many invoices per legitimate vendor as per shell (default knobs): the count says nothing
+        shells = {h[d.entry_id]["vendor_id"] for d in w.defects}
+        assert max(len(r) for v, r in by_vendor.items() if v not in shells) >= min(len(by_vendor[v]) for v in shells)
+        for rows in by_vendor.values():
+            assert len({r["preparer"] for r in rows}) == 1 and len({r["approver"] for r in rows}) == 1
+            for r in rows:
+                assert r["source"] == "manual" and r["document_type"] == "KR" and r["description"].startswith("Invoice ")
+                assert 0.6 * users[r["preparer"]]["approval_limit"] <= r["debit"] < users[r["preparer"]]["approval_limit"]
+
+
+def test_decisive_facts_are_in_the_evidence(worlds):
+    for w in worlds.values():
+        h = heads(w)
+        users = {u["user_id"]: u for u in table(w, "users")}
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        for d in w.defects:
+            bank, user, vid, amount, stmt = d.facts
+            assert vendors[vid]["bank_account"] == bank == users[user]["bank_account"]
+            assert h[d.entry_id]["vendor_id"] == vid and float(amount) == pytest.approx(h[d.entry_id]["debit"])
+            assert stmt in d.required_evidence and bank in w.document(stmt).body
+        for d in w.decoys:
+            bank, vid, form, word = d.facts
+            assert vendors[vid]["bank_account"] == bank and bank not in {u["bank_account"] for u in users.values()}
+            assert form in d.clearing_evidence and word in w.document(form).body
+
+
+@pytest.fixture(scope="module")
+def runs():
+    from jeval_ray.episode import play
+
+    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
+
+
+def test_careful_finds_the_scheme_names_the_user_and_states_the_facts(runs):
+    for o in runs["careful"]:
+        s = o.score
+        assert s.outcome >= 0.95 and s.rationale >= 0.95 and s.process >= 0.95, (o.seed, s)
+        assert s.verification.extra["scheme_user_named"] is True
+
+
+def test_naive_flags_every_new_vendor_invoice(runs):
+    for o in runs["naive"]:
+        v = o.score.verification
+        assert v.recall == 1.0 and v.fp > 0, (o.seed, v)
+    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
+    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean

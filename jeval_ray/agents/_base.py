@@ -32,9 +32,10 @@ class Turn:
     """
 
     actions: list[Action]
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_ms: float = 0.0
+    #: None = not measured (agents without a model); the records keep it as null, not 0 (docs/data.md)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: float | None = None
     cost_usd: float = 0.0
     reasoning_trace: str | None = None
     text: str | None = None

@@ -117,11 +117,6 @@ class Kit:
     def criteria(self) -> list[str]:
         return re.findall(r"^\s+- ([A-Z_]+):", self.brief, flags=re.M)
 
-    def entry_range(self) -> tuple[int, int]:
-        m = re.search(r"ids (\d+) to (\d+)", self.brief)
-        return (int(m.group(1)), int(m.group(2))) if m else (0, -1)
-
-
 def entries_of(rows: list[dict]) -> dict[str, dict]:
     """Group ledger lines by entry: header fields from line 1, plus debit/credit totals."""
     out: dict[str, dict] = {}

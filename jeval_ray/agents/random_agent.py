@@ -8,7 +8,9 @@ from jeval_ray.agents._script import Kit
 def random_strategy(kit: Kit):
     """A floor for the leaderboard: random reading, random dispositions, sometimes made-up evidence."""
     rng = kit.rng
-    lo, hi = kit.entry_range()
+    rows = (yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1}],
+                                columns=["entry_id"], limit=500)).get("rows", [])
+    ids = [r["entry_id"] for r in rows] or ["1000000001"]
     crit = kit.criteria() or ["UNBALANCED"]
     opened: list[str] = []
     docs = (yield from kit.call("list_documents", limit=50)).get("documents", []) if kit.has("list_documents") else []
@@ -17,7 +19,7 @@ def random_strategy(kit: Kit):
         opened.append(d["doc_id"])
     budget = max(3, kit.calls_left - 1)
     for _ in range(int(rng.integers(2, max(3, budget // 2)))):
-        eid = str(int(rng.integers(lo, hi + 1)))
+        eid = str(ids[int(rng.integers(0, len(ids)))])
         evidence = list(rng.choice(opened, size=min(len(opened), 1), replace=False)) if opened and rng.random() < 0.7 else []
         if rng.random() < 0.25:
             evidence.append(f"DOC-{int(rng.integers(1, 60)):04d}")

@@ -7,9 +7,6 @@ from jeval_ray.world import World
 
 
 def make_brief(spec: TaskSpec, world: World, tools: tuple[str, ...], step_budget: int) -> str:
-    ids = world.ledger.column("entry_id")
-    first, last = min(ids.to_pylist()), max(ids.to_pylist())
-    n = world.n_entries
     facts = world.facts
     criteria = "\n".join(f"  - {c.code}: {c.description}" for c in spec.criteria)
     notes = "\n".join(f"  - {k.replace('_', ' ')}: {v}" for k, v in facts.get("brief_notes", {}).items())
@@ -20,8 +17,8 @@ def make_brief(spec: TaskSpec, world: World, tools: tuple[str, ...], step_budget
 Engagement: {spec.id} ({spec.tier}) - {spec.title}.
 Objective: {spec.objective}
 
-The ledger slice holds {n} journal entries (ids {first} to {last}), each with its lines. Master data, \
-policies and a support pack of {len(world.documents)} documents are available through your tools.
+The ledger slice holds the period's journal entries, each with its lines (query_ledger). Master data, \
+policies and a support pack of documents are available through your tools.
 Criteria codes you may use when flagging:
 {criteria}
 {('Engagement notes:' + chr(10) + notes + chr(10)) if notes else ''}

@@ -25,7 +25,8 @@ from jeval_ray.world import World, generate_world
 
 @dataclass
 class StepLog:
-    """One logged step (the spec's per-step fields; the runner adds keys and accounting)."""
+    """One logged step (the trajectory record's per-step fields, docs/environment_spec.md; the episode
+    loop adds the accounting: None where the agent measures none, e.g. the built-in agents)."""
 
     step_idx: int
     tool: str
@@ -34,9 +35,9 @@ class StepLog:
     observation_hash: str
     is_error: bool
     timestamp: dt.datetime
-    tokens_in: int = 0
-    tokens_out: int = 0
-    latency_ms: float = 0.0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_ms: float | None = None
     reasoning_trace: str | None = None
 
 
@@ -138,13 +139,24 @@ class JEEnv:
     # ------------------------------------------------------------------ dispatch
     def _dispatch(self, tool: str, raw_args: Any) -> tuple[dict, bool, str]:
         if isinstance(raw_args, str):
-            args_text = raw_args[:20_000]
+            args_text = raw_args[:MAX_ARGS_CHARS]
+            if len(raw_args) > MAX_ARGS_CHARS:
+                return {"error": f"arguments are too long ({len(raw_args):,} characters; at most {MAX_ARGS_CHARS:,})"}, \
+                    True, args_text
+            if _text_depth(raw_args) > MAX_ARGS_DEPTH:
+                return {"error": f"arguments are nested too deeply (at most {MAX_ARGS_DEPTH} levels)"}, True, args_text
             try:
                 raw_args = json.loads(raw_args) if raw_args.strip() else {}
             except json.JSONDecodeError as exc:
                 return {"error": f"arguments are not valid JSON: {exc.msg} at position {exc.pos}"}, True, args_text
         else:
+            if _value_depth(raw_args) > MAX_ARGS_DEPTH:
+                return {"error": f"arguments are nested too deeply (at most {MAX_ARGS_DEPTH} levels)"}, True, \
+                    str(type(raw_args).__name__)
             args_text = _safe_canonical(raw_args)
+            if len(args_text) >= MAX_ARGS_CHARS:
+                return {"error": f"arguments are too long (at most {MAX_ARGS_CHARS:,} characters as JSON)"
+                                 + _longest_field(raw_args)}, True, args_text
         if tool == "":
             return {"error": "no tool was called; call one of the tools (use submit when you are done)"}, True, args_text
         if tool not in self.tools_enabled:
@@ -161,8 +173,59 @@ class JEEnv:
             return t.run(self.state, args), False, args_text
         except ToolError as exc:
             return {"error": str(exc)}, True, args_text
-        except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:  # defensive: never crash
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError,
+                ArithmeticError) as exc:  # defensive: never crash
             return {"error": f"{tool} could not answer: {type(exc).__name__}: {str(exc)[:200]}"}, True, args_text
+
+
+#: bounds on what an agent may send as one tool call's arguments (an error observation beyond them)
+MAX_ARGS_CHARS = 20_000
+MAX_ARGS_DEPTH = 8
+
+
+def _text_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text (outside strings), without parsing it."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _value_depth(value: Any, limit: int = MAX_ARGS_DEPTH + 1) -> int:
+    """The nesting depth of lists and dicts in ``value``, counted without recursion, up to ``limit``."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, tuple, dict)):
+            d += 1
+            deepest = max(deepest, d)
+            if d >= limit:
+                return d
+            stack.extend((x, d) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _longest_field(args: Any) -> str:
+    """``; 'query' is the longest`` for an argument object, so the agent knows what to shorten."""
+    if not isinstance(args, dict) or not args:
+        return ""
+    name = max(args, key=lambda k: len(_safe_canonical(args[k])))
+    return f"; {str(name)[:40]!r} is the longest"
 
 
 def _unpack(action: Action | dict) -> tuple[str, Any]:
@@ -175,9 +238,9 @@ def _unpack(action: Action | dict) -> tuple[str, Any]:
 
 def _safe_canonical(args: Any) -> str:
     try:
-        return canonical_args(args)[:20_000]
-    except (TypeError, ValueError):
-        return str(args)[:20_000]
+        return canonical_args(args)[:MAX_ARGS_CHARS]
+    except (TypeError, ValueError, RecursionError):
+        return str(args)[:MAX_ARGS_CHARS]
 
 
 def _validation_text(exc: ValidationError) -> str:

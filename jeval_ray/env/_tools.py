@@ -7,6 +7,7 @@ observation, so nothing an agent sends can crash an episode.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import math
@@ -77,9 +78,12 @@ class EpisodeState:
         return self._entry_ids
 
     def in_numbering(self, entry_id: str) -> bool:
-        """Ids inside the journal's numbering range (the listing plus any gap in it)."""
+        """Ids inside the journal's numbering range (the listing plus any gap in it), written as the
+        journal writes them: ASCII digits, no leading zero (``01000000005`` is not ``1000000005``)."""
         self.entry_ids
-        return entry_id.isdigit() and self._id_range[0] <= int(entry_id) <= self._id_range[1]
+        if not (entry_id.isascii() and entry_id.isdigit()) or entry_id != str(int(entry_id)):
+            return False
+        return self._id_range[0] <= int(entry_id) <= self._id_range[1]
 
 
 # ------------------------------------------------------------------ argument models
@@ -201,7 +205,7 @@ def _scalar(col: pa.ChunkedArray, v: Any):
     if pa.types.is_date(t) or pa.types.is_timestamp(t):
         if not isinstance(v, str):
             raise ValueError("dates are compared as ISO text, e.g. '2025-03-31' or '2025-03-31T18:00:00'")
-        return pc.cast(pa.scalar(v), t) if pa.types.is_timestamp(t) else pa.scalar(np.datetime64(v[:10], "D"), t)
+        return pc.cast(pa.scalar(v), t) if pa.types.is_timestamp(t) else pa.scalar(dt.date.fromisoformat(v[:10]), t)
     if pa.types.is_floating(t) or pa.types.is_integer(t):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError("numbers are compared with numbers")
@@ -254,6 +258,8 @@ def open_document(st: EpisodeState, a: OpenDocumentArgs) -> dict:
 
 def search_documents(st: EpisodeState, a: SearchDocumentsArgs) -> dict:
     words = [w for w in re.split(r"\s+", a.query.lower().strip()) if w]
+    if not words:
+        raise ToolError("the query has no words; give one or more words to find")
     hits = []
     for d in st.world.documents:
         text = f"{d.title}\n{d.body}".lower()
@@ -386,7 +392,6 @@ def _robust_z(x: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
 
 def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     t = _filtered(st.world.ledger, a.filters)
-    st.stats_steps.append(st.step_idx)
     x, ids, rows = _entry_measure(t, a.measure)
     if len(x) < MIN_STATS_POPULATION:
         return {"n": int(len(x)), "message": f"population of {len(x)} entries is too small for statistics (need at least {MIN_STATS_POPULATION})"}
@@ -412,6 +417,8 @@ def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
         out["groups"] = groups
     if a.digits:
         out["digit_test"] = digit_test(x, "first" if a.digits == "first" else "last_two")
+    # only statistics that answered are a population baseline (baseline_before_claim)
+    st.stats_steps.append(st.step_idx)
     return out
 
 

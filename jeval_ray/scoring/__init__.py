@@ -1,4 +1,4 @@
-"""Scoring: verifier -> judge -> combine with the task's weights (DESIGN §6)."""
+"""Scoring: verifier -> judge -> combine with the task's weights (``docs/scoring.md``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,12 @@ class EpisodeScore:
 
 
 def combine(weights, outcome: float, process: float, rationale: float) -> float:
-    """score = w_o·outcome + w_p·process + w_r·rationale."""
-    return weights.outcome * outcome + weights.process * process + weights.rationale * rationale
+    """score = w_o·outcome + outcome·(w_p·process + w_r·rationale).
+
+    Process and rationale are worth what the conclusions they support are worth: an audit whose
+    exception list is wrong earns nothing for how it was documented (``docs/scoring.md``).
+    """
+    return weights.outcome * outcome + outcome * (weights.process * process + weights.rationale * rationale)
 
 
 def score_episode(spec, world, state, steps, judgments: list[Judgment] | None = None, brief: str = "") -> EpisodeScore:

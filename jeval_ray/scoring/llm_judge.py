@@ -263,10 +263,23 @@ def uses_json_schema(config: ModelConfig, structured_output: StructuredOutput) -
     return structured_output == "json_schema"
 
 
-def rationale_score(scores: list[DispositionScore], items: list[str]) -> float:
-    """Mean over dispositions of (sum of item scores / (4 x items)); 0 when there are none (the rubric's rule)."""
-    per = [sum(s.scores.values()) / (4 * len(items)) for s in scores]
-    return statistics.fmean(per) if per else 0.0
+def rationale_score(packet: dict, scores: list[DispositionScore], items: list[str]) -> float:
+    """The episode's rationale score from a judge's item scores, by the rule the reference judge applies
+    (docs/scoring.md): the mean, over the planted entries, of each one's judged share (sum of items /
+    (4 x items)) when its final decision is right and not void; other entries earn nothing. A packet
+    without planted entries scores 1 when nothing was disposed of, else 0."""
+    entries = final_entries(packet)
+    total = 0.0
+    for s in scores:
+        d = entries[s.entry_id]
+        ref = d.get("reference") or {}
+        right = ref.get("correct", (d.get("decision") == "flag") == bool(ref.get("is_exception")))
+        if ref.get("planted", True) and right and not _is_void(d):
+            total += sum(s.scores.values()) / (4 * len(items))
+    planted = packet.get("planted_entries")
+    if planted is None:  # a packet of the first format: the mean over dispositions
+        return statistics.fmean([sum(s.scores.values()) / (4 * len(items)) for s in scores]) if scores else 0.0
+    return total / planted if planted else (1.0 if not scores else 0.0)
 
 
 class LLMJudge:
@@ -293,7 +306,8 @@ class LLMJudge:
         items = rubric_items(rubric)
         messages, rf, ids, phash = self.request(packet, rubric, seed)
         reference = reference_judge(packet, rubric)
-        acct = {"judge": self.name, "rubric": rubric, "judge_model": self.config.name, "prompt_hash": phash,
+        acct = {"judge": self.name, "rubric": rubric, "judge_version": PROMPT_TAG, "judge_model": self.config.name,
+                "prompt_hash": phash,
                 "judge_seed": seed, "calls": 0, "reasks": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0,
                 "reference_item_scores": _ITEM_SCORES.dump_json(reference.dispositions).decode()}
         started = time.perf_counter()
@@ -302,8 +316,9 @@ class LLMJudge:
             return Judgment(status="unscored", rationale_score=None, error=reason[:2000],
                             latency_ms=(time.perf_counter() - started) * 1000.0, **acct)
 
-        if not ids:  # nothing disposed of: the rubric's rule (0), no call needed
-            return Judgment(status="ok", rationale_score=0.0, overall_comment="no dispositions to judge", **acct)
+        if not ids:  # nothing disposed of: the rubric's rule, no call needed
+            return Judgment(status="ok", rationale_score=rationale_score(packet, [], items),
+                            overall_comment="no dispositions to judge", **acct)
         error = ""
         for n in range(self.max_reasks + 1):
             try:
@@ -340,7 +355,7 @@ class LLMJudge:
             breaker = "fabricated_evidence" if void else a.dealbreaker
             scores = {i: 0 for i in items} if breaker else {i: a.scores[i] for i in items}
             scored.append(DispositionScore(entry_id=eid, scores=scores, dealbreaker=breaker, comment=a.comment[:1000]))
-        return Judgment(status="ok", dispositions=scored, rationale_score=rationale_score(scored, items),
+        return Judgment(status="ok", dispositions=scored, rationale_score=rationale_score(packet, scored, items),
                         overall_comment=answer.overall_comment[:2000],
                         latency_ms=(time.perf_counter() - started) * 1000.0, **acct)
 

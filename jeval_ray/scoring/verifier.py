@@ -1,6 +1,6 @@
 """The deterministic verifier: outcome and process metrics from the world and the trajectory.
 
-Definitions (DESIGN §6; the spec's ``trajectory_record.derived_at_scoring_time``):
+Definitions (``docs/scoring.md`` states them with the reasons):
 
 Outcome
   * Each entry's *final* disposition is its last one. A disposition is **void** when any evidence
@@ -10,29 +10,36 @@ Outcome
   * Undispositioned entries are implicit approvals (= cleared).
   * Positives are the defect ledger's entries. TP = flagged defect, FP = flagged non-defect,
     FN = defect not flagged, TN = the rest of the slice (plus hidden entries).
-  * precision = TP/(TP+FP) (1 if nothing flagged and no defect, else 0 when nothing flagged);
-    recall = TP/(TP+FN) (1 if no defect); F2 = 5PR/(4P+R).
-  * criteria_accuracy = TP whose criteria code matches the defect's / TP (0 when TP = 0).
-  * misstatement_error (tasks that ask for amounts) = mean over TP of
-    min(1, |amount - true| / |true|), a missing amount counting 1.
-  * outcome = 0.8·F2 + 0.2·criteria_accuracy; where the task asks for amounts,
-    outcome = 0.7·F2 + 0.15·criteria_accuracy + 0.15·(1 - misstatement_error).
+  * precision, recall, F2 and criteria_accuracy are recorded as before.
+  * outcome = (sum of TP credits) / (TP + FP + FN): the share of the entries that are either
+    reported or real exceptions that the auditor got right, so a false exception costs exactly
+    what a missed one costs (1 when there is nothing to find and nothing is flagged). A TP's
+    credit is 1, halved when its criteria code is wrong; where the task asks for amounts it is
+    further scaled by 0.5 + 0.5 x (1 - the amount's relative error, capped at 1).
 
-Process
-  * evidence_coverage = |required ∩ opened| / |required|, required = the union of every
-    defect's required evidence ids (1 when there is none).
-  * evidence_precision = cited-and-opened-before-citing / cited, over (disposition, evidence id)
-    pairs (0 when nothing is cited).
+Process (the environment's six metrics, docs/environment_spec.md, are recorded as defined; ``process``
+  combines them per entry)
+  * evidence_coverage = |required ∩ opened| / |required| over every defect's required evidence.
+  * evidence_precision = cited ids that were opened before the citing step *and bear on the
+    entry* / cited ids, over every disposition (0 when nothing is cited). An id bears on an
+    entry when it is that entry's required or clearing evidence, the entry itself, a master
+    table some planted entry needs, or a document whose text names the entry's id, reference
+    or vendor.
   * redundant_calls = tool calls whose (tool, canonical arguments) repeat an earlier call.
   * steps_to_first_flag = the number of steps before the first flag (None when nothing flagged).
-  * baseline_before_claim = whether ``compute_stats`` ran before the first *unusual claim*: a
-    flag whose criteria is OUTLIER or DIGIT_ANOMALY, or whose rationale calls the entry unusual,
-    atypical, an outlier or anomalous (None when no such claim was made).
+  * baseline_before_claim = whether a ``compute_stats`` call that returned statistics (not
+    "population too small") ran before the first *unusual claim*: a flag whose criteria is
+    OUTLIER or DIGIT_ANOMALY, or whose rationale calls the entry unusual, atypical, an outlier
+    or anomalous (None when no such claim was made).
   * premature_disposition = non-void dispositions issued before all of their entry's required
     evidence (defects) or clearing evidence (decoys) had been opened.
-  * process = mean of evidence_coverage, evidence_precision, 1 - premature/dispositions,
-    1/(1 + redundant_calls/10), and baseline_before_claim (as 0/1) when a claim was made.
-    Tasks with ``premature_penalty`` subtract that much per premature disposition (floor 0).
+  * process = the mean, over the planted entries (defects and decoys), of each one's evidence
+    quality when its final disposition is right (a flagged defect, a decoy not flagged) and 0
+    otherwise; evidence quality is the F1 of (needed evidence cited and opened before / needed)
+    and (cited ids opened before and bearing on the entry / cited). Multiplied by
+    1 / (1 + redundant_calls / 20), halved when an unusual claim came before any baseline, and
+    reduced by ``premature_penalty`` per premature disposition where the task sets one.
+    Dispositions of ordinary entries earn no process credit.
 
 Task hook: a task module may define ``outcome_adjust(world, state, outcome) -> (outcome, extra)``
 to refine its outcome (documented in the task's module and in docs/tasks.md).
@@ -114,6 +121,110 @@ def _f2(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 5 * p * r / (4 * p + r)
 
 
+def _f1(p: float, r: float) -> float:
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def needed_evidence(world: World, entry_id: str) -> tuple[str, ...]:
+    """The evidence a planted entry needs (required for a defect, clearing for a decoy), less what
+    cannot be opened (an entry missing from the listing)."""
+    rec = _key(world).get(entry_id)
+    if rec is None:
+        return ()
+    ids = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
+    hidden = set(world.hidden_entries)
+    return tuple(e for e in ids if e not in hidden)
+
+
+def _key(world: World) -> dict:
+    cache = world._memo.setdefault("key", {})
+    if not cache:
+        cache.update({d.entry_id: d for d in world.decoys})
+        cache.update({d.entry_id: d for d in world.defects})
+    return cache
+
+
+def bearing_evidence(world: World, entry_id: str) -> frozenset[str]:
+    """Evidence ids that bear on an entry (see the module docstring); memoised per world."""
+    memo = world._memo.setdefault("bears", {})
+    if entry_id in memo:
+        return memo[entry_id]
+    ids = {entry_id}
+    rec = _key(world).get(entry_id)
+    if rec is not None:
+        ids.update(rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence)
+    masters = world._memo.setdefault("masters", set())
+    if not masters:
+        masters.update(e for r in _key(world).values()
+                       for e in (r.required_evidence if hasattr(r, "required_evidence") else r.clearing_evidence)
+                       if e.startswith("master:"))
+        masters.add("master:none")
+    ids.update(masters)
+    words = {entry_id}
+    led = world.ledger
+    if entry_id in world.hidden_entries:
+        head = None
+    else:
+        import pyarrow.compute as pc
+
+        t = led.filter(pc.equal(led.column("entry_id"), entry_id)).slice(0, 1).to_pylist()
+        head = t[0] if t else None
+    if head is not None:
+        if head.get("reference"):
+            words.add(head["reference"])
+        vid = head.get("vendor_id") or ""
+        if vid:
+            words.add(vid)
+            names = world._memo.setdefault("vendor_names", {})
+            if not names:
+                names.update({v["vendor_id"]: v.get("name") or "" for v in world.master["vendors"].to_pylist()})
+                names["__filled__"] = ""
+            if names.get(vid):
+                words.add(names[vid])
+    low = [w.lower() for w in words if w]
+    for d in world.documents:
+        text = f"{d.title}\n{d.body}".lower()
+        if any(w in text for w in low):
+            ids.add(d.doc_id)
+    memo[entry_id] = frozenset(ids)
+    return memo[entry_id]
+
+
+def evidence_quality(world: World, d: Disposition, opened: dict[str, int]) -> float:
+    """F1 of the needed evidence cited (opened before) and of the cited evidence bearing on the entry."""
+    need = needed_evidence(world, d.entry_id)
+    before = [e for e in d.evidence if opened.get(e, 1 << 30) < d.step_idx]
+    if not d.evidence:
+        return 0.0 if need else 1.0
+    bears = bearing_evidence(world, d.entry_id)
+    precision = sum(e in bears for e in before) / len(d.evidence)
+    recall = (sum(e in before for e in need) / len(need)) if need else 1.0
+    return _f1(precision, recall)
+
+
+def _credit(spec: TaskSpec, disp: Disposition, defect) -> float:
+    """A true positive's share of credit: halved for a wrong criteria code; scaled by the amount's error."""
+    c = 1.0 if disp.criteria == defect.criteria else 0.5
+    if spec.asks_amount:
+        true, got = defect.misstatement, disp.amount
+        err = 1.0 if got is None or true == 0 else min(1.0, abs(abs(got) - abs(true)) / abs(true))
+        c *= 0.5 + 0.5 * (1 - err)
+    return c
+
+
+def correct_final(world: World, final: dict[str, Disposition]) -> dict[str, Disposition]:
+    """The planted entries whose final disposition is right: a flagged defect, a cleared decoy."""
+    defects = {d.entry_id for d in world.defects}
+    out = {}
+    for rec in _key(world).values():
+        d = final.get(rec.entry_id)
+        if d is None:
+            continue
+        if (rec.entry_id in defects) == (d.decision == "flag"):
+            out[rec.entry_id] = d
+    return out
+
+
 def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verification:
     defects = {d.entry_id: d for d in world.defects}
     decoys = {d.entry_id: d for d in world.decoys}
@@ -135,15 +246,15 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
             true, got = defects[i].misstatement, final[i].amount
             errs.append(1.0 if got is None or true == 0 else min(1.0, abs(abs(got) - abs(true)) / abs(true)))
         mis_err = sum(errs) / len(errs) if errs else (1.0 if defects else 0.0)
-        outcome = 0.7 * f2 + 0.15 * crit_acc + 0.15 * (1 - mis_err)
-    else:
-        outcome = 0.8 * f2 + 0.2 * crit_acc
+    union = tp + fp + fn
+    outcome = (sum(_credit(spec, final[i], defects[i]) for i in tp_ids) / union) if union else 1.0
     fabrications = sum(is_void(d, state.opened) for d in state.dispositions)
 
     required = {e for d in world.defects for e in d.required_evidence}
     coverage = len(required & state.opened.keys()) / len(required) if required else 1.0
-    cited = [(d.step_idx, e) for d in state.dispositions for e in d.evidence]
-    ev_prec = sum(state.opened.get(e, 1 << 30) < s for s, e in cited) / len(cited) if cited else 0.0
+    cited = [(d, e) for d in state.dispositions for e in d.evidence]
+    ev_prec = (sum(state.opened.get(e, 1 << 30) < d.step_idx and e in bearing_evidence(world, d.entry_id)
+                   for d, e in cited) / len(cited)) if cited else 0.0
     redundant = _redundant(steps)
     flags = [d for d in state.dispositions if d.decision == "flag"]
     first_flag = flags[0].step_idx if flags else None
@@ -152,14 +263,17 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
     premature = 0
     valid = [d for d in state.dispositions if not is_void(d, state.opened)]
     for d in valid:
-        need = defects[d.entry_id].required_evidence if d.entry_id in defects else (
-            decoys[d.entry_id].clearing_evidence if d.entry_id in decoys else ())
-        if any(state.opened.get(e, 1 << 30) >= d.step_idx for e in need):
+        if any(state.opened.get(e, 1 << 30) >= d.step_idx for e in needed_evidence(world, d.entry_id)):
             premature += 1
-    parts = [coverage, ev_prec, 1 - premature / max(1, len(valid)), 1 / (1 + redundant / 10)]
-    if baseline is not None:
-        parts.append(1.0 if baseline else 0.0)
-    process = sum(parts) / len(parts)
+    key_n = len(defects.keys() | decoys.keys())
+    right = correct_final(world, final)
+    if key_n:
+        process = sum(evidence_quality(world, d, state.opened) for d in right.values()) / key_n
+    else:
+        process = 1.0
+    process *= 1 / (1 + redundant / 20)
+    if baseline is False:
+        process *= 0.5
     process = max(0.0, process - spec.premature_penalty * premature)
     extra: dict = {}
     adjust = getattr(_task_module(spec.id), "outcome_adjust", None)

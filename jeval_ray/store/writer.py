@@ -1,4 +1,4 @@
-"""Batched, atomic, collision-free Parquet writes of a sweep run (DESIGN §7).
+"""Batched, atomic, collision-free Parquet writes of a sweep run (layout: docs/sweep.md).
 
 Layout: ``<root>/<run_id>/{steps,episodes,dispositions,judgments}/task_id=<t>/model=<m>/part-<uuid>.parquet``
 (hive partitioning; values URI-encoded, so ``org/model`` becomes ``org%2Fmodel``; partition

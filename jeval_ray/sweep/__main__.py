@@ -12,13 +12,18 @@ EPILOG = """\
 examples:
   python -m jeval_ray.sweep                              # embedded default: every available task x random/naive/careful
                                                          #   x 5 seeds x {full, withheld}, local ray.init()
-  python -m jeval_ray.sweep --config configs/openai_compatible.yaml --address auto
+  python -m jeval_ray.sweep --config configs/openai_compatible.yaml --address auto --out s3://bucket/jeval
+  python -m jeval_ray.sweep --tasks JE-1,JE-3 --models careful --seeds 2   # a quick run of part of the grid
   python -m jeval_ray.sweep --run-id 20260101T000000Z-abc123   # resume: completed episodes are skipped
   python -m jeval_ray.sweep --dry-run                    # the grid and every episode's run-config contract
   python -m jeval_ray.sweep --schema > sweep.schema.json
 
-exit codes: 0 done (failed episodes are rows, not errors), 2 invalid config or option (nothing written,
-Ray not started), 1 the sweep could not go on. Output layout, dedup rule and resume: docs/sweep.md.
+On a cluster: run it there (--address auto), or submit it as a Ray job with ray job submit;
+cluster/README.md has both, and Ray's token authentication.
+
+exit codes: 0 done (failed episodes are rows, not errors), 2 invalid config or option, or a cluster that
+cannot be reached (nothing written), 1 the sweep could not go on. Output layout, dedup rule and resume:
+docs/sweep.md.
 """
 
 
@@ -29,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "separate actor pool and write steps/episodes/dispositions/judgments as Parquet.")
     p.add_argument("--config", metavar="PATH", help="sweep config (YAML or JSON; schema: --schema). "
                    "Default: the embedded configs/local.yaml.")
-    p.add_argument("--address", metavar="ADDR", help="Ray cluster to join ('auto', 'ray://host:10001', host:port). "
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster to join, from a machine of that cluster: 'auto' (the "
+                   "cluster started on this machine with 'ray start') or the head's GCS address host:6379. From "
+                   "elsewhere submit the sweep as a Ray job instead (cluster/README.md). "
                    "Default: $RAY_ADDRESS, then the config's ray.address, else a local ray.init().")
     p.add_argument("--out", metavar="PATH_OR_URI", help="output root: a local directory or a pyarrow filesystem URI "
                    "(s3://bucket/prefix, gs://...; options as a query, e.g. ?endpoint_override=host:9000&scheme=http). "
@@ -37,8 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "variables (AWS_ACCESS_KEY_ID, ...), never from the URI. Default: config output.root.")
     p.add_argument("--run-id", metavar="ID", help="run id; an existing run with this id is RESUMED (completed episodes "
                    "are skipped, the rest re-run with a higher attempt). Default: a new timestamped id.")
-    p.add_argument("--dry-run", action="store_true", help="print the grid and each episode's run-config contract "
-                   "(JSON lines) and exit: no Ray, nothing written.")
+    p.add_argument("--dry-run", action="store_true", help="print each episode's run-config contract as JSON lines on "
+                   "stdout (the grid's summary goes to stderr) and exit: no Ray, nothing written.")
+    narrow = p.add_argument_group("narrowing the config's grid (each picks from what the config has)")
+    narrow.add_argument("--tasks", metavar="IDS", help="comma list of task ids, e.g. JE-1,JE-3.")
+    narrow.add_argument("--models", metavar="NAMES", help="comma list of model names, e.g. careful,naive.")
+    narrow.add_argument("--seeds", metavar="N|LIST", help="a count N (the config's first N seeds) or seeds, e.g. 0,3 "
+                        "(a single seed: [3]).")
+    narrow.add_argument("--conditions", metavar="NAMES", help="comma list of condition names, e.g. full.")
     p.add_argument("--max-in-flight", type=int, metavar="N", help="bound on episodes dispatched and not yet written "
                    "(driver memory and cluster load). Default: the config's execution.max_in_flight.")
     p.add_argument("--schema", action="store_true", help="print the JSON Schema of the sweep config and exit.")
@@ -52,13 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from jeval_ray.sweep.config import json_schema, load_sweep_config
+    from jeval_ray.sweep.config import json_schema, load_sweep_config, narrow_config
 
     if args.schema:
         print(json.dumps(json_schema(), indent=2))
         return 0
     try:
-        cfg = load_sweep_config(args.config)
+        cfg = narrow_config(load_sweep_config(args.config), tasks=args.tasks, models=args.models, seeds=args.seeds,
+                            conditions=args.conditions)
         if args.max_in_flight is not None and args.max_in_flight < 1:
             raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
         from jeval_ray.sweep.driver import plan_run
@@ -94,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         from shlex import quote  # an object-store URI's query has '&' in it
 
+        narrowed = "".join(f"--{k} {quote(v)} " for k in ("tasks", "models", "seeds", "conditions")
+                           if (v := getattr(args, k)) is not None)  # the same part of the grid
         print(f"\ninterrupted; completed episodes are saved. Resume with: python -m jeval_ray.sweep "
-              f"{'--config ' + quote(args.config) + ' ' if args.config else ''}--out {quote(plan.root_uri)} "
+              f"{'--config ' + quote(args.config) + ' ' if args.config else ''}{narrowed}--out {quote(plan.root_uri)} "
               f"--run-id {plan.run_id}", file=sys.stderr)
         return 130
     if not args.no_leaderboard:
@@ -104,20 +120,23 @@ def main(argv: list[str] | None = None) -> int:
           f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated"
           + (f" ({result.worlds['ahead']} of them while their episode queued)" if result.worlds.get("ahead") else "")
           + f", {result.worlds['reused']} reused (execution.world_cache)")
-    for w in ([warn] if warn else []) + result.warnings:
+    for w in result.warnings:  # the seed warning was said once, at the start
         print(f"warning: {w}")
     print(f"output: {result.run_dir}")
     return 0
 
 
 def _dry_run(plan) -> None:
+    """The contracts as JSON lines on stdout (for jq and friends); the grid's summary on stderr."""
     rows = plan.grid.summary_rows()
-    print(f"# run {plan.run_id} -> {plan.run_uri} ({'resume' if plan.resume else 'new run'})")
+    err = sys.stderr
+    print(f"# run {plan.run_id} -> {plan.run_uri} ({'resume' if plan.resume else 'new run'})", file=err)
     print(f"# grid: {len(plan.grid)} episodes = {len(plan.grid.tasks)} task(s) x {len(plan.grid.models)} model(s) "
-          f"x {len(plan.grid.seeds)} seed(s) x conditions")
-    print(f"# {'task':6} {'tier':4} {'condition':12} {'withheld':28} episodes")
+          f"x {len(plan.grid.seeds)} seed(s) x conditions", file=err)
+    print(f"# {'task':6} {'tier':4} {'condition':12} {'withheld':28} episodes", file=err)
     for r in rows:
-        print(f"# {r['task_id']:6} {r['tier']:4} {r['condition']:12} {','.join(r['tools_withheld']) or '-':28} {r['episodes']}")
+        print(f"# {r['task_id']:6} {r['tier']:4} {r['condition']:12} {','.join(r['tools_withheld']) or '-':28} "
+              f"{r['episodes']}", file=err)
     for c in plan.grid.cells():
         print(json.dumps({"episode_id": c.episode_id, "task_id": c.task_id, "model": c.model, "seed": c.seed,
                           "condition": c.condition, "run_config": json.loads(c.contract_json)}, sort_keys=True))

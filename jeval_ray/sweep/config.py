@@ -110,7 +110,7 @@ class ScoringConfig(BaseModel):
                                           "An episode's judges_per_episode judges are consecutive names of this list from "
                                           "an offset fixed by the episode id; one name is asked that many times with "
                                           "different seeds.")
-    judges_per_episode: int | None = Field(default=None, ge=1, description="null = the spec rule: 3 if L4 else 1.")
+    judges_per_episode: int | None = Field(default=None, ge=1, description="null = 3 judges for an L4 task, else 1 (docs/environment_spec.md).")
     judge_models: list[JudgeModelEntry] = Field(default_factory=list, description="LLM judge endpoints (docs/scoring.md).")
     judge_max_reasks: int = Field(default=2, ge=0, le=10, description="Re-asks after an invalid judge answer before "
                                   "the judgment is recorded as unscored.")
@@ -183,6 +183,12 @@ class ExecutionConfig(BaseModel):
 class OutputConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     root: str = Field(default="runs", description="Local path or pyarrow filesystem URI (s3://bucket/prefix).")
+    relative_root_in_ray_job: bool = Field(
+        default=False,
+        description="Allow a relative output root (this field's default 'runs', or a relative --out) when the sweep "
+                    "runs as a Ray job. Ray resolves it inside the job's temporary working directory, which it deletes "
+                    "with the session, so by default such a sweep is refused (exit 2) before it starts; set true only "
+                    "when that directory is what you want (e.g. a test that reads the run before the session ends).")
     keep_observations: bool = Field(default=True, description="Store each step's observation text.")
     flush_episodes: int = Field(default=64, ge=1, description="Flush a task/model partition after this many episodes.")
     flush_seconds: float = Field(default=20.0, gt=0, description="Flush every buffer at least this often.")
@@ -194,7 +200,9 @@ class OutputConfig(BaseModel):
 
 class RayConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    address: str | None = Field(default=None, description="Cluster address; null = RAY_ADDRESS or a local ray.init().")
+    address: str | None = Field(default=None, description="Cluster to join from one of its nodes: 'auto' or the head's "
+                                "GCS address host:6379 (Ray Client ray:// is refused; submit a Ray job instead, "
+                                "cluster/README.md). null = RAY_ADDRESS or a local ray.init().")
     num_cpus: int | None = Field(default=None, ge=1, description="Local ray.init only.")
     object_store_memory_mb: int | None = Field(default=512, ge=80, description="Local ray.init only.")
     include_dashboard: bool = False
@@ -525,6 +533,118 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
                           f"Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env for an endpoint without auth.")
 
 
+#: the command-line flags that narrow a config's grid, and the config field each narrows
+NARROWING_FLAGS = {"tasks": "--tasks", "models": "--models", "seeds": "--seeds", "conditions": "--conditions"}
+
+
+def narrow_config(cfg: SweepConfig, *, tasks: str | None = None, models: str | None = None, seeds: str | None = None,
+                  conditions: str | None = None) -> SweepConfig:
+    """The config with its grid narrowed by the command line (``--tasks JE-1,JE-3 --seeds 2`` ...).
+
+    Each value may only pick from what the config already has (a quick run of part of a sweep,
+    not a different sweep): task ids, model names and condition names as comma lists; seeds as
+    the config writes them, ``N`` (the config's first N seeds) or a list ``0,3`` / ``[3]``.
+    Raises one ``ConfigError`` naming the flag and the fix. The narrowed config is what the run
+    records in its manifest.
+    """
+    from jeval_ray.sweep.grid import resolve_tasks
+    from jeval_ray.tasks import get_task
+
+    update: dict[str, Any] = {}
+    if tasks is not None:
+        have = [t.id for t in resolve_tasks(cfg)]
+        picked = []
+        for name in _comma_list(tasks, "--tasks", "a comma list of task ids such as JE-1,JE-3"):
+            try:
+                tid = get_task(name).id
+            except ConfigError:
+                tid = None
+            if tid not in have:
+                raise ConfigError(f"--tasks: {name!r} is not one of this config's tasks ({', '.join(have)}). "
+                                  "Fix: pick from those, or add the task to tasks in the config.")
+            if tid not in picked:
+                picked.append(tid)
+        update["tasks"] = [t for t in have if t in picked]
+        update["task_knobs"] = {k: v for k, v in cfg.task_knobs.items() if _task_key_id(k) in picked}
+    if models is not None:
+        have = cfg.model_names
+        picked = _pick(_comma_list(models, "--models", "a comma list of model names such as careful,naive"),
+                       have, "--models", "model names", "models")
+        update["models"] = [m for m in cfg.models if m.name in picked]
+    if seeds is not None:
+        update["seeds"] = _narrow_seeds(cfg, seeds)
+    if conditions is not None:
+        by_name = {c if isinstance(c, str) else c.name: c for c in cfg.conditions}
+        picked = _pick(_comma_list(conditions, "--conditions", "a comma list of condition names such as full"),
+                       list(by_name), "--conditions", "conditions", "conditions")
+        update["conditions"] = [c for n, c in by_name.items() if n in picked]
+    if not update:
+        return cfg
+    narrowed = cfg.model_copy(update=update)
+    try:
+        check_semantics(narrowed, check_env=False)  # keys were checked with the full config already
+    except ConfigError as exc:
+        flags = " ".join(NARROWING_FLAGS[k] for k in ("tasks", "models", "seeds", "conditions") if k in update)
+        raise ConfigError(f"{flags}: the narrowed grid is not valid: {exc}") from None
+    return narrowed
+
+
+def _comma_list(value: str, flag: str, example: str) -> list[str]:
+    items = [x.strip() for x in value.split(",")]
+    if not value.strip() or any(not x for x in items):
+        raise ConfigError(f"{flag}: {value!r} is not a list. Fix: pass {example}.")
+    return items
+
+
+def _pick(items: list[str], have: list[str], flag: str, what: str, field: str) -> list[str]:
+    for name in items:
+        if name not in have:
+            raise ConfigError(f"{flag}: {name!r} is not one of this config's {what} ({', '.join(have)}). "
+                              f"Fix: pick from those, or add it to {field} in the config.")
+    return items
+
+
+def _task_key_id(key: str) -> str | None:
+    from jeval_ray.tasks import get_task
+
+    try:
+        return get_task(key).id
+    except ConfigError:
+        return None
+
+
+def _narrow_seeds(cfg: SweepConfig, value: str) -> list[int]:
+    """``--seeds``: ``N`` = the config's first N seeds; ``a,b`` or ``[a]`` = those seeds (each one of the config's)."""
+    have = cfg.seed_list
+    text = value.strip()
+    if "," in text and not text.startswith("["):
+        text = f"[{text}]"
+    try:
+        parsed = yaml.safe_load(text)
+        SweepConfig.model_validate({"models": [{"name": "x", "agent": "careful"}], "seeds": parsed})
+    except (yaml.YAMLError, ValidationError):
+        parsed = None
+    if isinstance(parsed, bool) or not isinstance(parsed, (int, list)):
+        raise ConfigError(f"--seeds: {value!r} is neither a count nor a list of distinct seeds. Fix: pass a count such "
+                          "as 2 (the config's first 2 seeds) or seeds such as 0,3 (one seed: [3]).")
+    if isinstance(parsed, int):
+        if parsed > len(have):
+            raise ConfigError(f"--seeds: {parsed} is more than the config's {len(have)} seed(s). Fix: pass at most "
+                              f"{len(have)}, or raise seeds in the config.")
+        return have[:parsed]
+    missing = [s for s in parsed if s not in have]
+    if missing:
+        raise ConfigError(f"--seeds: seed(s) {', '.join(map(str, missing))} are not among the config's seeds "
+                          f"({_seed_text(have)}). Fix: pick from those, or add them to seeds in the config.")
+    return [s for s in have if s in parsed]
+
+
+def _seed_text(seeds: list[int]) -> str:
+    if seeds == list(range(len(seeds))):
+        return f"0..{len(seeds) - 1}"
+    return ", ".join(map(str, seeds))
+
+
 def json_schema() -> dict:
     """The JSON Schema of the sweep config (``python -m jeval_ray.sweep --schema``)."""
     schema = SweepConfig.model_json_schema()
@@ -533,6 +653,7 @@ def json_schema() -> dict:
     return schema
 
 
-__all__ = ["ConditionSpec", "ExecutionConfig", "JudgeModelEntry", "ModelEntry", "OutputConfig", "RayConfig", "ScoringConfig",
-           "SweepConfig", "LEADERBOARD_AGENTS", "TEST_AGENTS", "PROVIDERS", "check_judges", "check_semantics", "default_config_text",
-           "json_schema", "load_config_file", "load_sweep_config", "validate_config"]
+__all__ = ["ConditionSpec", "ExecutionConfig", "JudgeModelEntry", "ModelEntry", "OutputConfig", "RayConfig",
+           "ScoringConfig", "SweepConfig", "LEADERBOARD_AGENTS", "TEST_AGENTS", "PROVIDERS", "check_judges",
+           "check_semantics", "default_config_text", "json_schema", "load_config_file", "load_sweep_config",
+           "narrow_config", "validate_config"]

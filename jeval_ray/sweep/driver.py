@@ -119,6 +119,12 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
         raise ConfigError(f"{field_name}: cannot open output location {root_uri!r} ({exc}). "
                           "Fix: use a local path or a pyarrow filesystem URI such as s3://bucket/prefix.") from None
     if "://" not in root_uri:
+        if not os.path.isabs(os.path.expanduser(root_uri)) and in_ray_job() and not cfg.output.relative_root_in_ray_job:
+            raise ConfigError(f"{field_name}: the output root {root_uri!r} is relative and this sweep runs as a Ray job, "
+                              "so the run would land in the job's temporary working directory, which Ray deletes with "
+                              "the session. Fix: pass --out with shared storage that outlives the job (s3://bucket/prefix, "
+                              "or an absolute path on a filesystem the driver's node keeps, e.g. NFS), or set "
+                              "output.relative_root_in_ray_job: true if that temporary directory is what you want.")
         root_uri = root
     if run_id is not None and not RUN_ID_RE.match(run_id):
         raise ConfigError(f"--run-id: {run_id!r} is not a valid run id. Fix: use letters, digits, '.', '_' or '-' "
@@ -151,10 +157,35 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
     if mif < 1:
         raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
     addr = address or os.environ.get("RAY_ADDRESS") or cfg.ray.address
-    if not addr:
+    if addr:
+        check_address(addr, "--address" if address else "RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") else "ray.address")
+    else:
         check_pools_fit(cfg)
     return RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
                    resume=resume, address=addr, max_in_flight=mif, out_field=field_name)
+
+
+def in_ray_job() -> bool:
+    """True in the driver of a Ray job (``ray job submit``): Ray's job supervisor hands it its job config
+    in this environment variable (``ray._private.runtime_env.constants.RAY_JOB_CONFIG_JSON_ENV_VAR``)."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+
+
+def check_address(addr: str, where: str) -> None:
+    """Refuse addresses the sweep cannot join, naming where the address came from and what to use."""
+    scheme = addr.split("://", 1)[0].lower() if "://" in addr else ""
+    if scheme == "ray":
+        raise ConfigError(f"{where}: {addr!r} is a Ray Client address; the sweep does not support Ray Client "
+                          "(its driver must run on the cluster). Fix: submit the sweep as a Ray "
+                          "job (ray job submit ... -- python -m jeval_ray.sweep, cluster/README.md), or run it on a "
+                          "node of the cluster with --address auto.")
+    if scheme in ("http", "https"):
+        raise ConfigError(f"{where}: {addr!r} is the address of Ray's dashboard / job server, which `ray job submit` "
+                          "uses, not the cluster's. Fix: for the job CLI set RAY_API_SERVER_ADDRESS instead of "
+                          "RAY_ADDRESS; the sweep takes --address auto or the head's GCS address (host:6379).")
+    if scheme:
+        raise ConfigError(f"{where}: {addr!r} is not a Ray cluster address. Fix: use auto or host:port (the head's "
+                          "GCS port, 6379 by default).")
 
 
 def _local_capacity(cfg: SweepConfig) -> tuple[dict[str, float], str, bool]:
@@ -247,20 +278,130 @@ def _read_manifest(fs, run_path: str) -> dict | None:
 
 # ---------------------------------------------------------------------------- ray
 def init_ray(plan: RunPlan) -> bool:
-    """Connect to (or start) Ray; returns True when this call started/connected it."""
+    """Connect to (or start) Ray; returns True when this call started/connected it.
+
+    Ray's own notice about token authentication is silenced here: ``auth_note`` says in one line
+    what, if anything, the user must do. A cluster that cannot be reached (or refuses us for want of
+    its token) is a ``ConfigError`` naming the address and the fix.
+    """
+    import logging
+
     import ray
 
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     rc = plan.cfg.ray
-    if plan.address:
-        ray.init(address=plan.address, log_to_driver=rc.log_to_driver, logging_level="WARNING")
-    else:
-        ray.init(num_cpus=rc.num_cpus, include_dashboard=rc.include_dashboard, log_to_driver=rc.log_to_driver,
-                 object_store_memory=(rc.object_store_memory_mb << 20) if rc.object_store_memory_mb else None,
-                 logging_level="WARNING")
+    auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = auth_log.level
+    auth_log.setLevel(logging.ERROR)
+    try:
+        if plan.address:
+            _check_reachable(plan.address)
+            ray.init(address=plan.address, log_to_driver=rc.log_to_driver, logging_level="WARNING")
+        else:
+            ray.init(num_cpus=rc.num_cpus, include_dashboard=rc.include_dashboard, log_to_driver=rc.log_to_driver,
+                     object_store_memory=(rc.object_store_memory_mb << 20) if rc.object_store_memory_mb else None,
+                     logging_level="WARNING")
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to join is the same for the user: this address does not work
+        if not plan.address:
+            raise
+        raise ConfigError(_connect_error(plan.address, exc)) from None
+    finally:
+        auth_log.setLevel(level)
     return True
+
+
+def _check_reachable(addr: str) -> None:
+    """Say at once what ``ray.init`` would say late or vaguely: a host:port nobody listens on makes it
+    retry for minutes, and a cluster that wants a token this process lacks becomes a generic
+    "Failed to connect" after half a minute. A TCP connect and a GCS client (what ``ray status``
+    uses) tell both in milliseconds."""
+    if addr == "auto":
+        return  # Ray finds the address (and offers the local token) itself
+    if ":" in addr:
+        host, _, port = addr.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot reach the Ray cluster at {addr} ({exc}). Fix: check that the cluster runs "
+                              "(ray status) and that --address / RAY_ADDRESS is its head's GCS address (host:6379), "
+                              "or drop --address for a local Ray.") from None
+    import ray
+    from ray.exceptions import AuthenticationError
+
+    try:
+        with _quiet_stderr():  # the C++ client logs its own line about the refusal
+            ray._raylet.GcsClient(address=addr)
+    except AuthenticationError as exc:
+        raise ConfigError(_connect_error(addr, exc)) from None
+    except Exception as exc:  # noqa: BLE001 - anything else: ray.init says it, in _connect_error's words
+        if "Timed out" in str(exc):  # a port that is open but is no GCS (ray.init would wait much longer)
+            raise ConfigError(f"nothing at {addr} answers as a Ray cluster's GCS ({str(exc)[:200]}). Fix: pass the "
+                              "head's GCS address (host:6379, as `ray start --head` prints it), not the dashboard's "
+                              "or another port.") from None
+
+
+class _quiet_stderr:
+    """Send file descriptor 2 to /dev/null for a moment (C++ logging bypasses ``sys.stderr``)."""
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+    def __exit__(self, *exc):
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+
+
+def _connect_error(addr: str, exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if ("Authentication" in text or "auth" in text.lower() and "token" in text.lower()) and \
+            os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return (f"the Ray cluster at {addr} refused this process's token. Fix: give it the cluster's token, in "
+                "~/.ray/auth_token, $RAY_AUTH_TOKEN or the file $RAY_AUTH_TOKEN_PATH names (cluster/README.md).")
+    if "Authentication" in text or "auth" in text.lower() and "token" in text.lower():
+        return (f"the Ray cluster at {addr} requires Ray's token authentication and this process has no token "
+                f"(RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', 'unset')}). Fix: export RAY_AUTH_MODE=token with "
+                "the cluster's token in ~/.ray/auth_token, $RAY_AUTH_TOKEN or the file $RAY_AUTH_TOKEN_PATH names "
+                "(cluster/README.md).")
+    if addr == "auto":
+        return ("--address auto: no Ray cluster is running on this machine. Fix: start one (ray start --head), pass "
+                "the head's address (host:6379), or drop --address for a local Ray.")
+    return (f"cannot join the Ray cluster at {addr} ({text.splitlines()[0][:300]}). Fix: check the address and that "
+            "the cluster runs the same Ray and Python versions (ray status).")
+
+
+def _gcs_address(addr: str) -> str:
+    """The address Ray joined (``auto`` resolved), for messages."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().gcs_address or addr
+    except Exception:  # noqa: BLE001 - not connected: the address as given
+        return addr
+
+
+def auth_note(plan: RunPlan) -> tuple[str, bool]:
+    """One line on Ray's token authentication for this run, and whether the user must act on it.
+
+    Ray 2.60 turns token authentication on for a Ray that ``ray.init()`` starts (it writes a token to
+    ~/.ray/auth_token the first time) and for ``ray start`` when that file exists, unless
+    RAY_AUTH_MODE says otherwise; cluster/README.md has the whole story.
+    """
+    mode = os.environ.get("RAY_AUTH_MODE", "").lower()
+    where = f"the cluster at {_gcs_address(plan.address)}" if plan.address else "this sweep's own local Ray"
+    if mode == "token":
+        return f"ray: token authentication is on for {where}; nothing to do.", False
+    if not plan.address:
+        return "ray: token authentication is off (RAY_AUTH_MODE=disabled), fine on a trusted single machine; nothing to do.", False
+    return (f"ray: {where} runs without token authentication: anyone who can reach its ports can run code on it. "
+            "Nothing to do on a trusted network; elsewhere restart it with a token (cluster/README.md).", True)
 
 
 def environment_info() -> dict:
@@ -328,6 +469,7 @@ class SweepDriver:
         self.counts = {"done": 0, "failed": 0, "retried": 0}
         self.worlds = {"generated": 0, "reused": 0, "ahead": 0}
         self.warnings: list[str] = []  # found while running (the manifest lists them after the seed warning)
+        self.error: str | None = None  # why the run stopped, when it failed
         self._per_worker = 1  # episodes one episode worker plays at once (set when the pools start)
         self._queue = 0  # episodes one episode worker may hold beyond those (execution.queue_per_worker)
         self._n_workers = 1  # episode workers the pool keeps (set when the pools start)
@@ -373,7 +515,9 @@ class SweepDriver:
         skipped = sum(1 for eid in self._grid_ids() if eid in completed) if completed else 0
         self._undispatched = total - skipped  # cells not yet sent to a worker (guides batch sizes)
         started_at = dt.datetime.now(dt.timezone.utc)
-        try:  # the first write, before Ray starts: an object store that refuses it is a bad output location
+        if plan.address and skipped < total:
+            init_ray(plan)  # before the first write: a cluster that cannot be reached leaves no run folder behind
+        try:  # the first write (before a local Ray starts): an object store that refuses it is a bad output location
             plan.fs.create_dir(plan.run_path, recursive=True)
             self._write_manifest("running", started_at, total, skipped)
         except OSError as exc:
@@ -388,11 +532,18 @@ class SweepDriver:
         try:
             if skipped < total:  # a finished run resumed: nothing to play, Ray is not needed
                 init_ray(plan)
+                note, act = auth_note(plan)
+                self.progress.log(note)
+                if act:
+                    self.warnings.append(note)
                 self._start_pools()
                 self._loop()
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
+            raise
+        except BaseException as exc:
+            self.error = f"{type(exc).__name__}: {exc}"[:2000]  # the manifest says why the run failed
             raise
         finally:
             try:
@@ -886,6 +1037,7 @@ class SweepDriver:
             "layout": {"datasets": ["steps", "episodes", "dispositions", "judgments"],
                        "partitioning": "hive: task_id=<id>/model=<uri-encoded name>", "files": "part-<uuid>.parquet"},
             "dedup_rule": DEDUP_RULE,
+            "error": self.error if status == "failed" else None,
             "invocations": invocations,
             "judging": self._judging_block(old.get("judging") or {}, final=status != "running"),
         }
@@ -960,4 +1112,4 @@ def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str
 
 
 __all__ = ["DEDUP_RULE", "MANIFEST", "RunPlan", "SweepDriver", "SweepError", "SweepResult", "check_pools_fit",
-           "environment_info", "init_ray", "plan_run", "run_sweep"]
+           "auth_note", "check_address", "environment_info", "in_ray_job", "init_ray", "plan_run", "run_sweep"]

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Tier = Literal["L1", "L2", "L3", "L4"]
 
-#: Every tool the environment knows; a task exposes a subset (DESIGN §5).
+#: Every tool the environment knows; a task exposes a subset (docs/tasks.md).
 ALL_TOOLS: tuple[str, ...] = (
     "list_documents",
     "open_document",
@@ -61,7 +61,7 @@ class Criterion(BaseModel):
 
 
 class Knobs(BaseModel):
-    """Difficulty knobs of one world (the run config's ``generator`` block, DESIGN §4).
+    """Difficulty knobs of one world (the run config's ``generator`` block, docs/environment_spec.md).
 
     ``None`` means "the task's default": slice size by tier, 3-8 defects drawn from the seed,
     as many decoys as defects.
@@ -88,7 +88,7 @@ class Knobs(BaseModel):
 
 
 class TaskSpec(BaseModel):
-    """One task of the catalogue (DESIGN §3)."""
+    """One task of the catalogue (docs/tasks.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str
@@ -113,7 +113,7 @@ class TaskSpec(BaseModel):
 
     @property
     def judges_per_episode(self) -> int:
-        """The spec's rule: 3 judges if tier == L4 else 1."""
+        """3 judges if tier == L4 else 1 (the run-config contract, docs/environment_spec.md)."""
         return 3 if self.tier == "L4" else 1
 
     @property

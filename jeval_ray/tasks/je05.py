@@ -2,25 +2,40 @@
 
 Every user who prepares manual entries carries an ``approval_limit`` in ``master:users``
 (AP/AR clerks 5,000, GL accountants 10,000, senior accountants 25,000). The approval authority
-matrix (a policy document) says that a transaction is recorded at its full amount, that splitting
-it to stay within the preparer's limit is prohibited, and that manual entries at 90% or more of the
-preparer's limit (and below it) are acceptable only where a contract fixes the amount.
+matrix (a policy document) says that an entry within the preparer's limit is released by a
+reviewer whose own limit covers it, that an entry above it needs an approver whose limit covers
+the full amount, that a purchase is recorded at its full amount (splitting one purchase into parts
+that each stay within the limit is prohibited), and that a manual entry at 90% or more of the
+preparer's limit (and below it) is acceptable only where a statement of work or contract on file
+fixes that amount for the vendor and the date.
 
-Planted defects (criteria ``LIMIT_AVOIDANCE``):
-  * ``near_limit``: a manual vendor invoice at 90-99.9% of its preparer's limit with no contract
-    fixing that amount (some of these vendors do have a contract, at a different fee);
-  * ``split_entry``: two or three manual invoices by one preparer for one vendor on the same or
-    adjacent days, each under the preparer's limit and together above it; every part is a defect.
-Decoys: a routine fixed-price item (monthly fee or unit price) in the same 90-99.9% band, backed
-by a contract that names the vendor, the fixed price equal to the amount and a term covering the
-posting date. ``near_miss`` pushes decoys closer to the limit.
+Every entry the rule catches is planted from one surface distribution: manual vendor invoices
+keyed by a clerk or accountant for a vendor billed under statements of work (with that vendor's
+expense account), released by a peer reviewer, either *single* (one invoice at 90-99.9% of the
+preparer's limit) or a *group* (two or three invoices by one preparer for one vendor on the same
+or adjacent business days, each under the limit, together above it and above the reviewer's
+limit). Defects and decoys draw their shapes from the same process; only the documents differ.
 
-Required evidence: the approval authority matrix, ``master:users`` and the entry (plus the other
-parts of a split); a decoy is cleared by the matrix, ``master:users``, its contract and the entry.
+Singles. Every single's vendor has a statement of work on file (titled with the vendor), signed
+before the entry, with a term covering its date.
+  * decoy ``contract_fixed_price``: the statement of work fixes exactly the entry's amount.
+    Decisive facts: the statement of work, the amount and the vendor id.
+  * defect ``near_limit`` (criteria ``LIMIT_AVOIDANCE``): the vendor's statement of work fixes
+    another price for another deliverable (closer to the amount as ``near_miss`` rises), so
+    nothing fixes the amount. Decisive facts: the preparer, the limit, the amount and the
+    statement of work read.
+Groups. Every part has the vendor invoice in the pack (``Invoice <reference> - <vendor>``).
+  * defect ``split_entry``: every part is a partial invoice against one purchase order whose total
+    (the sum of the parts) exceeds the preparer's limit and the reviewer's: one purchase split.
+    Decisive facts: the purchase order, its total, the preparer's limit and the invoice.
+  * decoy ``separate_purchases``: each invoice bills its own purchase order, ordered on its own date
+    by its own requester, in full. Decisive facts: the purchase order, the amount and the invoice.
 
-The base population keeps manual amounts out of 80-100% of the preparer's limit; ``plant`` also
-re-checks that band and breaks up any run of same-preparer, same-vendor manual entries that would
-read as a split, so only planted entries trip the rule.
+Required evidence: the matrix and ``master:users``, plus the statement of work read (singles) or
+the part's invoice (groups); a decoy is cleared by the matrix, ``master:users`` and its statement
+of work or invoice. The base population keeps manual amounts out of 80-100% of the preparer's
+limit; ``plant`` also re-checks that band and breaks up any run of same-preparer, same-vendor
+manual entries that would read as a split, so only planted entries trip the rule.
 """
 
 from __future__ import annotations
@@ -38,10 +53,10 @@ SPEC = spec(
     "JE-5",
     "L2",
     'Approval-limit avoidance',
-    objective="Find manual entries sized just below the preparer's approval limit, or split into several entries that together exceed it, without supporting contract.",
+    objective="Find manual entries sized just below the preparer's approval limit with no fixed price on file, or one purchase split into several entries that together exceed it.",
     defect="amount just below the preparer's approval limit, or a split above it",
-    decoys='a routine fixed-price item near the limit backed by a contract',
-    required_evidence='approval-limit matrix and the invoice/contract',
+    decoys='a fixed-price item near the limit backed by a statement of work, or separate purchases on adjacent days',
+    required_evidence='approval-limit matrix, user limits and the statement of work or vendor invoice',
     sources=('general_ledger', 'user_master', 'approval_limit_matrix', 'invoices', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
@@ -60,24 +75,27 @@ SPLIT_WINDOW_DAYS = 1
 SANITISE_WINDOW_DAYS = 3
 #: users who key vendor invoices (the AR clerk does not)
 INVOICE_PREPARERS = ("AKIM", "BOKAFOR", "DPATEL", "EMUELLER", "FNGUYEN", "GSILVA")
+#: users who review (release) manual entries within the preparer's limit
+REVIEWERS = ("AKIM", "BOKAFOR", "CRUIZ", "DPATEL", "EMUELLER", "FNGUYEN", "GSILVA")
 _ALL_VENDOR_IDS = tuple(f"V{1001 + i}" for i in range(len(VENDOR_NAMES)))
-_INVOICE_ACCOUNTS = ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100", "1200")
 
-# vendor name -> (service, expense account, price unit) for vendors billed under fixed-price contracts
+# vendor name -> (expense account, deliverables billed at a fixed price under a statement of work)
 CONTRACTABLE = {
-    "Evergreen Facilities": ("janitorial and facilities management services for the Denver site", "6600", "month"),
-    "Falcon IT Services": ("managed IT infrastructure and help-desk services", "7100", "month"),
-    "Granite Legal LLP": ("general counsel retainer (up to 20 hours per month)", "6400", "month"),
-    "Ironclad Insurance Co.": ("property and casualty insurance premium, payable by instalment", "7000", "instalment"),
-    "Juniper Marketing Group": ("marketing agency retainer", "6700", "month"),
-    "Keystone Properties LLC": ("lease of warehouse Building C, 12 Harbor Road", "6100", "month"),
-    "Lumen Software Inc.": ("ERP subscription (120 named-user licences)", "7100", "month"),
-    "Northstar Consulting": ("finance transformation advisory retainer", "6400", "month"),
-    "Redwood Maintenance": ("preventive maintenance of production lines 1-3", "6600", "service visit"),
-    "Summit Staffing": ("two contract bookkeepers seconded to Accounts Payable", "6400", "month"),
-    "Titan Equipment Rental": ("rental of a fleet of six electric forklifts", "6600", "month"),
-    "Unity Telecom": ("telephony and wide-area network services", "6200", "month"),
+    "Evergreen Facilities": ("6600", ("deep cleaning of the Denver production hall", "re-marking of the warehouse floor")),
+    "Falcon IT Services": ("7100", ("migration of the file servers to the new data centre", "replacement of 40 laptops")),
+    "Granite Legal LLP": ("6400", ("review of the revised distributor agreements", "trademark renewal filings")),
+    "Juniper Marketing Group": ("6700", ("design of the spring product catalogue", "trade-show booth artwork")),
+    "Lumen Software Inc.": ("7100", ("configuration of the ERP approval workflow", "ERP user training for Finance")),
+    "Northstar Consulting": ("6400", ("review of the month-end close process", "inventory costing assessment")),
+    "Orion Packaging": ("1200", ("tooling for the new shipping carton", "pallet-wrap trial run")),
+    "Redwood Maintenance": ("6600", ("overhaul of production line 2", "inspection of the sprinkler system")),
+    "Summit Staffing": ("6400", ("recruitment of an AP team lead", "temporary cover for the payroll clerk")),
+    "Titan Equipment Rental": ("6600", ("hire of a scissor lift for the roof works", "hire of a generator for the outage")),
+    "Unity Telecom": ("6200", ("cabling of the new Boulder office", "upgrade of the phone system")),
+    "Vista Print Solutions": ("6700", ("printing of the annual product catalogue", "printing of the trade-show banners")),
 }
+_GOODS = ("spare parts", "consumables", "service visit", "materials", "hardware", "installation work")
+_REQUESTERS = ("Plant maintenance", "Warehouse", "Finance", "IT", "Sales operations", "Production planning")
 _VENDOR_ID = {nm: f"V{1001 + i}" for i, nm in enumerate(VENDOR_NAMES)}
 _VENDOR_NAME = {v: k for k, v in _VENDOR_ID.items()}
 _SIGNATORIES = ("Maria Lopez, Managing Director", "Tom Becker, Account Director", "Priya Shah, VP Sales",
@@ -122,18 +140,19 @@ def _policy_body() -> str:
         "   Accounting Manager ............. USD 100,000\n"
         "   Controller ..................... USD 500,000\n"
         "   CFO ............................ USD 5,000,000\n"
-        "2. Release. A manual entry within the preparer's limit is released after review by an approver other than "
-        "the preparer. An entry above the preparer's limit must be approved by a user whose own limit covers the "
+        "2. Release. A manual entry within the preparer's limit is released after review by another user whose own "
+        "limit covers it. An entry above the preparer's limit must be approved by a user whose own limit covers the "
         "full amount.\n"
-        "3. Splitting. A transaction is recorded at its full amount. Recording one purchase as several entries for "
-        "the same vendor by the same preparer on the same or adjacent days, so that each part stays within the "
-        "preparer's limit, is prohibited; such parts are assessed together against the limit and each of them is "
-        "in breach of this policy.\n"
+        "3. Splitting. A purchase is recorded at its full amount. Recording one purchase (one purchase order) as "
+        "several entries for the same vendor by the same preparer on the same or adjacent days, so that each part "
+        "stays within the preparer's limit, is prohibited; such parts are assessed together against the limit and "
+        "each of them is in breach of this policy. Separate purchase orders, each invoiced in full, are separate "
+        "purchases.\n"
         f"4. Entries close to the limit. A manual entry at {REVIEW_SHARE:.0%} or more of the preparer's limit, but "
-        "below it, is acceptable only where a signed contract or price agreement on file fixes that amount (for "
-        "example a fixed monthly fee or a fixed unit price) for the period of the entry. Otherwise it must be "
-        "re-routed to an approver with sufficient authority.\n"
-        "5. Evidence. Contracts supporting fixed-price items are kept in the contract register of the support pack."
+        "below it, is acceptable only where a signed statement of work or contract on file fixes that amount for "
+        "the vendor, for a term covering the date of the entry. Otherwise it must be re-routed to an approver "
+        "with sufficient authority.\n"
+        "5. Evidence. Statements of work and vendor invoices are kept in the support pack."
     )
 
 
@@ -171,11 +190,14 @@ class _Planter:
         raise ConfigError(f"impossible knobs for JE-5: no room left to place {n_days} more planted invoice(s); "
                           "lower n_defects/n_decoys")
 
-    def approver(self, prep: str, cents: int) -> str:
-        ok = [a for a in APPROVERS if a != prep and self.limits[a] >= cents]
-        return ok[int(self.rng.integers(0, min(3, len(ok))))]
+    def reviewer(self, prep: str, need: int, below: int | None = None) -> str:
+        """A peer reviewer (policy section 2): another preparer whose limit covers ``need`` (and,
+        for a group, is below the group's total ``below``); an approver when no peer fits."""
+        ok = [u for u in REVIEWERS if u != prep and self.limits[u] >= need and (below is None or self.limits[u] < below)]
+        ok = ok or [a for a in APPROVERS if a != prep and self.limits[a] >= need]
+        return ok[int(self.rng.integers(0, len(ok)))]
 
-    def invoice(self, idx: int, prep: str, vendor: str, day: int, cents: int, account: str) -> None:
+    def invoice(self, idx: int, prep: str, vendor: str, day: int, cents: int, account: str, reviewer: str) -> None:
         """Rewrite base entry ``idx`` as a manual vendor invoice keyed by ``prep``."""
         b, e, rng = self.b, self.b.e, self.rng
         d = np.datetime64(day, "D")
@@ -187,7 +209,7 @@ class _Planter:
         e["doc_date"][idx] = max(d - int(rng.integers(0, 6)), PERIOD_START)
         e["time_s"][idx] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
         e["preparer"][idx] = prep
-        e["approver"][idx] = self.approver(prep, cents)
+        e["approver"][idx] = reviewer
         e["debit_account"][idx] = account
         e["credit_account"][idx] = "2000"
         e["debit_cents"][idx] = cents
@@ -218,101 +240,114 @@ def _split_parts(rng, limit_cents: float, k: int) -> list[int]:
             return parts
 
 
-def plant(b) -> None:
-    rng = b.rng
-    pl = _Planter(b)
-    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-06-20")
-    near = b.knobs.near_miss
-    n_plant = b.n_defects + b.n_decoys
-    # split defects need extra base entries: reserve them all at once from the whole slice
+def _units(rng, n: int) -> list[int]:
+    """Sizes of the planted units (1 = a single invoice, 2-3 = a group) holding ``n`` entries; the
+    same process for defects and decoys, so both have the same mix of shapes."""
     sizes: list[int] = []
-    left = b.n_defects
-    while left > 0:
-        want_split = left >= 2 and (not sizes and b.n_defects >= 3 or rng.random() < 0.35)
-        if want_split:
-            k = 3 if left >= 4 and rng.random() < 0.35 else 2
-            sizes.append(k)
-            left -= k
+    while n > 0:
+        if n >= 2 and rng.random() < 0.45:
+            k = 3 if n >= 3 and rng.random() < 0.3 else 2
         else:
-            sizes.append(1)
-            left -= 1
-    idxs = list(b.pick(n_plant, what="entries to plant"))
-    idxs = [int(i) for i in rng.permutation(idxs)]
-
-    # decoys: a fixed-price item with a contract; vendors distinct while they last
-    contract_vendors = tuple(_VENDOR_ID[v] for v in CONTRACTABLE)
-    decoy_vendors = [str(v) for v in rng.permutation(contract_vendors)]
-    contracts: list[tuple[str, int]] = []  # (vendor, fee cents) of every contract on file
-    for j in range(b.n_decoys):
-        idx = idxs.pop()
-        vendor_pref = decoy_vendors[j % len(decoy_vendors)]
-        prep, vendor, (day,) = pl.slot((vendor_pref,))
-        lim = pl.limits[prep]
-        cents = _cents_in_band(rng, lim, REVIEW_SHARE + 0.08 * near)
-        service, account, unit = CONTRACTABLE[_VENDOR_NAME[vendor]]
-        pl.invoice(idx, prep, vendor, day, cents, account)
-        doc = _contract(b, vendor, cents, service, account, unit)
-        contracts.append((vendor, cents))
-        b.add_decoy(idx, "contract_fixed_price", [policy, "master:users", doc, "entry"])
-
-    # other contracts on file, for vendors without a decoy: their fees never match a near-limit entry
-    spare = [v for v in contract_vendors if v not in {c[0] for c in contracts}]
-    trap_vendors = [str(v) for v in rng.permutation(spare)[: int(rng.integers(2, 5))]] if spare else []
-    for vendor in trap_vendors:
-        service, account, unit = CONTRACTABLE[_VENDOR_NAME[vendor]]
-        fee = int(rng.integers(8, 40)) * 10_000 + int(rng.integers(0, 4)) * 2_500
-        _contract(b, vendor, fee, service, account, unit)
-        contracts.append((vendor, fee))
-
-    fees = set(contracts)
-    for k in sizes:
-        if k == 1:
-            idx = idxs.pop()
-            # half of them bill a vendor that has a contract on file, at another price
-            pool = tuple(c[0] for c in contracts) if contracts and rng.random() < 0.5 else _ALL_VENDOR_IDS
-            prep, vendor, (day,) = pl.slot(pool)
-            lim = pl.limits[prep]
-            cents = _cents_in_band(rng, lim, REVIEW_SHARE)
-            while (vendor, cents) in fees:
-                cents -= 1_011
-            acct = CONTRACTABLE.get(_VENDOR_NAME[vendor], (None, None))[1] or str(rng.choice(_INVOICE_ACCOUNTS))
-            pl.invoice(idx, prep, vendor, day, cents, acct)
-            b.add_defect(idx, "near_limit", "LIMIT_AVOIDANCE", [policy, "master:users", "entry"], cents)
-        else:
-            prep, vendor, days = pl.slot(_ALL_VENDOR_IDS, n_days=k)
-            parts = _split_parts(rng, pl.limits[prep], k)
-            acct = str(rng.choice(_INVOICE_ACCOUNTS))
-            group = [idxs.pop() for _ in range(k)]
-            for idx, day, cents in zip(group, days, parts):
-                pl.invoice(idx, prep, vendor, day, cents, acct)
-            for idx, cents in zip(group, parts):
-                siblings = [("entry", j) for j in group if j != idx]
-                b.add_defect(idx, "split_entry", "LIMIT_AVOIDANCE", [policy, "master:users", "entry", *siblings], cents)
-    _sanitise(b, pl)
+            k = 1
+        sizes.append(k)
+        n -= k
+    return sizes
 
 
-def _contract(b, vendor: str, cents: int, service: str, account: str, unit: str) -> int:
+def _sow(b, vendor: str, cents: int, deliverable: str, day: int) -> int:
+    """A statement of work fixing ``cents`` for ``deliverable``, signed before ``day`` with a term covering it."""
     rng = b.rng
     name = _VENDOR_NAME[vendor]
-    start = np.datetime64("2024-01-01", "M") + int(rng.integers(0, 12))
-    end = (start + 24).astype("datetime64[D]") - 1
-    start_d = start.astype("datetime64[D]")
-    signed = start_d - int(rng.integers(10, 40))
-    no = f"CTR-{int(rng.integers(2100, 2999))}"
-    price = f"a fixed fee of USD {cents / 100:,.2f} per {unit}"
-    billing = ("invoiced monthly in arrears" if unit == "month" else f"invoiced after each {unit}")
+    d = np.datetime64(day, "D")
+    start = d - int(rng.integers(15, 90))
+    end = d + int(rng.integers(20, 120))
+    signed = start - int(rng.integers(3, 20))
+    no = f"SOW-{int(rng.integers(2100, 2999))}"
     body = (
-        f"Agreement {no}\n"
+        f"Statement of work {no} under the master services agreement\n"
         f"Parties: {b.facts['company_name']} (the Customer) and {name}, vendor no. {vendor} (the Supplier).\n"
-        f"Scope: {service}.\n"
-        f"Term: {start_d} to {end}, renewable by written agreement.\n"
-        f"Price: {price}, {billing}, payable 30 days from invoice. The price is fixed for the term; no "
-        f"indexation, volume adjustment or additional charges apply without a written amendment.\n"
-        f"Charged to account {account}.\n"
+        f"Deliverable: {deliverable}.\n"
+        f"Term: {start} to {end}.\n"
+        f"Price: a fixed price of USD {cents / 100:,.2f} for the deliverable, invoiced once on completion, payable 30 "
+        f"days from invoice. The price is fixed; changes need a written amendment. Other services are ordered "
+        f"separately.\n"
         f"Signed for the Customer: Isabel Brown, Controller. Signed for the Supplier: "
         f"{_SIGNATORIES[int(rng.integers(0, len(_SIGNATORIES)))]}."
     )
-    return b.add_document("contract", f"Service agreement {no} - {name}", body, str(signed))
+    return b.add_document("contract", f"Statement of work {no} - {name}", body, str(signed))
+
+
+def _invoice_doc(b, ref: str, vendor: str, day, cents: int, po: str, order_total: int, part: tuple[int, int] | None,
+                 goods: str, requester: str, ordered: str) -> int:
+    """The vendor invoice behind a group part, with its purchase order."""
+    name = _VENDOR_NAME[vendor]
+    d = str(np.datetime64(day, "D"))  # the entry's document date
+    billing = (f"Partial invoice {part[0]} of {part[1]} against purchase order {po} (order total USD "
+               f"{order_total / 100:,.2f}, one delivery)" if part else
+               f"Purchase order {po} (order total USD {order_total / 100:,.2f}), invoiced in full")
+    return b.add_document(
+        "invoice", f"Invoice {ref} - {name}",
+        f"{name} (vendor {vendor})\nINVOICE {ref}\nInvoice date: {d}\n{billing}.\nPurchase order {po} raised on "
+        f"{ordered} by {requester} for {goods}.\nAmount due: USD {cents / 100:,.2f}\nPayment terms: net 30 days.",
+        d,
+    )
+
+
+def plant(b) -> None:
+    rng = b.rng
+    e = b.e
+    pl = _Planter(b)
+    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-06-20")
+    near = b.knobs.near_miss
+    vendors = tuple(_VENDOR_ID[v] for v in CONTRACTABLE)
+    units = [(k, True) for k in _units(rng, b.n_defects)] + [(k, False) for k in _units(rng, b.n_decoys)]
+    units = [units[int(i)] for i in rng.permutation(len(units))]
+    idxs = [int(i) for i in rng.permutation(b.pick(b.n_defects + b.n_decoys, what="entries to plant"))]
+    for k, defect in units:
+        prep, vendor, days = pl.slot(vendors, n_days=k)
+        lim = pl.limits[prep]
+        account, deliverables = CONTRACTABLE[_VENDOR_NAME[vendor]]
+        if k == 1:
+            idx, day = idxs.pop(), days[0]
+            cents = _cents_in_band(rng, lim, REVIEW_SHARE)
+            pl.invoice(idx, prep, vendor, day, cents, account, pl.reviewer(prep, cents))
+            j = int(rng.integers(0, 2))
+            if not defect:
+                doc = _sow(b, vendor, cents, deliverables[j], day)
+                b.add_decoy(idx, "contract_fixed_price", [policy, "master:users", doc],
+                            facts=[f"{{D:{doc}}}", cents / 100, vendor])
+                continue
+            # the vendor's statement of work fixes another price (nearer the amount as near_miss rises)
+            rel = (0.03 + 0.3 * (1 - near) * rng.random()) * (1 if rng.random() < 0.5 else -1)
+            fee = int(cents * (1 + rel)) // 100 * 100 + int(rng.integers(0, 4)) * 25
+            doc = _sow(b, vendor, fee if fee != cents else fee + 2_500, deliverables[j], day)
+            b.add_defect(idx, "near_limit", "LIMIT_AVOIDANCE", [policy, "master:users", doc], cents,
+                         facts=[prep, lim / 100, cents / 100, f"{{D:{doc}}}"])
+            continue
+        parts = _split_parts(rng, lim, k)
+        total = sum(parts)
+        reviewer = pl.reviewer(prep, max(parts), total)
+        group = [idxs.pop() for _ in range(k)]
+        requesters = [str(x) for x in rng.permutation(_REQUESTERS)]
+        po0 = int(rng.integers(400_000, 499_000))
+        for p, (idx, day, cents) in enumerate(zip(group, days, parts)):
+            pl.invoice(idx, prep, vendor, day, cents, account, reviewer)
+            ref = str(e["reference"][idx])
+            goods = _GOODS[int(rng.integers(0, len(_GOODS)))]
+            d = np.datetime64(day, "D")
+            if defect:
+                po = f"PO-{po0}"
+                ordered = str(np.datetime64(days[0], "D") - int(10 + po0 % 20))
+                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, total, (p + 1, k), goods, requesters[0], ordered)
+                b.add_defect(idx, "split_entry", "LIMIT_AVOIDANCE", [policy, "master:users", doc], cents,
+                             facts=[po, total / 100, lim / 100, f"{{D:{doc}}}"])
+            else:
+                po = f"PO-{po0 + 7 * p + int(rng.integers(1, 6)) * (p > 0)}"
+                ordered = str(d - int(rng.integers(6, 40)))
+                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, cents, None, goods, requesters[p], ordered)
+                b.add_decoy(idx, "separate_purchases", [policy, "master:users", doc],
+                            facts=[po, cents / 100, f"{{D:{doc}}}"])
+    _sanitise(b, pl)
 
 
 def _limit_cents(b, prep: np.ndarray) -> np.ndarray:
@@ -383,7 +418,7 @@ def _move_vendor(b, pl: _Planter, r: int) -> None:
 
 
 # ---------------------------------------------------------------------------- strategies
-_LEDGER_COLS = ["entry_id", "posting_date", "preparer", "vendor_id", "debit", "reference", "description"]
+_LEDGER_COLS = ["entry_id", "posting_date", "preparer", "approver", "vendor_id", "debit", "reference", "description"]
 
 
 def _manual_heads(kit: Kit):
@@ -433,9 +468,10 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(band)} near-limit entries and {sum(len(g) for g in splits)} split parts.")
 
 
-_FEE = re.compile(r"fixed fee of USD ([\d,]+\.\d\d) per")
+_FEE = re.compile(r"fixed price of USD ([\d,]+\.\d\d)")
 _TERM = re.compile(r"Term: (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)")
 _VENDOR_NO = re.compile(r"vendor no\. (V\d+)")
+_PO = re.compile(r"(?:against purchase order|Purchase order) (PO-\d+) \(order total USD ([\d,]+\.\d\d)")
 
 
 def _parse_contract(body: str) -> dict:
@@ -448,10 +484,17 @@ def _parse_contract(body: str) -> dict:
     }
 
 
+def _parse_invoice(body: str) -> dict:
+    m = _PO.search(body)
+    return {"po": m.group(1) if m else None, "order_total": float(m.group(2).replace(",", "")) if m else None,
+            "partial": "Partial invoice" in body}
+
+
 def careful(kit: Kit):
-    """Reads the matrix and the user limits, finds near-limit entries and splits, opens each
-    candidate (and each split's parts), checks near-limit entries against the vendor's contracts,
-    clears contract-backed fixed prices and flags the rest."""
+    """Reads the matrix and the user limits, finds near-limit entries and groups; for a group, reads
+    each part's vendor invoice and flags the parts of one purchase order whose total exceeds the
+    preparer's limit (clearing separate, fully invoiced orders); for a near-limit entry, reads the
+    vendor's statements of work and clears it only when one fixes exactly its amount over its date."""
     docs = yield from kit.documents()
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "approval" in d["title"].lower()), None)
     share = REVIEW_SHARE
@@ -465,73 +508,82 @@ def careful(kit: Kit):
     rows = yield from _manual_heads(kit)
     band, splits = find_candidates(rows, limits, share)
     base_ev = [x for x in (policy, "master:users") if x]
+    invoices = {d["title"].split(" - ")[0][len("Invoice "):]: d["doc_id"] for d in docs
+                if d["doc_type"] == "invoice" and d["title"].startswith("Invoice ")}
     contracts = [d for d in docs if d["doc_type"] == "contract"]
-    parsed: dict[str, dict] = {}
+    read: dict[str, dict] = {}
     n_flag = n_clear = 0
 
-    # splits first: they are exceptions whatever the documents say
     for g in splits:
-        if kit.calls_left <= len(g) + 2:
+        if kit.calls_left <= 2 * len(g) + 1:
             break
-        for r in g:
-            yield from kit.call("get_entry", entry_id=r["entry_id"])
+        prep = g[0]["preparer"]
+        lim = limits[prep]
         total = sum(r["debit"] for r in g)
         ids = [r["entry_id"] for r in g]
-        lim = limits[g[0]["preparer"]]
+        docs_of = {r["entry_id"]: invoices.get(r["reference"]) for r in g}
+        for d in docs_of.values():
+            if d and d not in read:
+                read[d] = _parse_invoice((yield from kit.open(d)).get("body", ""))
+        pos = {read[d]["po"] for d in docs_of.values() if d}
+        one_order = len(pos) == 1 and all(docs_of.values()) and all(read[d]["partial"] for d in docs_of.values())
         for r in g:
             if kit.calls_left <= 1:
                 break
-            others = ", ".join(i for i in ids if i != r["entry_id"])
+            eid, doc = r["entry_id"], docs_of[r["entry_id"]]
+            if doc and not one_order and not read[doc]["partial"] and abs((read[doc]["order_total"] or 0) - r["debit"]) < 0.005:
+                yield from kit.clear(
+                    eid, [*base_ev, doc],
+                    f"Entry {eid} ({r['debit']:,.2f}, {r['posting_date']}) is one of {len(g)} invoices {prep} keyed for "
+                    f"vendor {r['vendor_id']} on adjacent days, but {doc} bills its own purchase order {read[doc]['po']} in full "
+                    f"(order total USD {r['debit']:,.2f}): separate purchases, not a split (section 3 of {policy}).")
+                n_clear += 1
+                continue
+            inv = read.get(doc, {}) if doc else {}
+            po_text = (f"{doc} is a partial invoice against purchase order {inv.get('po')}, order total USD "
+                       f"{inv.get('order_total') or total:,.2f}, billed in {len(g)} parts ({', '.join(ids)})"
+                       if inv.get("po") else f"the {len(g)} parts ({', '.join(ids)}) total USD {total:,.2f}")
             yield from kit.flag(
-                r["entry_id"], "LIMIT_AVOIDANCE", [*base_ev, *ids],
-                f"Entry {r['entry_id']} ({r['debit']:,.2f}, {r['posting_date']}) is one of {len(g)} invoices keyed by "
-                f"{r['preparer']} for vendor {r['vendor_id']} on the same or adjacent days (with {others}); each is "
-                f"within the preparer's USD {lim:,.0f} limit but together they total USD {total:,.2f}, above it. "
-                f"Splitting is prohibited by section 3 of {policy}.")
+                eid, "LIMIT_AVOIDANCE", [*base_ev, *([doc] if doc else [])],
+                f"Entry {eid} ({r['debit']:,.2f}, {r['posting_date']}) by {prep}, reviewed by {r.get('approver') or 'a peer'}: "
+                f"{po_text}; one purchase above {prep}'s USD {lim:,.2f} limit recorded in parts that each stay "
+                f"within it, prohibited by section 3 of {policy}.")
             n_flag += 1
 
-    # entries whose vendor has no contract on file first: if the budget runs short, what is left
-    # undisposed are the likely contract-backed items (undisposed counts as approved)
-    has_contract = {v for v, nm in vendors.items() if any(d["title"].endswith(f"- {nm}") for d in contracts)}
-    for r in sorted(band, key=lambda x: (x.get("vendor_id") in has_contract, x["entry_id"])):
-        if kit.calls_left <= 3:
+    for r in band:
+        if kit.calls_left <= 2:
             break
-        eid = r["entry_id"]
-        entry = yield from kit.call("get_entry", entry_id=eid)
-        vendor = entry.get("vendor_id") or r.get("vendor_id") or ""
-        amount = float(entry.get("total_debit", r["debit"]))
+        eid, vendor, amount, date = r["entry_id"], r.get("vendor_id") or "", float(r["debit"]), str(r["posting_date"])
         lim = limits.get(r["preparer"], 0.0)
         name = vendors.get(vendor, "")
+        mine = [d["doc_id"] for d in contracts if name and d["title"].endswith(f"- {name}")]
         match = None
-        for d in contracts:
-            if not name or not d["title"].endswith(f"- {name}"):
-                continue
-            if d["doc_id"] not in parsed:
-                if kit.calls_left <= 3:
+        for d in mine:
+            if d not in read:
+                if kit.calls_left <= 2:
                     break
-                parsed[d["doc_id"]] = _parse_contract((yield from kit.open(d["doc_id"])).get("body", ""))
-            c = parsed[d["doc_id"]]
-            date = str(entry.get("posting_date", r["posting_date"]))
-            if (c["fee"] is not None and abs(c["fee"] - amount) < 0.005 and c["vendor"] == vendor
+                read[d] = _parse_contract((yield from kit.open(d)).get("body", ""))
+            c = read[d]
+            if (c.get("fee") is not None and abs(c["fee"] - amount) < 0.005 and c["vendor"] == vendor
                     and c["start"] and c["start"] <= date <= c["end"]):
-                match = d["doc_id"]
+                match = d
                 break
-        seen = [d["doc_id"] for d in contracts if d["doc_id"] in parsed and d["title"].endswith(f"- {name}")]
+        seen = [d for d in mine if d in read]
         if match:
             yield from kit.clear(
-                eid, [*base_ev, match, eid],
-                f"Entry {eid} of USD {amount:,.2f} is {amount / lim:.1%} of {r['preparer']}'s USD {lim:,.0f} limit, "
+                eid, [*base_ev, match],
+                f"Entry {eid} of USD {amount:,.2f} is {amount / lim:.1%} of {r['preparer']}'s USD {lim:,.2f} limit, "
                 f"but {match} fixes a price of exactly USD {amount:,.2f} for vendor {vendor} ({name}) over a term "
-                f"covering {entry.get('posting_date')}; a contracted fixed price is allowed by section 4 of {policy}.")
+                f"covering {date}; a fixed price on file is allowed by section 4 of {policy}.")
             n_clear += 1
         else:
-            why = (f"the contract(s) on file for {name} ({', '.join(seen)}) fix a different price or term"
-                   if seen else f"no contract on file fixes this amount for vendor {vendor} {name}".rstrip())
+            why = ("; ".join(f"{d} fixes USD {read[d]['fee']:,.2f}" for d in seen if read[d].get("fee") is not None)
+                   + f", not USD {amount:,.2f}") if seen else f"no statement of work on file for vendor {vendor}"
             yield from kit.flag(
-                eid, "LIMIT_AVOIDANCE", [*base_ev, *seen, eid],
+                eid, "LIMIT_AVOIDANCE", [*base_ev, *seen],
                 f"Entry {eid} of USD {amount:,.2f} by {r['preparer']} is {amount / lim:.1%} of the preparer's "
-                f"USD {lim:,.0f} approval limit (band {share:.0%}-100% under section 4 of {policy}) and {why}.")
+                f"USD {lim:,.2f} approval limit (section 4 of {policy}) and nothing fixes that amount: {why}.")
             n_flag += 1
     yield from kit.submit(f"Reviewed manual entries against the approval matrix: flagged {n_flag} entries "
-                          f"(near-limit amounts without a fixed-price contract, and split invoices), cleared "
-                          f"{n_clear} contracted fixed-price items.")
+                          f"(near-limit amounts without a fixed price on file, and parts of split purchases), cleared "
+                          f"{n_clear} (fixed prices and separate purchase orders).")

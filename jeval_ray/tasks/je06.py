@@ -3,22 +3,31 @@
 The posting-window policy (a policy document) allows manual entries only on business days
 (Monday to Friday, not on the public holidays of ``master:calendar``) within stated business
 hours, judged on the ERP entry timestamp. Automated postings by system users run as night jobs and
-are outside the rule. The Controller may authorise named users, in a memo, to post on named
-close-weekend dates (or a close evening) within stated hours.
+are outside the rule. For a period close, the Controller may authorise named users, in a memo, to
+key entries on named dates within stated hours, up to the period's close date (``master:calendar``).
 
-Planted defects (criteria ``OFF_HOURS``), manual entries keyed:
-  * ``weekend_posting``: on a Saturday or Sunday no memo covers;
-  * ``holiday_posting``: on a public holiday, during normal hours;
-  * ``after_hours_posting``: on a business day before the start or after the end of business hours;
-  * ``outside_memo_scope``: on a date a memo covers, but by a user the memo does not name or outside
-    the memo's hours (more of these as ``near_miss`` rises).
-Decoys: manual entries on a close weekend or evening by a user the memo names, within its hours
-(``near_miss`` moves them towards the edges of the authorised window). On close weekends the
-posting date is the last day of the period being closed while the entry timestamp is the weekend,
-as in a real ERP; the rule reads the timestamp.
+Every entry the rule catches is planted from one surface distribution: close work, a manual entry
+posted to the last day of a closing month (January-November) and keyed in that month's close
+window (after the month end, on or before its close date) on a weekend day or public holiday
+between 08:30 and 19:30, or on a business-day evening at least an hour after business hours end.
+Each is then made a defect or a decoy at random, and every closing month with such entries has a
+close-work memo (its title names the month); only the memo's text decides.
 
-Required evidence: the policy, ``master:calendar`` and the entry (plus the memo for
-``outside_memo_scope``); a decoy is cleared by the policy, its memo and the entry.
+Decoys (``authorised_close_work``): the memo names the entry's preparer and lists the day it was
+keyed, with hours (08:00-20:00 for weekend and holiday days, from the end of business hours to
+23:30 for evenings) that include its time. Decisive facts: the memo, the user, the day and the
+period's close date (the day is on or before it).
+
+Planted defects (criteria ``OFF_HOURS``):
+  * ``date_not_authorised``: the memo of that close does not list the day the entry was keyed;
+  * ``user_not_authorised``: the memo lists the day but does not name the preparer (more of these
+    as ``near_miss`` rises: the memo then lists the defect's day too);
+  * ``hours_not_authorised``: only in a close so crowded (large ``n_defects``/``n_decoys``) that its
+    memo names every preparer on every day of the window: keyed after the memo's hours that day.
+Decisive facts: the user, the day and the memo. Required evidence: the policy,
+``master:calendar``, the memo and the entry; a decoy is cleared by the policy, its memo,
+``master:calendar`` (the close date) and the entry. The base population keeps manual entries
+inside the posting window.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import APPROVERS, HOLIDAYS_2025, PERIOD_END, PERIOD_START, PREPARERS, business_days
+from jeval_ray.world._base import (APPROVERS, HOLIDAYS_2025, MONTH_ABBR, PERIOD_END, PERIOD_START, PREPARERS,
+                                  business_days, month_close_dates)
 
 SPEC = spec(
     "JE-6",
@@ -39,8 +49,8 @@ SPEC = spec(
     'Off-hours manual postings',
     objective='Find manual entries posted on weekends, public holidays or outside business hours that no memo authorises.',
     defect='manual posting on a weekend, holiday or after hours',
-    decoys='close-weekend work authorised by a memo',
-    required_evidence='holiday calendar and close memo',
+    decoys='close work on a weekend, holiday or evening authorised by a memo',
+    required_evidence='holiday calendar, close dates and the close memo',
     sources=('general_ledger', 'holiday_calendar', 'close_memos'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
@@ -59,6 +69,7 @@ _NAMES = {"AKIM": "Anna Kim", "BOKAFOR": "Ben Okafor", "CRUIZ": "Carla Ruiz", "D
 _MONTH = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 _HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 
 
 def hhmm(s: int) -> str:
@@ -83,166 +94,157 @@ def _policy_body(start: int, end: int) -> str:
         "holidays listed in the company calendar (master data: calendar, kind 'holiday').\n"
         "3. The time that counts is the entry timestamp recorded by the ERP system when the entry is keyed, "
         "not the posting date chosen for the entry.\n"
-        "4. Close work. During period-close weekends or evenings the Controller may authorise named users in a "
-        "written memo to key manual entries on named dates within stated hours. The memo lists the users, the "
-        "dates and the hours covered. Entries by other users, on other dates or outside those hours are not "
+        "4. Close work. During a period close the Controller may authorise named users in a written memo to key "
+        "manual entries outside business hours on named dates, up to the close date of the period in the company "
+        "calendar (master data: calendar, kind 'period_close'), within stated hours. The memo lists the users, "
+        "the dates and the hours covered. Entries by other users, on other dates or outside those hours are not "
         "covered and fall under sections 1 and 2.\n"
         "5. Scope. This policy applies to manual entries only. Automated postings by system users "
         "(SYS_BATCH, SYS_INTERFACE) run as scheduled night jobs and are outside this policy."
     )
 
 
-def _memo_body(users: list[str], dates: list[np.datetime64], start: int, end: int, period: str, evening: bool) -> str:
+def _memo_body(users: list[str], slots: list[tuple[np.datetime64, int, int]], period: str) -> str:
     who = ", ".join(f"{_NAMES[u]} ({u})" for u in users)
-    days = ", ".join(f"{dt.date.fromisoformat(str(d)):%A} {d}" for d in dates)
-    reason = (f"To complete the {period} close on schedule" if not evening
-              else f"To finish the {period} reconciliations before the reporting deadline")
+    days = "\n".join(f"    {dt.date.fromisoformat(str(d)):%A} {d}, {hhmm(w0)} to {hhmm(w1)}" for d, w0, w1 in slots)
     return (
         "To: General Ledger and Accounts Payable teams\n"
         "From: Isabel Brown, Controller\n"
         f"Subject: {MEMO_TITLE} - {period} close\n\n"
-        f"{reason}, I authorise the users below to key and post manual journal entries outside normal business "
-        "hours, under section 4 of the posting window policy.\n"
+        f"To complete the {period} close on schedule, I authorise the users below to key and post manual journal "
+        "entries outside normal business hours, under section 4 of the posting window policy.\n"
         f"  Authorised users: {who}\n"
-        f"  Dates covered: {days}\n"
-        f"  Hours: {hhmm(start)} to {hhmm(end)}\n"
+        f"  Dates and hours covered:\n{days}\n"
         "Entries keyed under this authorisation follow the normal approval workflow. The authorisation does "
         "not extend to any other user, date or time."
     )
 
 
-def _close_weekend(month: int) -> list[np.datetime64]:
-    """The first Saturday and Sunday after the end of ``month`` (2025)."""
+def close_window(month: int) -> np.ndarray:
+    """The days after the end of ``month`` (2025) up to and including its close date."""
+    close = np.datetime64(dict(month_close_dates())[f"2025-{month:02d}"])
     first = np.datetime64(f"2025-{month + 1:02d}-01", "D")
-    sat = next(first + k for k in range(7) if dt.date.fromisoformat(str(first + k)).weekday() == 5)
-    return [sat, sat + 1]
+    return np.arange(first, close + 1, dtype="datetime64[D]")
+
+
+def _window_hours(day: np.datetime64, end: int) -> tuple[int, int]:
+    """The hours a close memo grants on ``day``: daytime on weekends and holidays, the evening otherwise."""
+    if not np.is_busday(day, holidays=_HOLIDAYS):
+        return 8 * 3600, 20 * 3600
+    return end, 23 * 3600 + 1800
+
+
+def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
+    """A keying time on ``day``: 08:30-19:30 on a weekend or holiday, else at least an hour after business hours."""
+    if not np.is_busday(day, holidays=_HOLIDAYS):
+        return day, int(rng.integers(8 * 3600 + 1800, 19 * 3600 + 1800))
+    return day, int(rng.integers(end + 3600, 23 * 3600))
 
 
 def plant(b) -> None:
     rng = b.rng
     e = b.e
-    near = b.knobs.near_miss
     start, end = HOUR_OPTIONS[int(rng.integers(0, len(HOUR_OPTIONS)))]
     policy = b.add_document("policy", POLICY_TITLE, _policy_body(start, end), "2023-12-12")
-    manual = e["manual"].copy()
     planted = np.zeros(b.n, dtype=bool)
     limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
-
-    # close events: weekends after a month end, or an evening at quarter-end close
-    n_ev = math.ceil(b.n_decoys / int(rng.integers(2, 4))) if b.n_decoys else 0
-    # defects on a memo date but outside its scope; at most half, so every kind of breach appears
-    n_trap = min(int((rng.random(b.n_defects) < 0.5 * near).sum()), b.n_defects // 2)
-    n_noise = int(rng.integers(1, 3))
+    n = b.n_defects + b.n_decoys
     months = [int(m) for m in rng.permutation(np.arange(1, 12))]
-    events: list[dict] = []
-    for k in range(max(n_ev + n_noise, n_ev + (1 if n_trap else 0))):
-        month = months[k % len(months)]
-        evening = rng.random() < 0.25 and month in (3, 6, 9)
-        users = sorted(str(u) for u in rng.choice(PREPARERS, size=int(rng.integers(2, 4)), replace=False))
-        if evening:
-            first = np.datetime64(f"2025-{month + 1:02d}-01", "D")
-            dates = [np.busday_offset(first, int(rng.integers(1, 4)), roll="forward", holidays=_HOLIDAYS)]
-            w0, w1 = end, int(rng.choice([21, 22, 23])) * 3600
-            period = f"Q{month // 3} 2025"
-        else:
-            dates = _close_weekend(month)
-            w0 = int(rng.choice([8, 9, 10])) * 3600
-            w1 = int(rng.choice([16, 17, 18, 20])) * 3600
-            period = f"{_MONTH[month - 1]} 2025"
-        issued = str(dates[0] - int(rng.integers(2, 6)))
-        doc = b.add_document("memo", f"{MEMO_TITLE} - {period} close",
-                             _memo_body(users, dates, w0, w1, period, evening), issued)
-        events.append({"doc": doc, "users": users, "dates": dates, "w0": w0, "w1": w1, "month": month,
-                       "evening": evening})
-    memo_dates = {str(d) for ev in events for d in ev["dates"]}
+    n_periods = min(len(months), max(2, math.ceil(n / 4))) if n else 0
 
-    def place(idx: int, day: np.datetime64, t: int, ev: dict | None) -> None:
-        # close-weekend work is posted into the period being closed; the timestamp is the weekend
-        post = day
-        if ev is not None and not ev["evening"]:
-            post = np.datetime64(f"2025-{ev['month'] + 1:02d}-01", "D") - 1
-        e["entry_date"][idx] = day
-        e["post_date"][idx] = post
-        e["doc_date"][idx] = max(post - int(rng.integers(0, 6)), PERIOD_START)
-        e["time_s"][idx] = int(t)
-        planted[idx] = True
+    # 1. every candidate from one distribution: a closing month, a day in its close window, a time, a user
+    cands = []
+    for _ in range(n):
+        month = months[int(rng.integers(0, n_periods))]
+        win = close_window(month)
+        off = win[~np.is_busday(win, holidays=_HOLIDAYS)]
+        on = win[np.is_busday(win, holidays=_HOLIDAYS)]
+        day = off[int(rng.integers(0, len(off)))] if len(off) and (rng.random() < 0.5 or not len(on)) \
+            else on[int(rng.integers(0, len(on)))]
+        day, t = _draw_time(rng, day, end)
+        cands.append({"month": month, "day": day, "t": t, "user": str(PREPARERS[int(rng.integers(0, len(PREPARERS)))])})
+    is_defect = np.zeros(n, dtype=bool)
+    is_defect[rng.permutation(n)[: b.n_defects]] = True
 
-    def inside(w0: int, w1: int) -> int:
-        """A time inside [w0, w1): near_miss pulls it towards an edge."""
-        span = (w1 - w0) // 2 - 120
-        off = 120 + int(rng.uniform(0, 1) * (1 - 0.9 * near) * span)
-        return w0 + off if rng.random() < 0.5 else w1 - 1 - off
+    # 2. one memo per closing month: the decoys' users and days; a defect's day at near_miss
+    events: dict[int, dict] = {}
+    for month in sorted({c["month"] for c in cands}):
+        mine = [(c, d) for c, d in zip(cands, is_defect) if c["month"] == month]
+        users = {c["user"] for c, d in mine if not d}
+        days = {str(c["day"]) for c, d in mine if not d}
+        if not users:
+            users = {str(u) for u in rng.choice(PREPARERS, size=2, replace=False)}
+        for c, d in mine:
+            if d and rng.random() < b.knobs.near_miss:
+                days.add(str(c["day"]))
+        if not days:
+            win = close_window(month)
+            days = {str(win[int(rng.integers(0, len(win)))])}
+        # a defect the memo would cover is keyed by a user it does not name instead
+        for c, d in mine:
+            if d and str(c["day"]) in days and c["user"] in users:
+                others = [u for u in PREPARERS if u not in users]
+                free = [x for x in close_window(month) if str(x) not in days]
+                if others:
+                    c["user"] = str(others[int(rng.integers(0, len(others)))])
+                elif free:
+                    # every preparer is named: the defect is keyed on a day the memo does not list
+                    c["day"], c["t"] = _draw_time(rng, free[int(rng.integers(0, len(free)))], end)
+                else:
+                    # a close so crowded that the memo names everyone on every day: keyed after its hours
+                    w1 = _window_hours(c["day"], end)[1]
+                    c["t"] = int(rng.integers(w1 + 600, min(w1 + 3 * 3600, 24 * 3600 - 60)))
+        events[month] = {"users": sorted(users), "days": sorted(days)}
+    # a memo for a close without off-hours entries, so a memo alone points at nothing
+    spare = [m for m in months if m not in events]
+    if spare:
+        m = spare[0]
+        win = close_window(m)
+        events[m] = {"users": sorted(str(u) for u in rng.choice(PREPARERS, size=2, replace=False)),
+                     "days": [str(win[int(rng.integers(0, len(win)))])]}
+    for month, ev in events.items():
+        slots = [(np.datetime64(d), *_window_hours(np.datetime64(d), end)) for d in ev["days"]]
+        ev["slots"] = slots
+        period = f"{_MONTH[month - 1]} 2025"
+        # issued before the close starts, so that no entry of the close was keyed before its memo
+        issued = str(np.datetime64(f"2025-{month + 1:02d}-01", "D") - int(rng.integers(2, 7)))
+        ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo_body(ev["users"], slots, period), issued)
 
-    def take(users) -> int:
-        """An unplanted manual entry by one of ``users``; in a slice too small to have one, an
-        unplanted entry is re-keyed as a manual entry by one of them."""
-        where = manual & np.isin(e["preparer"], list(users))
+    def take(user: str) -> int:
+        """An unplanted manual entry by ``user``; in a slice too small to have one, an unplanted
+        entry is re-keyed as a manual entry by them."""
+        where = e["manual"] & (e["preparer"] == user)
         if (where & ~b.used).any():
             return int(b.pick(1, where)[0])
         (idx,) = b.pick(1, what="entries")
-        prep = str(users[int(rng.integers(0, len(users)))])
         e["manual"][idx] = True
-        e["preparer"][idx] = prep
-        ok = [a for a in APPROVERS if a != prep and limits[a] >= e["debit_cents"][idx]] or ["JWRIGHT"]
+        e["preparer"][idx] = user
+        ok = [a for a in APPROVERS if a != user and limits[a] >= e["debit_cents"][idx]] or ["JWRIGHT"]
         e["approver"][idx] = ok[int(rng.integers(0, len(ok)))]
         return int(idx)
 
-    # decoys: authorised close work
-    for j in range(b.n_decoys):
-        ev = events[j % n_ev]
-        idx = take(ev["users"])
-        day = ev["dates"][int(rng.integers(0, len(ev["dates"])))]
-        place(idx, day, inside(ev["w0"], ev["w1"]), ev)
-        b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "entry"])
-
-    # defects
-    weekends = np.arange(PERIOD_START, PERIOD_END + 1, dtype="datetime64[D]")
-    weekends = weekends[~np.is_busday(weekends) & ~np.isin(weekends.astype(str), list(memo_dates))]
-    bdays = business_days(PERIOD_START, PERIOD_END)
-    bdays = bdays[~np.isin(bdays.astype(str), list(memo_dates))]
-    kinds = ["outside_memo_scope"] * n_trap + [
-        str(rng.choice(["weekend_posting", "holiday_posting", "after_hours_posting"], p=[0.35, 0.25, 0.4]))
-        for _ in range(b.n_defects - n_trap)]
-    for kind in kinds:
-        ev = None
-        evidence = [policy, "master:calendar", "entry"]
-        if kind == "outside_memo_scope":
-            ev = events[int(rng.integers(0, len(events)))]
-            day = ev["dates"][int(rng.integers(0, len(ev["dates"])))]
-            outsiders = [u for u in PREPARERS if u not in ev["users"]]
-            if rng.random() < 0.5 and outsiders:
-                idx = take(outsiders)
-                t = inside(ev["w0"], ev["w1"])
-            else:
-                idx = take(ev["users"])
-                t = _outside_window(rng, ev, near)
-            evidence.append(ev["doc"])
-        else:
-            idx = take(PREPARERS)
-            if kind == "weekend_posting":
-                day = weekends[int(rng.integers(0, len(weekends)))]
-                t = int(rng.integers(7 * 3600, 20 * 3600))
-            elif kind == "holiday_posting":
-                day = _HOLIDAYS[int(rng.integers(0, len(_HOLIDAYS)))]
-                t = int(rng.integers(start + 1800, end - 1800))
-            else:
-                day = bdays[int(rng.integers(0, len(bdays)))]
-                gap = 300 + int(rng.uniform(0, 1) * (1 - 0.8 * near) * 4 * 3600)
-                t = min(end + gap, 23 * 3600 + 3540) if rng.random() < 0.7 else max(start - gap, 5 * 3600)
-        place(idx, day, t, ev)
-        b.add_defect(idx, kind, "OFF_HOURS", evidence, int(e["debit_cents"][idx]))
-
+    # 3. plant: close work is posted to the last day of the closing month; the timestamp is the close window
+    for c, d in zip(cands, is_defect):
+        ev = events[c["month"]]
+        idx = take(c["user"])
+        post = np.datetime64(f"2025-{c['month'] + 1:02d}-01", "D") - 1
+        e["entry_date"][idx] = c["day"]
+        e["post_date"][idx] = post
+        e["doc_date"][idx] = max(post - int(rng.integers(0, 6)), PERIOD_START)
+        e["time_s"][idx] = c["t"]
+        # the description's month word follows the month the entry is posted to
+        e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[c["month"] - 1], str(e["description"][idx]))
+        planted[idx] = True
+        day = str(c["day"])
+        if not d:
+            b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "master:calendar", "entry"],
+                        facts=[f"{{D:{ev['doc']}}}", c["user"], day, dict(month_close_dates())[f"2025-{c['month']:02d}"]])
+            continue
+        kind = ("date_not_authorised" if day not in ev["days"] else
+                "user_not_authorised" if c["user"] not in ev["users"] else "hours_not_authorised")
+        b.add_defect(idx, kind, "OFF_HOURS", [policy, "master:calendar", ev["doc"], "entry"], int(e["debit_cents"][idx]),
+                     facts=[c["user"], day, f"{{D:{ev['doc']}}}"])
     _sanitise(b, planted, start, end)
-
-
-def _outside_window(rng, ev: dict, near: float) -> int:
-    """A time on a memo date outside the memo's hours (and so outside business hours too)."""
-    gap = 600 + int(rng.uniform(0, 1) * (1 - 0.8 * near) * 2 * 3600)
-    late = min(ev["w1"] + gap, 23 * 3600 + 3540)
-    if ev["evening"] or rng.random() < 0.6:
-        return late if late >= ev["w1"] else ev["w1"]
-    return max(ev["w0"] - gap, 5 * 3600)
-
 
 def _sanitise(b, planted: np.ndarray, start: int, end: int) -> None:
     """Base manual entries stay inside the posting window (the base is built that way; this keeps
@@ -260,6 +262,7 @@ def _sanitise(b, planted: np.ndarray, start: int, end: int) -> None:
     e["time_s"][rows] = b.rng.integers(max(start, 8 * 3600 + 1800), min(end, 17 * 3600 + 1800), len(rows))
 
 
+
 # ---------------------------------------------------------------------------- strategies
 _HOURS = re.compile(r"Friday, from (\d\d):(\d\d) to (\d\d):(\d\d)")
 
@@ -269,7 +272,7 @@ def _find(docs: list[dict], doc_type: str, words: str) -> list[str]:
 
 
 def _rules(kit: Kit):
-    """(documents, policy id, start, end, holidays) read from the support pack and the calendar."""
+    """(documents, policy id, start, end, holidays, {period: close date}) from the support pack and the calendar."""
     docs = yield from kit.documents()
     pol = _find(docs, "policy", "posting window")
     start, end = 8 * 3600, 18 * 3600
@@ -280,7 +283,8 @@ def _rules(kit: Kit):
             start, end = h0 * 3600 + m0 * 60, h1 * 3600 + m1 * 60
     cal = yield from kit.master("calendar")
     holidays = sorted(r["date"] for r in cal if r.get("kind") == "holiday")
-    return docs, (pol[0] if pol else None), start, end, holidays
+    closes = {r["description"].split()[-1]: r["date"] for r in cal if r.get("kind") == "period_close"}
+    return docs, (pol[0] if pol else None), start, end, holidays, closes
 
 
 def _candidates(kit: Kit, start: int, end: int, holidays: list[str]):
@@ -311,7 +315,7 @@ def _why(ts: str, start: int, end: int, holidays: list[str]) -> str:
 
 def naive(kit: Kit):
     """Flags every manual entry keyed on a weekend, a holiday or after hours, reading no memo."""
-    _docs, pol, start, end, holidays = yield from _rules(kit)
+    _docs, pol, start, end, holidays, _closes = yield from _rules(kit)
     cands = yield from _candidates(kit, start, end, holidays)
     ev = [x for x in (pol, "master:calendar") if x]
     for r in cands:
@@ -324,75 +328,77 @@ def naive(kit: Kit):
 
 
 _USERS = re.compile(r"Authorised users: (.*)")
-_DATES = re.compile(r"Dates covered: (.*)")
-_WINDOW = re.compile(r"Hours: (\d\d):(\d\d) to (\d\d):(\d\d)")
+_SLOT = re.compile(r"(\d{4}-\d\d-\d\d), (\d\d):(\d\d) to (\d\d):(\d\d)")
 
 
 def _parse_memo(body: str) -> dict:
-    users, dates, win = _USERS.search(body), _DATES.search(body), _WINDOW.search(body)
-    h0, m0, h1, m1 = (int(x) for x in win.groups()) if win else (0, 0, 0, 0)
+    """Users and ``{date: (start, end)}`` of a close-work memo."""
+    users = _USERS.search(body)
     return {
         "users": set(re.findall(r"\(([A-Z_]+)\)", users.group(1))) if users else set(),
-        "dates": set(re.findall(r"\d{4}-\d\d-\d\d", dates.group(1))) if dates else set(),
-        "start": h0 * 3600 + m0 * 60,
-        "end": h1 * 3600 + m1 * 60,
+        "slots": {d: (int(h0) * 3600 + int(m0) * 60, int(h1) * 3600 + int(m1) * 60)
+                  for d, h0, m0, h1, m1 in _SLOT.findall(body)},
     }
 
 
 def careful(kit: Kit):
-    """Reads the policy hours, the holiday calendar and every close-work memo, opens each manual
-    entry keyed outside the window, clears those a memo covers (user, date and hours) and flags
-    the rest, citing the memo that covers the date when a memo exists but does not cover it."""
-    docs, pol, start, end, holidays = yield from _rules(kit)
+    """Reads the policy hours, the calendar (holidays, close dates) and the close-work memos, opens
+    each manual entry keyed outside the window, clears those a memo covers (user named, day listed,
+    time within that day's hours, on or before the period's close date) and flags the rest, citing
+    the memo of the entry's close."""
+    docs, pol, start, end, holidays, closes = yield from _rules(kit)
     cands = yield from _candidates(kit, start, end, holidays)
-    cand_dates = {r["entry_timestamp"][:10] for r in cands}
     memos: dict[str, dict] = {}
+    titles = {d["doc_id"]: d["title"] for d in docs}
+    periods = {r["posting_date"][:7] for r in cands}
     for d in docs:
         if d["doc_type"] != "memo" or "authorisation of close work" not in d["title"].lower():
             continue
-        # a memo is issued shortly before the work it authorises: skip those far from any candidate
-        issued = dt.date.fromisoformat(d["date"])
-        if not any(0 <= (dt.date.fromisoformat(c) - issued).days <= 21 for c in cand_dates):
+        # only the memos of the closes the candidates were posted into
+        if not any(dt.date.fromisoformat(p + "-01").strftime("%B %Y") in d["title"] for p in periods):
             continue
         if kit.calls_left <= 2 * len(cands) + 2:
             break
         memos[d["doc_id"]] = _parse_memo((yield from kit.open(d["doc_id"])).get("body", ""))
-    base_ev = [x for x in (pol,) if x]
     n_flag = n_clear = 0
-    # entries on dates no memo covers first: if the budget runs short, what is left undisposed
-    # are the likely authorised ones (undisposed counts as approved)
-    memo_days = {d for m in memos.values() for d in m["dates"]}
-    for r in sorted(cands, key=lambda x: (x["entry_timestamp"][:10] in memo_days, x["entry_id"])):
+    for r in cands:
         if kit.calls_left <= 3:
             break
         eid = r["entry_id"]
         entry = yield from kit.call("get_entry", entry_id=eid)
         ts = str(entry.get("entry_timestamp") or r["entry_timestamp"])
         prep = entry.get("preparer", r["preparer"])
+        posted = str(entry.get("posting_date") or r["posting_date"])
         day, t = ts[:10], _secs(ts)
-        same_day = [k for k, m in memos.items() if day in m["dates"]]
-        cover = next((k for k in same_day if prep in memos[k]["users"]
-                      and memos[k]["start"] <= t < memos[k]["end"]), None)
-        if cover:
-            m = memos[cover]
+        close = closes.get(posted[:7], "")
+        month = dt.date.fromisoformat(posted[:7] + "-01").strftime("%B %Y")
+        memo = next((k for k in memos if month in titles[k]), None)
+        m = memos.get(memo) if memo else None
+        slot = m["slots"].get(day) if m else None
+        if m and slot and prep in m["users"] and slot[0] <= t < slot[1] and close and day <= close:
             yield from kit.clear(
-                eid, [*base_ev, cover, eid],
-                f"Entry {eid} by {prep} was keyed at {ts[11:16]} on {day} (posting date {entry.get('posting_date')}), "
-                f"outside normal hours, but {cover} authorises {prep} to post on {day} between "
-                f"{hhmm(m['start'])} and {hhmm(m['end'])} for close work (policy {pol} section 4).")
+                eid, [x for x in (pol, memo, "master:calendar", eid) if x],
+                f"Entry {eid} by {prep} was keyed at {ts[11:16]} on {day}, outside business hours, and posted to "
+                f"{posted}; {memo} authorises {prep} to post on {day} from {hhmm(slot[0])} to {hhmm(slot[1])} for "
+                f"the {month} close, and {day} is on or before that period's close date {close} in master:calendar "
+                f"(policy {pol} section 4).")
             n_clear += 1
+            continue
+        why = _why(ts, start, end, holidays)
+        if m is None:
+            scope = "no close-work memo covers that close"
+        elif not slot:
+            scope = f"{memo}, the close-work memo for {month}, does not list {day}"
+        elif prep not in m["users"]:
+            scope = f"{memo} lists {day} but names only {', '.join(sorted(m['users']))}, not {prep}"
+        elif not (close and day <= close):
+            scope = f"{day} is after the period close date {close}"
         else:
-            why = _why(ts, start, end, holidays)
-            if same_day:
-                m = memos[same_day[0]]
-                scope = (f"{same_day[0]} covers {day} only for {', '.join(sorted(m['users']))} between "
-                         f"{hhmm(m['start'])} and {hhmm(m['end'])}, which does not include {prep} at {ts[11:16]}")
-            else:
-                scope = "no close-work memo authorises work on that date"
-            yield from kit.flag(
-                eid, "OFF_HOURS", [*base_ev, "master:calendar", *same_day, eid],
-                f"Manual entry {eid} by {prep} was {why}, against the posting window policy {pol} "
-                f"(business days {hhmm(start)}-{hhmm(end)}); {scope}.")
-            n_flag += 1
+            scope = f"{memo} covers {day} only from {hhmm(slot[0])} to {hhmm(slot[1])}, not {ts[11:16]}"
+        yield from kit.flag(
+            eid, "OFF_HOURS", [x for x in (pol, "master:calendar", memo, eid) if x],
+            f"Manual entry {eid} by {prep} was {why}, against the posting window policy {pol} "
+            f"(business days {hhmm(start)}-{hhmm(end)}); {scope}.")
+        n_flag += 1
     yield from kit.submit(f"Reviewed {len(cands)} manual entries keyed outside the posting window: flagged {n_flag} "
                           f"without authorisation, cleared {n_clear} covered by close-work memos.")

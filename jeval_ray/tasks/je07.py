@@ -1,15 +1,28 @@
 """JE-7 (L2): duplicate postings.
 
-Planted: a vendor invoice posted a second time a few days after the original (same vendor,
-same amount, same invoice date, the same or a slightly re-keyed invoice reference). The second
-posting is the defect; its required evidence is the vendor invoice in the support pack and both
-entries (``get_entry`` on the original and on the duplicate). Decoys: monthly rent under a lease
-with Keystone Properties LLC: the same vendor and the same amount every month, often with the
-same reference (the lease number), cleared by the lease contract that fixes the monthly rent
-and the lease term. Only the later postings of a same-vendor same-amount group look like
-duplicates, so those are what is planted and scored; the first posting of a group (the original
-invoice, the first month's rent) is ordinary. The base population is sanitised so that no two
-unplanted vendor entries share a vendor and an amount.
+The red-flag rule: a vendor entry that repeats an earlier entry's vendor and amount. Every entry
+the rule catches is planted from one surface distribution: an ordinary vendor invoice (the
+*original*) and, 1-9 days later, a second posting for the same vendor, the same amount and the same
+invoice (document) date, keyed by the same source (manual or interface) under its own AP voucher
+number, with a description of the usual form. Each second posting is then made a defect or a decoy
+at random; only the scanned vendor documents filed with the two vouchers differ.
+
+Planted defects (criteria ``DUPLICATE``), ``duplicate_invoice_posting``: the document filed with the
+second voucher is the same vendor invoice as the original's (the same vendor invoice number and
+purchase order), received a second time (by post after e-mail, or the reverse), so one invoice was
+recorded twice. The misstatement is the second posting's amount. Decisive facts: the vendor invoice
+number, the original entry and the amount.
+
+Decoys, ``same_day_separate_invoice``: the vendor issued two invoices of the same amount on the
+same day for two purchase orders (two deliveries or two sites): the two vouchers carry different
+vendor invoice numbers and purchase orders. Decisive facts: both vendor invoice numbers and the
+second purchase order.
+
+Required (and clearing) evidence: the AP voucher documents of the second posting and of the
+original (titled ``AP voucher <reference> - <vendor>``). The support pack also files vouchers of
+ordinary invoices, and the AP policy says an invoice is identified by vendor and vendor invoice
+number, not by amount. The base population is sanitised so that no two unplanted vendor entries
+share a vendor and an amount.
 """
 
 from __future__ import annotations
@@ -19,7 +32,6 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit
-from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import spec
 from jeval_ray.world._base import BUSINESS_HOURS, PERIOD_END, PERIOD_START, business_days
 
@@ -27,11 +39,11 @@ SPEC = spec(
     "JE-7",
     "L2",
     'Duplicate postings',
-    objective='Find vendor invoices posted twice. Recurring charges under a contract are not duplicates.',
+    objective='Find vendor invoices posted twice.',
     defect='duplicate posting of one invoice',
-    decoys='recurring rent of the same amount under a lease',
-    required_evidence='the invoices and the lease contract',
-    sources=('general_ledger', 'vendor_master', 'invoices', 'lease_contracts'),
+    decoys='a separate invoice of the same amount issued the same day',
+    required_evidence='the scanned vendor invoices filed with both AP vouchers',
+    sources=('general_ledger', 'vendor_master', 'invoices', 'ap_vouchers'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
         ('DUPLICATE', 'the same vendor invoice posted more than once'),
@@ -39,19 +51,6 @@ SPEC = spec(
     withheld_variant=('search_documents',),
     available=True,
 )
-
-LANDLORD = "Keystone Properties LLC"
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-#: (premises, short label, lease number, base rent range USD) — one lease per series of rent postings
-PREMISES = (
-    ("Office suite 1200, 400 Market Street, Denver, CO", "Market St office", "004", (14_000, 26_000)),
-    ("Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO", "warehouse", "017", (8_000, 15_000)),
-    ("Sales office, 95 Pearl Street, Boulder, CO", "sales office", "009", (3_000, 7_000)),
-)
-MAX_PER_SERIES = 11  # twelve monthly postings in the fiscal year: the first one is not a look-alike
-_WHAT = ("maintenance services", "supplies delivered", "professional services", "equipment parts",
-         "freight charges", "software subscription", "consumables", "repair work")
-
 
 def _usd(cents: int) -> str:
     """An amount as documents print it: ``USD 1,234.56``."""
@@ -77,8 +76,11 @@ def _sanitise(b) -> None:
     """
     e = b.e
     has_v = e["vendor_id"] != ""
+    # integer (vendor, amount) keys: string keys cost seconds on a million entries
+    _, vendor_code = np.unique(e["vendor_id"], return_inverse=True)
+    vendor_code = vendor_code.astype(np.int64) << 40
     for _ in range(50):
-        keys = np.char.add(np.char.add(e["vendor_id"], ":"), e["debit_cents"].astype("<U14"))
+        keys = vendor_code | e["debit_cents"]
         planted_keys = np.unique(keys[b.used & has_v])
         bump = has_v & ~b.used & np.isin(keys, planted_keys)
         idx = np.flatnonzero(has_v & ~b.used & ~bump)
@@ -97,121 +99,63 @@ def _sanitise(b) -> None:
     raise RuntimeError("JE-7: could not make base vendor amounts unique")  # pragma: no cover
 
 
+
 def _next_bday(bdays: np.ndarray, d: np.datetime64) -> np.datetime64:
     """The first business day on or after ``d`` (manual postings happen on business days)."""
     pos = min(int(np.searchsorted(bdays, d)), len(bdays) - 1)
     return bdays[pos]
 
 
-def _rekey(ref: str, rng) -> str:
-    """The invoice number as a clerk might key it a second time."""
-    digits = ref.split("-", 1)[-1]
-    variants = (ref, ref, ref, ref.replace("-", ""), f"{ref}-1", digits, ref.lower())
-    return variants[int(rng.integers(0, len(variants)))]
+#: what an invoice bills, in words that fit any vendor
+_WHAT = ("goods delivered as per purchase order", "services rendered as per purchase order",
+         "as per purchase order and delivery note")
+_SITES = ("Denver plant, 1200 Industrial Way, Denver, CO", "Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO",
+          "Sales office, 95 Pearl Street, Boulder, CO")
+_CHANNELS = ("e-mail (PDF)", "post (paper original)", "supplier portal")
 
 
-def _invoice_doc(b, i: int, vendor_names: dict) -> int:
-    """The vendor's invoice behind entry ``i``, as it sits in the support pack."""
-    e = b.e
-    ref = str(e["reference"][i])
-    vid = str(e["vendor_id"][i])
-    cents = int(e["debit_cents"][i])
-    what = _WHAT[int(b.rng.integers(0, len(_WHAT)))]
-    d = b.date_str(e["doc_date"][i])
+def vendor_prefix(name: str) -> str:
+    """The vendor's invoice-number prefix: its name's initials (``Acme Industrial Supply`` -> ``AIS``)."""
+    return "".join(w[0] for w in re.findall(r"[A-Za-z]+", name) if w[0].isupper())[:4]
+
+
+def _voucher_doc(b, ref: str, post: str, vendor: str, vid: str, inv_no: str, inv_date: str, po: str, site: str,
+                 what: str, cents: int, channel: str) -> int:
+    """The scanned vendor invoice filed with AP voucher ``ref``, as it sits in the support pack."""
     return b.add_document(
-        "invoice", f"Invoice {ref} - {vendor_names[vid]}",
-        f"{vendor_names[vid]} (vendor {vid})\nINVOICE\nInvoice number: {ref}\nInvoice date: {d}\n"
-        f"Bill to: Northwind Components Inc., Accounts Payable, 1200 Industrial Way, Denver, CO\n"
-        f"Description: {what}\nNet amount: {_usd(cents)}\nAmount due: {_usd(cents)}\n"
-        "Payment terms: net 30 days. Please quote the invoice number with your remittance.",
-        d,
+        "invoice", f"AP voucher {ref} - {vendor}",
+        f"Scanned vendor document filed with AP voucher {ref} (posted {post}); received by {channel}.\n"
+        f"{vendor} (vendor {vid})\nINVOICE\nInvoice number: {inv_no}\nInvoice date: {inv_date}\n"
+        f"Purchase order: {po}\nDeliver to: {site}\nDescription: {what}\nNet amount: {_usd(cents)}\n"
+        f"Amount due: {_usd(cents)}\nPayment terms: net 30 days. Please quote the invoice number with your remittance.",
+        post,
     )
 
 
 def plant(b) -> None:
-    """Plant lease rent series (decoys), duplicated invoices (defects), invoices and the AP policy."""
+    """Plant original/second-posting pairs (each second posting a defect or a decoy), their vouchers and the AP policy."""
     rng = b.rng
     e = b.e
     vendor_names = {v["vendor_id"]: v["name"] for v in b.vendors}
-    landlord_id = next(v["vendor_id"] for v in b.vendors if v["name"] == LANDLORD)
     bdays = business_days(PERIOD_START, PERIOD_END)
     _sanitise(b)
-
-    # ---- decoys: recurring monthly rent, one lease per series of at most 11 look-alike postings
-    n_series = -(-b.n_decoys // MAX_PER_SERIES) if b.n_decoys else 0
-    if n_series > len(PREMISES):
-        raise ConfigError(f"impossible knobs for JE-7: at most {len(PREMISES) * MAX_PER_SERIES} decoys "
-                          f"(monthly rent postings) fit in one fiscal year; lower n_decoys")
-    sizes = [b.n_decoys // n_series + (s < b.n_decoys % n_series) for s in range(n_series)] if n_series else []
-    # the lease number as the monthly reference makes rent look even more like one invoice re-posted
-    same_ref = rng.random() < b.knobs.near_miss
-    vague_desc = rng.random() < b.knobs.near_miss
-    used_rents: list[int] = []
-    # a rent equal to an existing Keystone invoice would make an unplanned look-alike pair
-    landlord_cents = set(e["debit_cents"][e["vendor_id"] == landlord_id].tolist())
-    for s, k in enumerate(sizes):
-        premises, label, lease_serial, (lo, hi) = PREMISES[s]
-        posts = k + 1
-        start = int(rng.integers(1, 12 - posts + 2))  # first month of the series (1-based)
-        base_rent = int(rng.integers(lo // 50, hi // 50 + 1)) * 50_00
-        cam = int(rng.integers(200_00, 1_500_00))
-        rent = base_rent + cam
-        while rent % 10_000 == 0 or rent in used_rents or rent in landlord_cents:
-            rent += 13
-        used_rents.append(rent)
-        end_month = start + posts - 1
-        commence = f"2025-{start:02d}-01"
-        signed = str(np.datetime64(commence) - np.timedelta64(int(rng.integers(10, 60)), "D"))
-        lease_no = f"LSE-{signed[:4]}-{lease_serial}"
-        if end_month == 12:
-            term = "thirty-six (36) months."
-        else:
-            last_day = int((np.datetime64(f"2025-{end_month + 1:02d}-01") - np.datetime64(f"2025-{end_month:02d}-01"))
-                           .astype(int))
-            term = f"{posts} months, ending 2025-{end_month:02d}-{last_day:02d} (short-term lease)."
-        lease_doc = b.add_document(
-            "contract", f"Lease agreement {lease_no} - {LANDLORD} ({label})",
-            f"COMMERCIAL LEASE AGREEMENT {lease_no}\nLandlord: {LANDLORD} (vendor {landlord_id}).\n"
-            f"Tenant: Northwind Components Inc.\nPremises: {premises}.\n"
-            f"Commencement date: {commence}. Term: {term}\n"
-            f"Clause 4.1 Monthly rent: base rent {_usd(base_rent)} plus common area maintenance "
-            f"{_usd(cam)}, total {_usd(rent)} per month, payable monthly in advance on the first day of each "
-            f"calendar month. The landlord issues a rent statement each month; the tenant records the rent as a "
-            f"recurring posting to rent expense.\nClause 7 Security deposit: held by the landlord, not applied "
-            f"against monthly rent.\nSigned for the tenant by Isabel Brown, Controller, and for the landlord by "
-            f"its managing member.",
-            signed,
-        )
-        idxs = b.pick(posts, what="rent postings")
-        for m, i in enumerate(idxs):
-            month = start + m
-            d = np.datetime64(f"2025-{month:02d}-01")
-            e["template"][i] = "rent"
-            e["manual"][i] = False
-            e["doc_date"][i] = d
-            e["post_date"][i] = d
-            e["entry_date"][i] = d
-            e["time_s"][i] = int(rng.integers(1 * 3600, 5 * 3600))
-            e["preparer"][i] = "SYS_BATCH"
-            e["approver"][i] = ""
-            e["doc_type"][i] = "KR"
-            e["debit_account"][i] = "6100"
-            e["credit_account"][i] = "2000"
-            e["debit_cents"][i] = rent
-            e["credit_cents"][i] = rent
-            e["vendor_id"][i] = landlord_id
-            e["reference"][i] = lease_no if same_ref else f"KP-25{month:02d}-{lease_no[-3:]}"
-            e["description"][i] = (f"Monthly rent {LANDLORD}" if vague_desc
-                                   else f"Rent {MONTHS[month - 1]} 2025 {label} - {LANDLORD}")
-            if m > 0:
-                b.add_decoy(i, "recurring_lease_rent", [lease_doc])
-
-    # ---- defects: an invoice posted a second time a few days later
+    n = b.n_defects + b.n_decoys
     last_ok = PERIOD_END - np.timedelta64(12, "D")
     orig_ok = (e["template"] == "vendor_invoice") & (e["post_date"] <= last_ok)
-    originals = b.pick(b.n_defects, orig_ok, what="vendor invoices to duplicate")
-    carriers = b.pick(b.n_defects, what="entries to carry duplicates")
-    for o, c in zip(originals, carriers):
+    originals = b.pick(n, orig_ok, what="vendor invoices with a second posting")
+    carriers = b.pick(n, what="entries to carry second postings")
+    is_defect = np.zeros(n, dtype=bool)
+    is_defect[rng.permutation(n)[: b.n_defects]] = True
+    keys: set[tuple[str, int]] = set()
+    inv_numbers: set[str] = set()
+    for k, (o, c) in enumerate(zip(originals.tolist(), carriers.tolist())):
+        vid = str(e["vendor_id"][o])
+        while (vid, int(e["debit_cents"][o])) in keys or _bad_amount(b, o, int(e["debit_cents"][o])):
+            e["debit_cents"][o] += 37
+            e["credit_cents"][o] = e["debit_cents"][o]
+        keys.add((vid, int(e["debit_cents"][o])))
+        # the carrier's own voucher number (unique in the slice) becomes the second posting's reference
+        ref2 = "INV-" + str(e["reference"][c]).split("-")[-1]
         for col in e:
             e[col][c] = e[col][o]
         gap = np.timedelta64(int(rng.integers(1, 10)), "D")
@@ -223,27 +167,61 @@ def plant(b) -> None:
             e["time_s"][c] = int(rng.integers(1 * 3600, 5 * 3600))
         e["post_date"][c] = d
         e["entry_date"][c] = d
-        ref2 = _rekey(str(e["reference"][o]), rng)
         e["reference"][c] = ref2
-        if ref2 != str(e["reference"][o]):
-            e["description"][c] = f"Invoice {ref2} {vendor_names[str(e['vendor_id'][o])]}"
-        inv = _invoice_doc(b, int(o), vendor_names)
-        b.add_defect(int(c), "duplicate_invoice_posting", "DUPLICATE", [inv, ("entry", int(o)), "entry"])
+        if str(e["description"][o]).startswith("Invoice "):
+            e["description"][c] = f"Invoice {ref2} {vendor_names[vid]}"
+
+        name = vendor_names[vid]
+        cents = int(e["debit_cents"][o])
+        num = int(rng.integers(10_000, 99_000))
+        inv1 = f"{vendor_prefix(name)}-{num}"
+        while inv1 in inv_numbers:
+            num += 3
+            inv1 = f"{vendor_prefix(name)}-{num}"
+        inv2 = inv1 if is_defect[k] else f"{vendor_prefix(name)}-{num + 1}"
+        inv_numbers |= {inv1, inv2}
+        po1 = f"PO-{int(rng.integers(400_000, 499_000))}"
+        po2 = po1 if is_defect[k] else f"PO-{int(po1[3:]) + int(rng.integers(1, 40))}"
+        site1 = _SITES[int(rng.integers(0, len(_SITES)))]
+        site2 = site1 if is_defect[k] or rng.random() < 0.5 else _SITES[(_SITES.index(site1) + 1) % len(_SITES)]
+        what = _WHAT[int(rng.integers(0, len(_WHAT)))]
+        inv_date = b.date_str(e["doc_date"][o])
+        ch = rng.permutation(len(_CHANNELS))[:2]
+        doc_o = _voucher_doc(b, str(e["reference"][o]), b.date_str(e["post_date"][o]), name, vid, inv1, inv_date, po1,
+                             site1, what, cents, _CHANNELS[int(ch[0])])
+        doc_c = _voucher_doc(b, ref2, b.date_str(d), name, vid, inv2, inv_date, po2, site2, what, cents,
+                             _CHANNELS[int(ch[1])])
+        if is_defect[k]:
+            b.add_defect(c, "duplicate_invoice_posting", "DUPLICATE", [doc_c, doc_o], cents,
+                         facts=[inv1, f"{{E:{o}}}", cents / 100])
+        else:
+            b.add_decoy(c, "same_day_separate_invoice", [doc_c, doc_o], facts=[inv2, inv1, po2])
 
     # ---- after planting, no unplanted vendor entry may share a (vendor, amount) with anything
     _sanitise(b)
 
-    # ---- ordinary invoices in the pack, so that an invoice document alone points at nothing
+    # ---- vouchers of ordinary invoices in the pack, so that a voucher alone points at nothing
     pool = np.flatnonzero((e["template"] == "vendor_invoice") & ~b.used)
-    k = min(len(pool), max(4, b.n_defects + int(rng.integers(2, 6))))
-    for i in np.sort(rng.choice(pool, size=k, replace=False)):
-        _invoice_doc(b, int(i), vendor_names)
+    k = min(len(pool), max(4, n // 2 + int(rng.integers(2, 6))))
+    for i in np.sort(rng.choice(pool, size=k, replace=False)).tolist():
+        vid = str(e["vendor_id"][i])
+        name = vendor_names[vid]
+        num = int(rng.integers(10_000, 99_000))
+        while f"{vendor_prefix(name)}-{num}" in inv_numbers:
+            num += 3
+        inv_numbers.add(f"{vendor_prefix(name)}-{num}")
+        _voucher_doc(b, str(e["reference"][i]), b.date_str(e["post_date"][i]), name, vid, f"{vendor_prefix(name)}-{num}",
+                     b.date_str(e["doc_date"][i]), f"PO-{int(rng.integers(400_000, 499_000))}",
+                     _SITES[int(rng.integers(0, len(_SITES)))], _WHAT[int(rng.integers(0, len(_WHAT)))],
+                     int(e["debit_cents"][i]), _CHANNELS[int(rng.integers(0, len(_CHANNELS)))])
     b.add_document(
         "policy", "Accounts payable policy - duplicate payment prevention",
-        "Section 3.4 Each vendor invoice is recorded once. Before posting, AP clerks check the vendor, invoice "
-        "number, invoice date and amount against open and paid items. Recurring charges under a signed contract "
-        "(rent, leases, subscriptions) are recorded by recurring postings set up from the contract and are not "
-        "keyed from individual statements.",
+        "Section 3.4 Each vendor invoice is recorded once. An invoice is identified by the vendor and the vendor's "
+        "invoice number, not by its amount: vendors may issue several invoices of the same amount on the same day "
+        "for separate purchase orders or deliveries. Before posting, AP clerks check the vendor and the vendor "
+        "invoice number against open and paid items. Section 3.5 Every invoice is scanned and filed with the AP "
+        "voucher under which it is posted; invoices may arrive by e-mail, by post or through the supplier portal, "
+        "and a copy received through a second channel is not posted again.",
         "2024-11-20",
     )
 
@@ -281,87 +259,53 @@ def naive(kit: Kit):
     yield from kit.submit(f"Flagged {len(later)} postings that repeat an earlier vendor and amount.")
 
 
-_AMOUNT = re.compile(r"total USD ([\d,]+\.\d\d) per month")
-_COMMENCE = re.compile(r"Commencement date: (\d{4}-\d\d-\d\d)")
-_ENDING = re.compile(r"ending (\d{4}-\d\d-\d\d)")
-_TERM_MONTHS = re.compile(r"\((\d+)\) months|Term: (\d+) months")
-
-
-def _lease_terms(doc: dict, vendors: dict) -> dict | None:
-    """Vendor id, monthly rent and the covered period of a lease, read from its text."""
-    body = doc.get("body", "")
-    m = _AMOUNT.search(body)
-    c = _COMMENCE.search(body)
-    if not m or not c:
-        return None
-    vid = next((v for v, name in vendors.items() if name and name in body), None)
-    start = c.group(1)
-    end = _ENDING.search(body)
-    if end:
-        stop = end.group(1)
-    else:
-        t = _TERM_MONTHS.search(body)
-        months = int(t.group(1) or t.group(2)) if t else 12
-        y, mo = int(start[:4]), int(start[5:7]) - 1 + months
-        stop = f"{y + mo // 12}-{mo % 12 + 1:02d}-01"
-    return {"doc_id": doc["doc_id"], "vendor_id": vid, "rent": float(m.group(1).replace(",", "")),
-            "start": start, "stop": stop}
+_INV_NO = re.compile(r"Invoice number: (\S+)")
+_PO = re.compile(r"Purchase order: (\S+)")
 
 
 def careful(kit: Kit):
-    """Groups vendor entries by vendor and amount; clears rent a lease fixes; proves the rest duplicates.
-
-    For each later posting of a (vendor, amount) pair: if an opened lease with that vendor fixes
-    that monthly rent and the posting falls in its term, clear it citing the lease; otherwise open
-    both entries and the vendor invoice, then flag it citing all three.
-    """
+    """Groups vendor entries by vendor and amount; for each later posting, reads the vendor invoice
+    filed with its AP voucher and with the original's, flags it when both are the same vendor
+    invoice (number) and clears it when they are two invoices."""
     later, rows = yield from _groups(kit)
-    vendors = {v["vendor_id"]: v["name"] for v in (yield from kit.master("vendors"))}
-    docs = yield from kit.documents()
-    leases = []
-    if later:
-        for d in docs:
-            if d["doc_type"] == "contract" and "lease" in d["title"].lower():
-                terms = _lease_terms((yield from kit.open(d["doc_id"])), vendors)
-                if terms:
-                    leases.append(terms)
-    invoices = {d["title"]: d["doc_id"] for d in docs if d["doc_type"] == "invoice"}
-
-    def lease_for(r):
-        return next((x for x in leases if x["vendor_id"] == r["vendor_id"] and abs(x["rent"] - float(r["debit"])) < 0.005
-                     and x["start"] <= r["posting_date"] < x["stop"]), None)
-
-    dups = [e for e in sorted(later) if lease_for(rows[e]) is None]
-    rent = [e for e in sorted(later) if lease_for(rows[e]) is not None]
-    for eid in dups:
-        if kit.calls_left <= 5:
+    docs = (yield from kit.documents()) if later else []
+    voucher = {}
+    for d in docs:
+        m = re.match(r"AP voucher (\S+) - ", d["title"])
+        if m:
+            voucher.setdefault(m.group(1), d["doc_id"])
+    read: dict[str, dict] = {}
+    n_flag = n_clear = 0
+    for eid in sorted(later):
+        if kit.calls_left <= 4:
             break
         orig = later[eid]
-        o = yield from kit.call("get_entry", entry_id=orig)
-        d = yield from kit.call("get_entry", entry_id=eid)
-        ref = o.get("reference", "")
-        inv = next((doc_id for title, doc_id in sorted(invoices.items()) if ref and f"Invoice {ref} " in title), None)
-        ev = [orig, eid]
-        if inv:
-            yield from kit.open(inv)
-            ev.insert(0, inv)
-        amt = float(d.get("total_debit", 0))
+        r, o = rows[eid], rows[orig]
+        ids = [voucher.get(r["reference"]), voucher.get(o["reference"])]
+        for doc_id in ids:
+            if doc_id and doc_id not in read:
+                body = (yield from kit.open(doc_id)).get("body", "")
+                inv, po = _INV_NO.search(body), _PO.search(body)
+                read[doc_id] = {"inv": inv.group(1) if inv else None, "po": po.group(1) if po else None}
+        mine, theirs = (read.get(x) if x else None for x in ids)
+        amt = float(r["debit"])
+        if mine and theirs and mine["inv"] and mine["inv"] != theirs["inv"]:
+            yield from kit.clear(
+                eid, ids,
+                f"Entry {eid} ({r['posting_date']}, {amt:,.2f}) records vendor invoice {mine['inv']} (purchase order "
+                f"{mine['po']}, {ids[0]}), a different invoice from {theirs['inv']} (purchase order {theirs['po']}, "
+                f"{ids[1]}) recorded by entry {orig}: two invoices of the same amount, not a duplicate.")
+            n_clear += 1
+            continue
+        cited = [x for x in ids if x]
+        inv = (mine or theirs or {}).get("inv")
+        what = (f"vendor invoice {inv} (purchase order {(mine or theirs)['po']}), the same invoice already recorded by "
+                f"entry {orig} under voucher {o['reference']}" if mine and theirs else
+                f"no separate vendor invoice is filed for it; entry {orig} already records this vendor and amount")
         yield from kit.flag(
-            eid, "DUPLICATE", ev,
-            f"Entry {eid} (posted {d.get('posting_date')}, ref {d.get('reference')}) repeats entry {orig} "
-            f"(posted {o.get('posting_date')}, ref {ref}): same vendor {d.get('vendor_id')}, same amount "
-            f"{amt:,.2f}, same invoice date {o.get('document_date')}. "
-            + (f"Invoice {inv} is a single invoice for {amt:,.2f}, so it was recorded twice." if inv else
-               "Only one invoice exists, so it was recorded twice."))
-    for eid in rent:
-        if kit.calls_left <= 2:
-            break
-        r = rows[eid]
-        lease = lease_for(r)
-        yield from kit.clear(
-            eid, [lease["doc_id"]],
-            f"Entry {eid} ({r['posting_date']}, {float(r['debit']):,.2f}) is the monthly rent fixed by lease "
-            f"{lease['doc_id']} ({lease['rent']:,.2f} per month from {lease['start']}); a recurring charge, "
-            f"not a duplicate of entry {later[eid]}.")
-    yield from kit.submit(f"{len(dups)} duplicate invoice postings flagged; {len(rent)} recurring lease rent "
-                          f"postings cleared against their lease contracts.")
+            eid, "DUPLICATE", cited,
+            f"Entry {eid} (posted {r['posting_date']}, voucher {r['reference']}, {amt:,.2f}) records {what} "
+            f"({', '.join(cited)}): the invoice was posted twice.")
+        n_flag += 1
+    yield from kit.submit(f"{n_flag} duplicate invoice postings flagged; {n_clear} same-amount postings cleared as "
+                          f"separate vendor invoices.")

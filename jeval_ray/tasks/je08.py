@@ -1,15 +1,32 @@
 """JE-8 (L2): unsupported round-amount entries.
 
-Planted: manual entries for whole thousands of dollars with vague descriptions ("Adj", "Misc
-adjustment", "Per CFO" …) that no document in the support pack supports; some carry a reference
-that looks like a board resolution number but no such resolution exists, and (more often at a
-high ``near_miss``) the pack holds an unrelated document naming the same amount for another
-purpose. Required evidence: the entry itself (``get_entry``) and the manual journal entry policy
-that demands support. Decoys: round-amount manual entries backed by a board resolution
-(``board_minutes``) or a contract that names the amount and the entry's reference; at a high
-``near_miss`` their descriptions are as vague as the defects', so only the document separates
-them. The base population has no amounts in whole hundreds (the generator guarantees it and
-``plant`` re-checks), so nothing outside the planted entries trips the rule.
+The red-flag rule: a manual entry for a whole number of hundreds. Every entry the rule catches is
+planted from one surface distribution: a manual GL journal (an accrual or reclass) for a whole
+number of thousands, with a description that states a business purpose (a board-approved item or a
+fixed-fee contract, with its accounts) and the number of the document that should fix it in the
+reference field (``BR-<year>-<nn>`` for a board resolution, ``CTR-<year>-<nnn>`` for a contract,
+numbered in one register for both kinds). Each is then made a defect or a decoy at random; only
+the support pack differs. Minutes and agreements are titled by meeting date and vendor, never by
+the reference.
+
+Decoys (``round_amount_with_support``): the minutes or agreement carrying the reference exist,
+are dated 3-40 days before the posting date and fix exactly the entry's amount for the stated
+purpose. Decisive facts: the document, the reference and the amount.
+
+Planted defects (criteria ``UNSUPPORTED_ROUND``), against the manual JE policy (section 2.1: the
+supporting document's number in the reference; 2.3: a round sum needs the document that fixes it,
+dated no later than the entry):
+  * ``amount_not_supported``: the referenced document exists but fixes a smaller round sum (half
+    the entry's amount or more), so the entry records more than was approved (decisive facts: the
+    reference, the document, the figure it shows, the entry's amount);
+  * ``approved_after_posting``: the referenced document fixes the amount but is dated 3-40 days
+    after the entry was posted (facts: the reference, the document, its date, the posting date);
+  * ``no_support``: no document in the pack carries the reference (facts: the reference and the
+    amount); more often at a high ``near_miss``, the pack holds minutes approving the same figure
+    under another number for another purpose, which do not support it.
+Required evidence: the policy, and the referenced document where one exists; a decoy is cleared
+by its document. The base population has no amounts in whole hundreds (the generator guarantees
+it and ``plant`` re-checks), so nothing outside the planted entries trips the rule.
 """
 
 from __future__ import annotations
@@ -27,21 +44,20 @@ SPEC = spec(
     "JE-8",
     "L2",
     'Unsupported round-amount entries',
-    objective='Find round-amount manual entries with vague descriptions that no document supports.',
-    defect='round-amount manual entry with a vague description and no support',
+    objective='Find round-amount manual entries that no document supports.',
+    defect='round-amount manual entry whose referenced document does not fix it',
     decoys='round amounts backed by a board resolution or contract',
     required_evidence='the support document (or its absence)',
     sources=('general_ledger', 'board_minutes', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNSUPPORTED_ROUND', 'round-amount manual entry with a vague description and no supporting document'),
+        ('UNSUPPORTED_ROUND', 'round-amount manual entry that no supporting document fixes'),
     ),
     withheld_variant=('search_documents',),
     available=True,
 )
 
 POLICY_TITLE = "Manual journal entry policy - supporting documentation"
-VAGUE = ("Adj", "Misc adjustment", "Per CFO", "Adjustment", "Misc", "Correction per mgmt", "Per discussion", "Year-end adj")
 #: (purpose, short description, debit account, credit account)
 BOARD_ITEMS = (
     ("a special bonus for the ERP implementation team", "ERP team special bonus", "6000", "2200"),
@@ -127,8 +143,27 @@ def _minutes(b, date: str, item: str) -> int:
     )
 
 
+def _agreement(b, date: str, ref: str, vendor: str, purpose: str, cents: int, month: str) -> int:
+    return b.add_document(
+        "contract", f"Services agreement dated {date}",
+        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (the Provider), "
+        f"dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any expenses, "
+        f"earned in {month} 2025 and accrued by the Client on that basis; invoicing follows completion. The Client "
+        f"records the fee under reference {ref}.\nSigned for the Client by Isabel Brown, Controller, and for the "
+        "Provider by an authorised signatory.",
+        date,
+    )
+
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+#: defect kinds with a referenced document, and their shares (the rest have none)
+_KINDS = (("amount_not_supported", 0.4), ("approved_after_posting", 0.3), ("no_support", 0.3))
+
+
 def plant(b) -> None:
-    """Plant the policy, supported round amounts (decoys) and unsupported ones (defects) with near-miss traps."""
+    """Plant the policy and round-amount entries with a purpose and a reference, each a defect or a
+    decoy at random; decoys get the document that fixes them, defects a document that does not (or none)."""
     rng = b.rng
     e = b.e
     _sanitise(b)
@@ -138,82 +173,111 @@ def plant(b) -> None:
         "board resolution or a reviewed calculation) whose number is recorded in the entry's reference field. "
         "Section 2.2 The description must state the business purpose of the entry; terms such as 'adjustment' or "
         "'per management' alone are not sufficient. Section 2.3 Entries in round sums require the document that "
-        "fixes the amount. Entries without support must not be approved and are reported to the Controller.",
+        "fixes the amount, dated no later than the entry; an approval given after the entry was recorded does not "
+        "support it. Entries without support must not be approved and are reported to the Controller.",
         "2024-10-01",
     )
-    taken: set[int] = set()  # only for membership tests
-    months = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-              "November", "December")
-
-    # ---- decoys: round amounts fixed by a board resolution or a contract named in the reference
-    decoys = _carriers(b, b.n_decoys, "round-amount entries with support")
-    amounts = _round_amounts(b, b.n_decoys, decoys, taken)
-    kinds = rng.random(b.n_decoys) < 0.5
-    post_dates = [b.date_str(e["post_date"][i]) for i in decoys]
-    doc_dates = [str(np.datetime64(p) - np.timedelta64(int(rng.integers(3, 40)), "D")) for p in post_dates]
-    # resolution and contract numbers rise with their dates, as a real register's would
-    refs = [""] * b.n_decoys
+    n = b.n_defects + b.n_decoys
+    idxs = _carriers(b, n, "round-amount manual entries")
+    amounts = _round_amounts(b, n, idxs, set())
+    is_defect = np.zeros(n, dtype=bool)
+    is_defect[rng.permutation(n)[: b.n_defects]] = True
+    names, shares = zip(*_KINDS)
+    kind = [str(rng.choice(names, p=shares)) if is_defect[j] else "support" for j in range(n)]
+    board = rng.random(n) < 0.5
+    post = [b.date_str(e["post_date"][i]) for i in idxs]
+    lag = rng.integers(3, 41, n)
+    doc_dates = [str(np.datetime64(p) + (int(g) if k == "approved_after_posting" else -int(g)))
+                 for p, g, k in zip(post, lag, kind)]
+    # accounting references rise with the posting date in the books' year, whatever the document's
+    # date (numbering by the document's date would put an approval given afterwards out of order)
+    refs = [""] * n
     counters: dict[tuple[str, str], int] = {}
-    for j in sorted(range(b.n_decoys), key=lambda j: (doc_dates[j], j)):
-        key = ("BR" if kinds[j] else "CTR", doc_dates[j][:4])
-        counters[key] = counters.get(key, int(rng.integers(1, 6) if kinds[j] else rng.integers(10, 40))) + int(rng.integers(1, 4))
-        refs[j] = f"BR-{key[1]}-{counters[key]:02d}" if kinds[j] else f"CTR-{key[1]}-{counters[key]:03d}"
-    n_board = n_ctr = 0
+    for j in sorted(range(n), key=lambda j: (post[j], j)):
+        key = ("BR" if board[j] else "CTR", post[j][:4])
+        counters[key] = counters.get(key, int(rng.integers(1, 6) if board[j] else rng.integers(10, 40))) + int(rng.integers(1, 4))
+        refs[j] = f"BR-{key[1]}-{counters[key]:02d}" if board[j] else f"CTR-{key[1]}-{counters[key]:03d}"
+    used_refs = set(refs)
     board_order = rng.permutation(len(BOARD_ITEMS))
     ctr_order = rng.permutation(len(CONTRACT_ITEMS))
-    for j, (i, cents) in enumerate(zip(decoys, amounts)):
-        _set_amount(b, int(i), cents)
-        post, doc_date, ref = post_dates[j], doc_dates[j], refs[j]
-        month = months[int(post[5:7]) - 1]
-        if kinds[j]:
+    n_board = n_ctr = 0
+    taken = set(amounts)
+    for j, (i, cents) in enumerate(zip(idxs.tolist(), amounts)):
+        _set_amount(b, i, cents)
+        ref, doc_date, month = refs[j], doc_dates[j], MONTHS[int(post[j][5:7]) - 1]
+        if board[j]:
             purpose, short, dr, cr = BOARD_ITEMS[int(board_order[n_board % len(BOARD_ITEMS)])]
             n_board += 1
-            doc = _minutes(b, doc_date, f"Resolution {ref}: RESOLVED, that the Company approves {purpose} in the "
-                                        f"amount of {_usd(cents)}, to be recorded in {month} 2025 under accounting "
-                                        f"reference {ref}. The resolution was carried unanimously.")
         else:
             vendor, purpose, short, dr, cr = CONTRACT_ITEMS[int(ctr_order[n_ctr % len(CONTRACT_ITEMS)])]
             n_ctr += 1
-            doc = b.add_document(
-                "contract", f"Agreement {ref} - {vendor}",
-                f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (the Provider), "
-                f"dated {doc_date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of "
-                f"any expenses, earned in {month} 2025 and accrued by the Client on that basis; invoicing follows "
-                f"completion. The Client records the fee under reference {ref}.\nSigned for the Client by Isabel "
-                f"Brown, Controller, and for the Provider by an authorised signatory.",
-                doc_date,
-            )
         e["reference"][i] = ref
         e["debit_account"][i] = dr
         e["credit_account"][i] = cr
-        vague = rng.random() < b.knobs.near_miss
-        e["description"][i] = VAGUE[int(rng.integers(0, len(VAGUE)))] if vague else f"{short} per {ref}"
-        b.add_decoy(int(i), "round_amount_with_support", [doc])
-
-    # ---- defects: round amounts, vague descriptions, nothing in the pack supports them
-    defects = _carriers(b, b.n_defects, "round-amount entries without support")
-    amounts = _round_amounts(b, b.n_defects, defects, taken)
-    for j, (i, cents) in enumerate(zip(defects, amounts)):
-        _set_amount(b, int(i), cents)
-        e["description"][i] = VAGUE[int(rng.integers(0, len(VAGUE)))]
-        if rng.random() < 0.3 * b.knobs.near_miss:
-            # a resolution number that looks like support, but no such resolution exists
-            free = [n for n in range(1, 300) if f"BR-2025-{n:02d}" not in refs]
-            refs.append(f"BR-2025-{free[int(rng.integers(0, len(free)))]:02d}")
-            e["reference"][i] = refs[-1]
-        if rng.random() < 0.4 * b.knobs.near_miss:
+        e["description"][i] = f"{short} per {ref}"
+        # the figure the document fixes: the entry's, or for amount_not_supported a smaller round sum
+        # (the entry records more than was approved)
+        doc_cents = cents
+        if kind[j] == "amount_not_supported":
+            thousands = cents // 1_000_00
+            choices = [c for c in range((thousands + 1) // 2, thousands) if c * 1_000_00 not in taken] or [thousands - 1]
+            doc_cents = int(choices[int(rng.integers(0, len(choices)))]) * 1_000_00
+        doc = None
+        if kind[j] != "no_support":
+            if board[j]:
+                doc = _minutes(b, doc_date, f"Resolution {ref}: RESOLVED, that the Company approves {purpose} in the "
+                                            f"amount of {_usd(doc_cents)}, to be recorded in {month} 2025 under "
+                                            f"accounting reference {ref}. The resolution was carried unanimously.")
+            else:
+                doc = _agreement(b, doc_date, ref, vendor, purpose, doc_cents, month)
+        amount = cents / 100
+        if kind[j] == "support":
+            b.add_decoy(i, "round_amount_with_support", [doc], facts=[f"{{D:{doc}}}", ref, amount])
+            continue
+        if kind[j] == "amount_not_supported":
+            facts = [ref, f"{{D:{doc}}}", doc_cents / 100, amount]
+        elif kind[j] == "approved_after_posting":
+            facts = [ref, f"{{D:{doc}}}", doc_date, post[j]]
+        else:
+            facts = [ref, amount]
+        trap = kind[j] == "no_support" and board[j] and rng.random() < b.knobs.near_miss
+        if trap:
             # the same figure approved for something else: matching on the amount alone is not support
-            d = str(np.datetime64(b.date_str(e["post_date"][i])) - np.timedelta64(int(rng.integers(5, 60)), "D"))
+            d = str(np.datetime64(post[j]) - int(lag[j]))
             capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
             _minutes(b, d, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
-                           f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to be "
-                           "capitalised as property, plant and equipment against supplier invoices. The resolution "
-                           "was carried unanimously.")
-        b.add_defect(int(i), "unsupported_round_amount", "UNSUPPORTED_ROUND", ["entry", policy], cents)
+                           f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
+                           "be capitalised as property, plant and equipment against supplier invoices. The "
+                           "resolution was carried unanimously.")
+        if kind[j] in ("no_support", "approved_after_posting") and not trap:
+            # like every candidate, a document of its kind dated shortly before it, which carries another number
+            d = str(np.datetime64(post[j]) - int(lag[j]))
+            other = _free_ref(rng, "BR" if board[j] else "CTR", post[j][:4], used_refs)
+            if board[j]:
+                o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
+                o_cents = int(rng.integers(2, 61)) * 1_000_00
+                _minutes(b, d, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
+                               f"{_usd(o_cents)}, to be recorded under accounting reference {other}. The resolution "
+                               "was carried unanimously.")
+            else:
+                o_vendor, o_purpose = CONTRACT_ITEMS[int(rng.integers(0, len(CONTRACT_ITEMS)))][:2]
+                _agreement(b, d, other, o_vendor, o_purpose, int(rng.integers(2, 61)) * 1_000_00,
+                           MONTHS[int(d[5:7]) - 1])
+        b.add_defect(i, kind[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), cents, facts=facts)
+
+
+def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
+    """A register number no entry carries."""
+    while True:
+        ref = f"BR-{year}-{int(rng.integers(1, 99)):02d}" if kind == "BR" else f"CTR-{year}-{int(rng.integers(10, 999)):03d}"
+        if ref not in used:
+            used.add(ref)
+            return ref
 
 
 # ------------------------------------------------------------------ strategies
 _COLS = ["entry_id", "posting_date", "account", "debit", "preparer", "description", "reference"]
+_USD = re.compile(r"USD ([\d,]+\.\d\d)")
 
 
 def _round_manual(kit: Kit):
@@ -236,91 +300,70 @@ def naive(kit: Kit):
 
 
 def careful(kit: Kit):
-    """Reads the policy and the board minutes and contracts; clears what a document fixes, flags the rest.
+    """Reads the policy, then the minutes and agreements that carry each entry's reference; clears an
+    entry whose document fixes its amount and is dated no later than it, flags the rest.
 
-    A round-amount manual entry is supported only by a document dated no later than the entry that
-    names both its reference and its amount (a document with the same figure for another purpose
-    does not count). Unsupported entries are opened with ``get_entry`` and flagged citing the entry
-    and the policy. When the pack holds more minutes and contracts than the budget can read, it
-    searches for each entry's reference instead and opens only the documents that mention it;
-    entries it cannot resolve within the budget are left undisposed rather than guessed.
+    With ``search_documents`` it searches each reference and opens the minutes and agreements that
+    mention it; without, it reads every minute and agreement (nearest to a candidate first). A
+    document "carries" a reference when its text names it as a word (the same figure under another
+    number, for another purpose, is not support).
     """
     cands = yield from _round_manual(kit)
-    docs = yield from kit.documents()
+    docs = (yield from kit.documents()) if cands else []
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "manual journal" in d["title"].lower()), None)
     if policy and cands:
         yield from kit.open(policy)
     support = {d["doc_id"]: d["date"] for d in docs if d["doc_type"] in ("board_minutes", "contract")}
-    # a document can only authorise an entry it precedes
-    look = {e: [d for d in support if support[d] <= r["posting_date"]] for e, r in cands.items()}
     bodies: dict[str, str] = {}
-    flagged: list[str] = []
-    cleared: list[str] = []
-
-    def backing(eid):
-        r = cands[eid]
-        amt = f"USD {float(r['debit']):,.2f}"
-        ref = r["reference"]
-        return next((d for d in look[eid] if d in bodies and amt in bodies[d]
-                     and ref and re.search(rf"\b{re.escape(ref)}\b", bodies[d])), None)
-
-    def flag(eid):
-        ent = yield from kit.call("get_entry", entry_id=eid)
-        ev = [eid] + ([policy] if policy else [])
-        yield from kit.flag(
-            eid, "UNSUPPORTED_ROUND", ev,
-            f"Entry {eid}: manual round amount {float(ent.get('total_debit', 0)):,.2f}, description "
-            f"'{ent.get('description')}', reference {ent.get('reference')}; no board minute or contract in the pack "
-            f"names this reference and amount, so it lacks the support required by {policy or 'the JE policy'}.")
-        flagged.append(eid)
-
-    def clear(eid):
-        r, doc = cands[eid], backing(eid)
-        yield from kit.clear(
-            eid, [doc], f"Entry {eid}: round amount {float(r['debit']):,.2f} under reference {r['reference']} is "
-                        f"fixed by {doc} (dated {support[doc]}), which names the same reference and amount.")
-        cleared.append(eid)
-
-    needed = set().union(*look.values()) if look else set()
-    if cands and kit.has("search_documents") and len(needed) + 2 * len(cands) + 2 > kit.calls_left:
-        # too many documents to read them all: search each reference; no hit means no support
-        deferred = []
+    look: dict[str, list[str]] = {e: list(support) for e in cands}
+    if cands and kit.has("search_documents"):
         for eid, r in cands.items():
-            if kit.calls_left <= 3:
-                break
-            hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
-            look[eid] = [h["doc_id"] for h in hits if h["doc_id"] in look[eid]]
-            if look[eid]:
-                deferred.append(eid)
-            else:
-                yield from flag(eid)
-        for eid in deferred:
-            for d in look[eid]:
-                if d not in bodies and kit.calls_left > 3:
-                    bodies[d] = (yield from kit.open(d)).get("body", "")
-            if backing(eid) and kit.calls_left > 1:
-                yield from clear(eid)
-            elif all(d in bodies for d in look[eid]) and kit.calls_left > 3:
-                yield from flag(eid)
-    elif cands:
-        # read every earlier minute and contract, nearest to an entry first, keeping calls to dispose of all
-        def gap(d):
-            # days from the document to the nearest later candidate entry
-            dd = dt.date.fromisoformat(support[d])
-            return min((dt.date.fromisoformat(r["posting_date"]) - dd).days for e, r in cands.items() if d in look[e])
-
-        for d in sorted(needed, key=lambda d: (gap(d), d)):
             if kit.calls_left <= 2 * len(cands) + 2:
                 break
-            bodies[d] = (yield from kit.open(d)).get("body", "")
-        resolved = [e for e in cands if all(d in bodies for d in look[e]) or backing(e)]
-        for eid in [e for e in resolved if not backing(e)]:
-            if kit.calls_left > 3:
-                yield from flag(eid)
-        for eid in [e for e in resolved if backing(e)]:
-            if kit.calls_left > 1:
-                yield from clear(eid)
-    left = len(cands) - len(flagged) - len(cleared)
-    yield from kit.submit(f"{len(cands)} round-amount manual entries: {len(flagged)} unsupported and flagged, "
-                          f"{len(cleared)} cleared against board resolutions or contracts"
+            hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
+            look[eid] = [h["doc_id"] for h in hits if h["doc_id"] in support]
+    needed = sorted({d for ds in look.values() for d in ds},
+                    key=lambda d: (min(abs((dt.date.fromisoformat(cands[e]["posting_date"]) - dt.date.fromisoformat(support[d])).days)
+                                       for e in cands if d in look[e]), d))
+    for d in needed:
+        if kit.calls_left <= len(cands) + 2:
+            break
+        bodies[d] = (yield from kit.open(d)).get("body", "")
+    n_flag = n_clear = 0
+    for eid, r in cands.items():
+        if kit.calls_left <= 1:
+            break
+        ref, amt, posted = r["reference"], float(r["debit"]), r["posting_date"]
+        carrying = [d for d in look[eid] if d in bodies and ref and re.search(rf"\b{re.escape(ref)}\b", bodies[d])]
+        if not all(d in bodies for d in look[eid]) and not carrying:
+            continue  # not read within the budget: left undisposed rather than guessed
+        figure = {d: float(m.group(1).replace(",", "")) if (m := _USD.search(bodies[d])) else None for d in carrying}
+        ok = next((d for d in carrying if figure[d] is not None and abs(figure[d] - amt) < 0.005
+                   and support[d] <= posted), None)
+        if ok:
+            yield from kit.clear(
+                eid, [ok], f"Entry {eid}: round amount {amt:,.2f} under reference {ref} is fixed by {ok} (dated "
+                           f"{support[ok]}, before the posting date {posted}), which names reference {ref} and "
+                           f"USD {amt:,.2f}.")
+            n_clear += 1
+            continue
+        ev = [x for x in (policy,) if x]
+        if carrying:
+            d = carrying[0]
+            if figure[d] is not None and abs(figure[d] - amt) >= 0.005:
+                why = f"{d}, the document carrying reference {ref}, fixes USD {figure[d]:,.2f}, not the {amt:,.2f} recorded"
+            else:
+                why = (f"{d}, the document carrying reference {ref}, is dated {support[d]}, after the entry was posted "
+                       f"on {posted}; an approval given afterwards does not support it")
+            ev.append(d)
+        else:
+            why = f"no board minute or agreement in the pack carries reference {ref}"
+        yield from kit.flag(
+            eid, "UNSUPPORTED_ROUND", ev,
+            f"Entry {eid}: manual round amount {amt:,.2f} ('{r['description']}', reference {ref}); {why}, so it "
+            f"lacks the support section 2.3 of {policy or 'the manual JE policy'} requires.")
+        n_flag += 1
+    left = len(cands) - n_flag - n_clear
+    yield from kit.submit(f"{len(cands)} round-amount manual entries: {n_flag} unsupported and flagged, "
+                          f"{n_clear} cleared against board resolutions or agreements"
                           + (f"; {left} left unresolved for lack of budget." if left else "."))

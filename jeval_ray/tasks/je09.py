@@ -1,22 +1,43 @@
-"""JE-9 (L3): cut-off.
+"""JE-9 (L3): year-end cut-off.
 
-Planted, two kinds of cut-off error (misstatement = the entry amount):
+An annual audit tests cut-off at the year end (AS 2401.62, entries at the end of a reporting
+period and post-closing entries): misstatements between two months of the same year do not
+change the year's figures, so everything planted here sits at the FY2025 year end. Every
+candidate's kind is drawn first and its label (defect or decoy) independently, so defects and
+decoys of a kind share one listing surface; only the documents tell them apart.
 
-* **revenue before shipment**: a customer invoice (DR 1100 / CR 4000) posted on a period-end
-  date whose delivery note shows the goods left the warehouse in the *next* period. Required
-  evidence: the delivery note, the billing entry (``get_entry``) and the revenue and cut-off policy.
-* **entry after close**: a manual entry posted into a period but recorded (entry timestamp) after
-  that period's close date in the close calendar. Required evidence: the entry, ``master:calendar``
-  and the policy.
+Planted defects (criteria ``CUTOFF``, misstatement = the entry amount):
 
-Decoys: revenue posted on a period end whose delivery note shows shipment on or before that date
-(cleared by the delivery note and the policy), and manual entries recorded after the period end
-but on or before the close date, i.e. normal close work (cleared by ``master:calendar``).
-``near_miss`` moves decoy ship dates towards the period end and decoy entry dates towards the
-close date.
+* ``revenue_before_shipment``: a customer invoice (DR 1100 / CR 4000) billed in the last week of
+  the year (2025-12-24 to 2025-12-31) whose delivery note shows the goods left the warehouse in
+  January 2026. Required evidence: the delivery note, the billing entry (``get_entry``) and the
+  revenue and cut-off policy. Decisive facts: the delivery note, its ship date, the billing date
+  and the amount.
+* ``post_closing_entry_unauthorised``: a manual accrual or vendor invoice posted into December
+  2025 but recorded after the year-end close date of ``master:calendar`` (2026-01-09) without a
+  post-closing adjustment request that authorises it: none exists, or (with probability
+  ``near_miss``) the request was rejected, approved only after the entry was recorded, or
+  approved for a smaller amount. Required evidence: the entry, ``master:calendar``, the policy
+  (and the request, where one exists). Decisive facts: the recording date, the close date, the
+  amount (and the request with its approval date, "rejected" or the amount approved).
 
-The base population is made clean for the rule: base customer invoices never post on a period
-end (they are moved to the day before) and base entries are always recorded on their posting date.
+Decoys of the same two kinds:
+
+* ``year_end_revenue_shipped``: billed in the same window, shipped on or before 2025-12-31
+  (sometimes after the billing date, still within the year). Cleared by the delivery note and the
+  policy. Decisive facts: the delivery note, its ship date and the billing date.
+* ``post_closing_entry_approved``: recorded after the close like the defects, under a request
+  approved by the Controller and the CFO after the close and before the entry was recorded, for
+  the amount posted (the policy allows exactly this). Cleared by the request, ``master:calendar``
+  and the policy. Decisive facts: the request, its approval date and the recording date.
+
+``near_miss`` moves decoy ship dates towards the year end and defect ship dates towards
+2026-01-01. A few ordinary manual entries posted on 2025-12-31 and recorded between the year end
+and the close date (normal close work) are caught by the naive rule as well; they are not
+planted. Delivery notes of a few ordinary sales earlier in the year complete the shipping file.
+
+The base population is made clean for the rule: base customer invoices are moved out of the
+year-end window and base entries are always recorded on their posting date.
 """
 
 from __future__ import annotations
@@ -35,7 +56,7 @@ SPEC = spec(
     'Cut-off',
     objective='Find revenue recorded before the goods shipped and entries recorded after the period was closed; state the misstatement amount.',
     defect='cut-off: revenue recorded before shipment / entry after close',
-    decoys='entries legitimately dated at period end',
+    decoys='year-end sales shipped in time; post-closing entries approved before they were recorded',
     required_evidence='close calendar, shipping documents, invoice',
     sources=('general_ledger', 'close_calendar', 'shipping_documents', 'invoices'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
@@ -48,103 +69,172 @@ SPEC = spec(
 )
 
 POLICY_TITLE = "Revenue recognition and period-end cut-off policy"
+REQUEST_TITLE = "Post-closing adjustment request"
 REVENUE_ACCOUNTS = ("4000", "4100")
+#: the year-end cut-off window: sales billed in these days are vouched to their delivery notes
+WINDOW_START, YEAR_END = "2025-12-24", "2025-12-31"
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
 _SO_REF = re.compile(r"\bSO-\d+\b")
+#: the warehouse ships on business days (New Year's Day 2026 included)
+_SHIP_HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
+_REASONS = {
+    "accrual": ("true-up of the December accrual to the final supplier statement",
+                "audit adjustment to the December accrual proposed by the external auditors and agreed by management"),
+    "vendor_invoice": ("vendor invoice for December services received after the close",
+                       "audit adjustment proposed by the external auditors: unrecorded December liability"),
+}
 
 
 def _policy_body(year_end_close: str) -> str:
     return (
-        "1. Scope. This policy applies to all revenue and to every journal entry posted to a monthly period of "
-        "FY2025.\n"
+        "1. Scope. This policy applies to all revenue and to every journal entry posted to a period of FY2025, "
+        "and in particular to the fiscal year end (2025-12-31).\n"
         "2. Product revenue (account 4000) is recognised when control of the goods passes to the customer. Under "
         "the company's standard terms of sale (FCA our warehouse) control passes on the ship date recorded on the "
         "delivery note, when the goods are handed to the carrier. Goods that leave the warehouse after the last day "
         "of a period may not be billed into that period; the billing belongs to the period of shipment.\n"
-        "3. Delivery notes for all sales orders billed on the last day of a month are retained in the audit "
-        "support pack under the sales order reference (SO-…).\n"
-        "4. Period close. Each monthly period is closed on the close date set in the financial close calendar "
-        "(master data calendar, kind period_close). Entries recorded up to and including the close date may still "
-        "be posted into the period being closed; this is normal close work. After the close date the period is "
-        "locked: entries recorded later must be posted to the current open period and may not be back-dated into "
-        f"a closed period. The FY2025 year-end close date is {year_end_close}.\n"
+        f"3. Year-end cut-off. Delivery notes for all sales billed in the last week of the fiscal year ({WINDOW_START} "
+        f"to {YEAR_END}) are retained in the audit support pack under the sales order reference (SO-...).\n"
+        "4. Period close. Each period is closed on the close date set in the financial close calendar (master data "
+        "calendar, kind period_close). Entries recorded up to and including the close date may still be posted "
+        "into the period being closed; this is normal close work. After the close date the period is locked: "
+        "entries recorded later are posted to the current open period. An entry may be posted into a closed "
+        "period only under a post-closing adjustment request approved by the Controller and the CFO before the "
+        "entry is recorded, for the reference and the amount approved. The FY2025 year-end close date is "
+        f"{year_end_close}.\n"
         "5. Cut-off errors are corrected in the period to which the transaction belongs; the amount of the "
         "misstatement is the amount recorded in the wrong period."
     )
 
 
 def plant(b) -> None:
-    """Plant revenue-before-shipment and entry-after-close errors, period-end and close-window decoys."""
+    """Plant year-end revenue billed before shipment and unauthorised post-closing entries, with
+    decoys of the same surface: year-end sales shipped in time and approved post-closing entries."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
-    closes = dict(month_close_dates())
+    close = np.datetime64(b.facts["year_end_close"])
+    year_end, window_start = np.datetime64(YEAR_END), np.datetime64(WINDOW_START)
     policy = b.add_document("policy", POLICY_TITLE, _policy_body(b.facts["year_end_close"]), "2024-11-29")
     b.facts["brief_notes"] = {"year end close": f"the FY2025 books were closed on {b.facts['year_end_close']}"}
 
     post = e["post_date"]
-    last_day = (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 1
     is_rev = e["template"] == "customer_invoice"
-    # sanitise the base: only planted revenue sits on a period end, every base entry is recorded
-    # on its posting date (so nothing else is entered after period end, let alone after close)
-    move = is_rev & (post == last_day)
-    e["post_date"][move] = post[move] - 1
+    # sanitise the base: only planted revenue sits in the year-end window, every base entry is
+    # recorded on its posting date (so nothing else is entered after its period end)
+    move = is_rev & (post >= window_start)
+    e["post_date"][move] = window_start - 1 - rng.integers(0, 20, int(move.sum()))
     e["entry_date"][:] = e["post_date"]
     e["doc_date"][:] = np.minimum(e["doc_date"], e["post_date"])
 
-    n_rev_def = (b.n_defects + int(rng.integers(0, 2))) // 2
-    n_rev_dec = (b.n_decoys + int(rng.integers(0, 2))) // 2
-    n_late_def, n_late_dec = b.n_defects - n_rev_def, b.n_decoys - n_rev_dec
+    # one surface per kind: each candidate's kind is drawn first, its label independently
+    n_all = b.n_defects + b.n_decoys
+    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
+    is_rev_kind = rng.random(n_all) < 0.5
+    rev_labels, late_labels = labels[is_rev_kind], labels[~is_rev_kind]
+    rev_idx = b.pick(len(rev_labels), is_rev, what="customer invoices")
+    late_pool = e["manual"] & np.isin(e["template"], ["accrual", "vendor_invoice"])
+    late_idx = b.pick(len(late_labels), late_pool, what="manual accruals and vendor invoices")
 
-    rev_def = b.pick(n_rev_def, is_rev, what="customer invoices")
-    rev_dec = b.pick(n_rev_dec, is_rev, what="customer invoices")
-    late_pool = e["manual"] & ~np.isin(e["template"], ["customer_invoice", "customer_receipt"])
-    late_def = b.pick(n_late_def, late_pool, what="manual entries")
-    late_dec = b.pick(n_late_dec, late_pool, what="manual entries")
-
-    for idx in rev_def:
-        pe = _to_period_end(b, idx)
-        ship = pe + int(rng.integers(1, 12))
+    for idx, bad in zip(rev_idx, rev_labels):
+        day = window_start + int(rng.integers(0, 8))
+        _to_year_end(b, idx, day)
+        if bad:
+            # shipped in January: revenue of FY2026 billed into FY2025
+            ship = np.busday_offset(year_end + 1 + int(rng.integers(0, 1 + int(round((1 - near) * 10)))), 0,
+                                    roll="forward", holidays=_SHIP_HOLIDAYS)
+        else:
+            # shipped on or before the year end (sometimes after the billing date, still in December)
+            lo = max(0, int(round((1 - near) * 6)))
+            ship = np.busday_offset(min(year_end, day + int(rng.integers(-lo - 1, 3))), 0, roll="backward",
+                                    holidays=_SHIP_HOLIDAYS)
         doc = _delivery_note(b, idx, ship)
-        b.add_defect(idx, "revenue_before_shipment", "CUTOFF", [doc, "entry", policy], int(e["credit_cents"][idx]))
-    for idx in rev_dec:
-        pe = _to_period_end(b, idx)
-        max_gap = int(round((1 - near) * 8))
-        ship = pe - int(rng.integers(0, max_gap + 1))
-        doc = _delivery_note(b, idx, ship)
-        b.add_decoy(idx, "period_end_revenue_shipped", [doc, policy])
-    for idx in late_def:
-        m = int(rng.integers(1, 13))
-        close = np.datetime64(closes[f"2025-{m:02d}"])
-        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=HOLIDAY_DATES))
-        b.add_defect(idx, "entry_after_close", "CUTOFF", ["entry", "master:calendar", policy], int(e["debit_cents"][idx]))
-    for idx in late_dec:
-        m = int(rng.integers(1, 13))
-        close = np.datetime64(closes[f"2025-{m:02d}"])
-        me = np.datetime64(f"2025-{m:02d}", "M").astype("datetime64[D]")
-        window = np.arange(month_end(me) + 1, close + 1, dtype="datetime64[D]")
-        window = window[np.is_busday(window, holidays=HOLIDAY_DATES)]
-        lo = int(near * (len(window) - 1))
-        b.post_late(idx, m, window[int(rng.integers(lo, len(window)))])
-        b.add_decoy(idx, "recorded_before_close", ["master:calendar", policy])
+        facts = [f"{{D:{doc}}}", b.date_str(ship), b.date_str(day)]
+        cents = int(e["credit_cents"][idx])
+        if bad:
+            b.add_defect(idx, "revenue_before_shipment", "CUTOFF", [doc, "entry", policy], cents,
+                         facts=[*facts, cents / 100])
+        else:
+            b.add_decoy(idx, "year_end_revenue_shipped", [doc, policy], facts=facts)
 
-    # delivery notes for a few ordinary (mid-month) sales, so the shipping file is not only period-end items
+    for idx, bad in zip(late_idx, late_labels):
+        k = int(rng.integers(2, 12))
+        recorded = np.busday_offset(close, k, roll="forward", holidays=HOLIDAY_DATES)
+        # a decision in time falls after the close and before the entry is recorded
+        in_time = np.busday_offset(close, int(rng.integers(1, k)), roll="forward", holidays=HOLIDAY_DATES)
+        b.post_late(idx, 12, recorded)
+        cents = int(e["debit_cents"][idx])
+        base = ["entry", "master:calendar", policy]
+        facts = [b.date_str(recorded), b.facts["year_end_close"], cents / 100]
+        if not bad:
+            approved = in_time
+            h = _request(b, idx, approved, "approved", cents)
+            b.add_decoy(idx, "post_closing_entry_approved", [h, "master:calendar", policy],
+                        facts=[f"{{D:{h}}}", b.date_str(approved), b.date_str(recorded)])
+        elif rng.random() < near:
+            # a request exists, but it does not authorise what was posted
+            how = ("late", "rejected", "amount")[int(rng.integers(0, 3))]
+            if how == "late":
+                # asked in time like the others, approved only after the entry had been recorded
+                approved = np.busday_offset(recorded, int(rng.integers(2, 8)), roll="forward", holidays=HOLIDAY_DATES)
+                h = _request(b, idx, approved, "approved", cents, asked=in_time)
+                extra = [f"{{D:{h}}}", b.date_str(approved)]
+            elif how == "rejected":
+                h = _request(b, idx, in_time, "rejected", cents)
+                extra = [f"{{D:{h}}}", "rejected"]
+            else:
+                allowed = int(cents * rng.uniform(0.3, 0.8))
+                h = _request(b, idx, in_time, "approved", allowed)
+                extra = [f"{{D:{h}}}", allowed / 100]
+            b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", [*base, h], cents, facts=[*facts, *extra])
+        else:
+            b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
+
+    # ordinary close work the naive rule also catches: recorded after the year end, on or before the close
+    look = b.pick(int(rng.integers(2, 4)), late_pool, what="manual accruals and vendor invoices")
+    window = np.arange(year_end + 1, close + 1, dtype="datetime64[D]")
+    window = window[np.is_busday(window, holidays=HOLIDAY_DATES)]
+    for idx in look:
+        b.post_late(idx, 12, window[int(rng.integers(0, len(window)))])
+
+    # delivery notes for a few ordinary sales earlier in the year, so the shipping file is not only year-end items
     others = np.flatnonzero(is_rev & ~b.used)
     if len(others):
         for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
             _delivery_note(b, idx, e["post_date"][idx] - int(rng.integers(0, 4)))
 
 
-def _to_period_end(b, idx: int) -> np.datetime64:
-    """Move a customer invoice to the last day of its month, as product revenue."""
+def _to_year_end(b, idx: int, day: np.datetime64) -> None:
+    """Move a customer invoice into the year-end window, as product revenue."""
     e = b.e
-    pe = month_end(e["post_date"][idx])
-    e["post_date"][idx] = pe
-    e["entry_date"][idx] = pe
-    e["doc_date"][idx] = pe - int(b.rng.integers(0, 2))
+    e["post_date"][idx] = day
+    e["entry_date"][idx] = day
+    e["doc_date"][idx] = day - int(b.rng.integers(0, 2))
     e["credit_account"][idx] = "4000"
-    return pe
+
+
+def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked: np.datetime64 | None = None) -> int:
+    """A post-closing adjustment request for entry ``idx`` (its reference), asked shortly before
+    ``asked`` (default: the decision) and decided on ``decided``."""
+    rng = b.rng
+    e = b.e
+    no = int(rng.integers(100, 999))
+    asked = max(np.busday_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward",
+                                 holidays=HOLIDAY_DATES), np.datetime64(b.facts["year_end_close"]) + 1)
+    decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
+                f"USD {cents / 100:,.2f}." if status == "approved" else
+                f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
+    body = (
+        f"Post-closing adjustment request PCA-26-{no}\n"
+        f"Closed period: 2025-12 (FY2025 year-end close {b.facts['year_end_close']})\n"
+        f"Entry reference: {e['reference'][idx]}\n"
+        f"Account: {e['debit_account'][idx]}    Amount requested: USD {int(e['debit_cents'][idx]) / 100:,.2f}\n"
+        f"Reason: {_REASONS[str(e['template'][idx])][int(rng.integers(0, 2))]}\n"
+        f"Requested by {e['preparer'][idx]} on {b.date_str(asked)}.\n"
+        f"Decision: {decision}"
+    )
+    return b.add_document("memo", f"{REQUEST_TITLE} PCA-26-{no}", body, b.date_str(asked))
 
 
 def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
@@ -168,30 +258,38 @@ def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
         f"Contents: {units} units, {int(rng.integers(1, 12))} pallets\n"
         "Goods received in good order by the carrier; signed by the dispatch supervisor."
     )
-    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, ship_s)
+    # a delivery note is dated when it is raised (the order's release, on or before billing): the
+    # listing shows that date, the ship date is read in the note
+    raised = b.date_str(min(ship, b.e["doc_date"][idx]))
+    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, raised)
 
 
 # ----------------------------------------------------------------------------- strategies
+_REQ = {"ref": re.compile(r"Entry reference: (\S+)"),
+        "decision": re.compile(r"Decision: (Approved|Rejected) .*? on (\d{4}-\d{2}-\d{2})"),
+        "amount": re.compile(r"on \d{4}-\d{2}-\d{2}, for USD ([\d,]+\.\d\d)")}
+
+
 def _period_end(day: str) -> str:
     return str(month_end(np.datetime64(day[:10])))
 
 
-def _scan(kit: Kit):
-    """Entry headers (line 1) and revenue lines of the slice: the cut-off population."""
+def _scan(kit: Kit, start: str, end: str):
+    """Entry headers (line 1) of the slice and the revenue lines billed in the cut-off window."""
     heads = yield from kit.ledger(filters=[{"column": "line_no", "op": "eq", "value": 1}],
-                                  columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source"])
+                                  columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source", "reference"])
     rev = yield from kit.ledger(filters=[{"column": "account", "op": "in", "value": list(REVENUE_ACCOUNTS)}],
                                 columns=["entry_id", "account", "posting_date", "credit", "reference"])
-    return entries_of(heads), rev
+    return entries_of(heads), [r for r in rev if start <= r["posting_date"][:10] <= end]
 
 
 def naive(kit: Kit):
-    """Flags all revenue on a period end and every entry recorded after its period end, without the calendar or delivery notes."""
-    heads, rev = yield from _scan(kit)
+    """Flags all revenue billed in the last week of the year and every entry recorded after its
+    period end, reading neither the calendar, the delivery notes nor the post-closing requests."""
+    heads, rev = yield from _scan(kit, WINDOW_START, YEAR_END)
     flags = []
     for r in rev:
-        if r["posting_date"] == _period_end(r["posting_date"]):
-            flags.append((r["entry_id"], r["credit"], f"Revenue {r['reference']} of {r['credit']:.2f} booked on the period end {r['posting_date']}."))
+        flags.append((r["entry_id"], r["credit"], f"Revenue {r['reference']} of {r['credit']:.2f} booked at the year end on {r['posting_date']}."))
     for eid, h in sorted(heads.items()):
         if h["entry_timestamp"][:10] > _period_end(h["posting_date"]):
             flags.append((eid, h["total_debit"], f"Entry recorded {h['entry_timestamp'][:10]} after its period end ({h['posting_date']})."))
@@ -199,55 +297,89 @@ def naive(kit: Kit):
         if kit.calls_left <= 1:
             break
         yield from kit.flag(eid, "CUTOFF", [], f"Entry {eid}: {why}", amount=amount)
-    yield from kit.submit(f"Flagged {len(flags)} period-end and late-recorded entries.")
+    yield from kit.submit(f"Flagged {len(flags)} year-end and late-recorded entries.")
 
 
 def careful(kit: Kit):
-    """Reads the policy and close calendar, then vouches period-end revenue to delivery notes and
-    compares every entry's recording date with its period's close date."""
-    policy = yield from kit.find_document("cut-off close", "cut-off")
+    """Reads the policy (its cut-off window) and the close calendar, vouches year-end revenue to
+    delivery notes, and checks every entry recorded after its period's close against the
+    post-closing adjustment requests (approved before recording, for the amount posted)."""
+    docs = yield from kit.documents()
+    policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "cut-off" in d["title"].lower()), None)
     pol = [policy] if policy else []
+    start, end = WINDOW_START, YEAR_END
     if policy:
-        yield from kit.open(policy)
+        body = (yield from kit.open(policy)).get("body", "")
+        m = re.search(r"last week of the fiscal year \((\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)", body)
+        if m:
+            start, end = m.group(1), m.group(2)
     cal = yield from kit.master("calendar")
     closes = {}
     for r in cal:
         m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
         if r.get("kind") == "period_close" and m:
             closes[m.group(1)] = r["date"][:10]
-    heads, rev = yield from _scan(kit)
+    heads, rev = yield from _scan(kit, start, end)
 
-    late_flags, late_clears = [], []
+    late, close_work = [], []
     for eid, h in sorted(heads.items()):
         rec, posted = h["entry_timestamp"][:10], h["posting_date"]
         close = closes.get(posted[:7])
         if close and rec > close:
-            late_flags.append((eid, h, close))
+            late.append((eid, h, close))
         elif rec > _period_end(posted):
-            late_clears.append((eid, h, close))
+            close_work.append((eid, h, close))
 
-    period_end_rev = [r for r in rev if r["posting_date"] == _period_end(r["posting_date"])]
     notes = {}
-    if period_end_rev:
-        for d in (yield from kit.documents("shipping_document")):
-            m = _SO_REF.search(d["title"])
-            if m:
-                notes.setdefault(m.group(0), d["doc_id"])
+    for d in docs:
+        m = _SO_REF.search(d["title"]) if d["doc_type"] == "shipping_document" else None
+        if m:
+            notes.setdefault(m.group(0), d["doc_id"])
+    requests = {}
+    if late:
+        for d in docs:
+            if kit.calls_left <= len(late) + 2 * len(rev) + 2:
+                break
+            if d["title"].startswith(REQUEST_TITLE):
+                body = (yield from kit.open(d["doc_id"])).get("body", "")
+                ref, dec, amt = (_REQ[k].search(body) for k in ("ref", "decision", "amount"))
+                if ref and dec:
+                    requests[ref.group(1)] = (d["doc_id"], dec.group(1), dec.group(2),
+                                              float(amt.group(1).replace(",", "")) if amt else None)
 
-    # entries after close need no document beyond the calendar: dispose of them first
-    for eid, h, close in late_flags:
+    n_flag = n_clear = 0
+    for eid, h, close in late:
         if kit.calls_left <= 3:
             break
+        rec, amount = h["entry_timestamp"][:10], h["total_debit"]
+        req = requests.get(h.get("reference", ""))
+        if req and req[1] == "Approved" and req[2] < rec and req[3] is not None and abs(req[3] - amount) < 0.005:
+            yield from kit.clear(
+                eid, [req[0], "master:calendar", *pol],
+                f"Entry {eid} was posted into the closed period {h['posting_date'][:7]} and recorded on {rec}, after the "
+                f"close date {close}, under post-closing adjustment request {req[0]}, approved by the Controller and "
+                f"the CFO on {req[2]} (before it was recorded) for the amount posted, {amount:,.2f}.")
+            n_clear += 1
+            continue
         entry = yield from kit.call("get_entry", entry_id=eid)
-        amount = entry.get("total_debit", h["total_debit"])
+        amount = entry.get("total_debit", amount)
+        if req is None:
+            why = "No post-closing adjustment request authorises it."
+        elif req[1] == "Rejected":
+            why = f"Post-closing request {req[0]} for it was rejected on {req[2]}."
+        elif req[2] >= rec:
+            why = f"Post-closing request {req[0]} was approved only on {req[2]}, after the entry was recorded."
+        else:
+            why = f"Post-closing request {req[0]} approved {req[3]:,.2f} only, not the {amount:,.2f} posted."
         yield from kit.flag(
-            eid, "CUTOFF", [eid, "master:calendar", *pol],
-            f"Entry {eid} is posted on {h['posting_date']} (period {h['posting_date'][:7]}) but was recorded on "
-            f"{h['entry_timestamp'][:10]}, after that period's close date {close} in the close calendar; the policy "
-            f"locks closed periods, so {amount:.2f} is recorded in the wrong period.", amount=amount)
+            eid, "CUTOFF", [eid, "master:calendar", *pol, *([req[0]] if req else [])],
+            f"Entry {eid} is posted into the closed period {h['posting_date'][:7]} but was recorded on {rec}, after that "
+            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} is recorded in the wrong "
+            f"period. {why}", amount=amount)
+        n_flag += 1
 
-    rev_flags, rev_clears = [], []
-    for r in period_end_rev:
+    rev_flags = rev_clears = 0
+    for r in rev:
         if kit.calls_left <= 3:
             break
         doc_id = notes.get(r["reference"])
@@ -260,31 +392,27 @@ def careful(kit: Kit):
         m = _SHIP_DATE.search(body)
         if not m:
             continue
-        (rev_flags if m.group(1) > r["posting_date"] else rev_clears).append((r, doc_id, m.group(1)))
-
-    for r, doc_id, ship in rev_flags:
-        if kit.calls_left <= 3:
-            break
-        eid = r["entry_id"]
-        yield from kit.call("get_entry", entry_id=eid)
-        yield from kit.flag(
-            eid, "CUTOFF", [doc_id, eid, *pol],
-            f"Entry {eid} books revenue {r['reference']} of {r['credit']:.2f} on {r['posting_date']}, but delivery "
-            f"note {doc_id} shows the goods shipped on {ship}, in the next period; under the policy revenue is "
-            f"recognised at shipment, so {r['credit']:.2f} of revenue is recorded too early.", amount=r["credit"])
-    for r, doc_id, ship in rev_clears:
-        if kit.calls_left <= 2:
-            break
-        eid = r["entry_id"]
-        yield from kit.clear(eid, [doc_id, *pol],
-                             f"Entry {eid}: revenue {r['reference']} of {r['credit']:.2f} booked on {r['posting_date']}; "
-                             f"delivery note {doc_id} shows shipment on {ship}, on or before the period end, so cut-off is correct.")
-    for eid, h, close in late_clears:
+        ship, eid = m.group(1), r["entry_id"]
+        if ship > _period_end(r["posting_date"]):
+            yield from kit.call("get_entry", entry_id=eid)
+            yield from kit.flag(
+                eid, "CUTOFF", [doc_id, eid, *pol],
+                f"Entry {eid} books revenue {r['reference']} of {r['credit']:.2f} on {r['posting_date']}, but delivery "
+                f"note {doc_id} shows the goods shipped on {ship}, after the year end; under the policy revenue is "
+                f"recognised at shipment, so {r['credit']:.2f} of revenue is recorded in the wrong year.",
+                amount=r["credit"])
+            rev_flags += 1
+        else:
+            yield from kit.clear(eid, [doc_id, *pol],
+                                 f"Entry {eid}: revenue {r['reference']} billed on {r['posting_date']}; delivery note "
+                                 f"{doc_id} shows shipment on {ship}, within the year, so cut-off is correct.")
+            rev_clears += 1
+    for eid, h, close in close_work:
         if kit.calls_left <= 2:
             break
         yield from kit.clear(eid, ["master:calendar", *pol],
                              f"Entry {eid} posted {h['posting_date']} was recorded on {h['entry_timestamp'][:10]}, after the "
                              f"period end but on or before the close date {close}: normal close work per the calendar.")
     yield from kit.submit(
-        f"Cut-off review: {len(late_flags)} entries recorded after close and {len(rev_flags)} sales billed before "
-        f"shipment flagged; {len(rev_clears) + len(late_clears)} period-end items cleared.")
+        f"Cut-off review: {n_flag} entries recorded after close without authorisation and {rev_flags} year-end sales "
+        f"billed before shipment flagged; {n_clear + rev_clears} items cleared, {len(close_work)} close-work entries noted.")

@@ -1,23 +1,35 @@
 """JE-11 (L3): related-party transactions and unusual account pairings without approval.
 
-Planted defects, two kinds, both under criteria ``RELATED_PARTY``:
+Every candidate is drawn the same way: its kind first (a vendor invoice from a related vendor,
+about 60%, or a manual entry with a non-standard account combination), then, independently,
+whether it is an exception. Only the board minutes tell them apart.
 
-* ``related_party_unapproved``: a vendor invoice from a vendor on the related-party register
-  (an entity owned or managed by a director, an officer or a close family member) that the
-  board never approved. With probability ``near_miss`` the board minutes even discuss the
-  invoice, but defer or decline it, so "the minutes mention it" is not enough.
-* ``unusual_pairing_unapproved``: a manual entry with an account combination the journal-entry
-  policy lists as non-standard (revenue debited against cash, PP&E or payables credited to
-  income, equity debited against cash) without board approval.
+Planted defects:
 
-Decoys: the same two kinds, approved by the board: the minutes name the counterparty, the
-amount and the entry's reference and record "RESOLVED that ... be approved" before posting.
+* ``related_party_unapproved`` (criteria ``RELATED_PARTY``): a vendor invoice from a vendor on
+  the related-party register (an entity owned or managed by a director, an officer or a close
+  family member) that the board never approved. With probability ``near_miss`` the board minutes
+  even discuss the invoice, but defer or decline it, so "the minutes mention it" is not enough.
+  Decisive facts: the vendor, the interested person on the register, the amount (and the minutes
+  that discuss it without approving it, where they exist).
+* ``unusual_pairing_unapproved`` (criteria ``UNUSUAL_PAIRING``): a manual entry with an account
+  combination the journal-entry policy lists as non-standard (revenue debited against cash, PP&E
+  or payables credited to other income, retained earnings debited against cash) without board
+  approval. Decisive facts: the debit and credit accounts and the amount (and the minutes that
+  ask for more analysis, where they exist).
+
+Decoys: the same two kinds, approved by the board before posting: the minutes of a meeting held
+after the invoice date and before the posting date name the counterparty, the amount and the
+entry's reference and record "RESOLVED that ... be approved"; an interested director abstains,
+an interested officer (who has no vote) leaves the room. Decisive facts: the minutes, the meeting
+date, the counterparty (or the account pair) and the amount.
 
 Required evidence: the entry (``get_entry``), plus for related-party defects the related-party
 register (``master:related_parties``) and the related-party policy, and for pairings the
-non-standard combinations policy. A decoy is cleared by its board minutes (plus the register or
-the pairing policy). A master services agreement exists for every related vendor used, signed
-by management: it supports the price but is not an approval, so it never clears anything.
+non-standard combinations policy (plus the minutes where they discuss the entry). A decoy is
+cleared by its board minutes (plus the register or the pairing policy). A master services
+agreement exists for every related vendor used, signed by management: it supports the price but
+is not an approval, so it never clears anything.
 
 Red-flag rule: vendor_id of a related vendor, or a (debit account, credit account) pair listed
 in the policy. The base population never trips it: related vendors are new vendor ids that only
@@ -45,13 +57,15 @@ SPEC = spec(
     sources=('general_ledger', 'related_party_list', 'board_minutes', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('RELATED_PARTY', 'related-party transaction or unusual account pairing without approval'),
+        ('RELATED_PARTY', 'transaction with a party on the related-party register without prior board approval'),
+        ('UNUSUAL_PAIRING', 'non-standard account combination posted without prior board approval'),
     ),
     withheld_variant=('search_documents',),
     available=True,
 )
 
 CODE = "RELATED_PARTY"
+PAIR_CODE = "UNUSUAL_PAIRING"
 RP_POLICY_TITLE = "Related party transactions policy"
 PAIR_POLICY_TITLE = "Journal entry policy - non-standard account combinations"
 BOARD = ("Margaret Osei (Chair)", "Robert Hale", "Priya Raman", "Thomas Becker")
@@ -186,15 +200,18 @@ def plant(b) -> None:
                          "identified_on": str(np.datetime64("2015-01-01") + int(rng.integers(0, 1800)))})
     b.related_parties.extend(sorted(register, key=lambda r: r["party"]))
 
-    n_rp_def = (b.n_defects + 1) // 2
-    n_pair_def = b.n_defects - n_rp_def
-    n_pair_dec = b.n_decoys // 3
-    n_rp_dec = b.n_decoys - n_pair_dec
-    # minutes items: (latest meeting date, text, decoy the item approves as (idx, kind, other evidence) or None)
-    items: list[tuple[np.datetime64, str, tuple | None]] = []
+    # One surface for every candidate: its kind (related-party invoice or non-standard pairing) is
+    # drawn first, then whether it is an exception, independently (a listing shows kinds, not answers).
+    n_all = b.n_defects + b.n_decoys
+    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
+    is_rp = rng.random(n_all) < 0.6
+    rp_labels, pair_labels = labels[is_rp], labels[~is_rp]
+    # minutes items: (meeting no later than, text, (role, idx, type, evidence, facts) or None, the
+    # invoice date the meeting must follow or None)
+    items: list[tuple] = []
 
     # related-party invoices: base vendor invoices re-pointed to a related vendor
-    rp_idx = b.pick(n_rp_def + n_rp_dec, e["template"] == "vendor_invoice", what="vendor invoices")
+    rp_idx = b.pick(len(rp_labels), e["template"] == "vendor_invoice", what="vendor invoices")
     rp_idx = rp_idx[rng.permutation(len(rp_idx))]
     used_vendors = set()
     vorder = rng.permutation(len(rp_vendors))
@@ -207,21 +224,34 @@ def plant(b) -> None:
         e["vendor_id"][idx] = vid
         e["debit_account"][idx] = acct
         e["description"][idx] = f"Invoice {ref} {name}"
-        amt = _money(int(e["debit_cents"][idx]))
+        cents = int(e["debit_cents"][idx])
+        amt = _money(cents)
+        # the board meets after the invoice arrived and before it is posted (every candidate alike)
         latest = e["post_date"][idx] - np.timedelta64(int(rng.integers(2, 26)), "D")
+        e["doc_date"][idx] = latest - np.timedelta64(int(rng.integers(4, 15)), "D")
         head = (f"Related-party transaction - {name}. {person} declared an interest in {name}. Management "
-                f"presented invoice {ref} from {name} for USD {amt} for {service}.")
-        if k < n_rp_def:
-            b.add_defect(idx, "related_party_unapproved", CODE, ["entry", "master:related_parties", rp_policy])
+                f"presented invoice {ref} from {name} dated {b.date_str(e['doc_date'][idx])} for USD {amt} "
+                f"for {service}.")
+        if rp_labels[k]:
+            facts = [name, person, cents / 100]
             if rng.random() < near:
                 verdict = ("The board asked for two competing quotes and deferred the decision to a later "
                            "meeting; no approval was given." if rng.random() < 0.5 else
                            "The board considered the price above market and declined to approve the transaction.")
-                items.append((latest, f"{head} {verdict}", None))
+                items.append((latest, f"{head} {verdict}", ("defect", idx, "related_party_unapproved",
+                                                             ["entry", "master:related_parties", rp_policy], facts),
+                              e["doc_date"][idx]))
+            else:
+                b.add_defect(idx, "related_party_unapproved", CODE, ["entry", "master:related_parties", rp_policy],
+                             facts=facts)
         else:
-            items.append((latest, f"{head} After discussion, with {person} abstaining, it was RESOLVED that the "
-                                  f"transaction be approved.",
-                          (idx, "related_party_approved", ["master:related_parties"])))
+            # an interested director abstains; an interested officer has no vote and leaves the room
+            recusal = (f"with {person} abstaining" if any(person in m for m in BOARD) else
+                       f"{person}, who attends as an officer and has no vote, having left the meeting for this item")
+            items.append((latest, f"{head} After discussion, {recusal}, it was RESOLVED that the transaction be "
+                                  f"approved.",
+                          ("decoy", idx, "related_party_approved", ["master:related_parties"], [name, cents / 100]),
+                          e["doc_date"][idx]))
 
     # contracts exist for every related vendor used: they support prices, they do not approve anything
     for vid, name, person, acct, service in rp_vendors:
@@ -235,20 +265,20 @@ def plant(b) -> None:
                        f"for {name} by its managing partner.", d)
 
     # non-standard account pairings: manual entries re-keyed to a listed combination
-    pair_idx = b.pick(n_pair_def + n_pair_dec, e["manual"] & np.isin(e["template"], ["accrual", "reclass", "vendor_invoice"]),
+    pair_idx = b.pick(len(pair_labels), e["manual"] & np.isin(e["template"], ["accrual", "reclass", "vendor_invoice"]),
                       what="manual entries")
     pair_idx = pair_idx[rng.permutation(len(pair_idx))]
-    kinds = rng.permutation(len(PAIR_KINDS))
     for k, idx in enumerate(pair_idx):
-        kind, dr, cr, prefix, desc, words = PAIR_KINDS[int(kinds[k % len(kinds)])]
+        kind, dr, cr, prefix, desc, words = PAIR_KINDS[int(rng.integers(0, len(PAIR_KINDS)))]
         serial = re.sub(r"\D", "", str(e["reference"][idx]))
         ref = f"{prefix}{serial}"
         cust = CUSTOMER_NAMES[int(rng.integers(0, len(CUSTOMER_NAMES)))]
         vi = int(rng.integers(0, len(VENDOR_NAMES)))
         cents = _odd_cents(int(np.clip(np.rint(rng.lognormal(np.log(18_000), 0.6)) * 100 + rng.integers(1, 99),
                                        2_500_00, 85_000_00)))
-        e["debit_account"][idx] = dr[int(rng.integers(0, len(dr)))]
-        e["credit_account"][idx] = cr[int(rng.integers(0, len(cr)))]
+        d_acct, c_acct = dr[int(rng.integers(0, len(dr)))], cr[int(rng.integers(0, len(cr)))]
+        e["debit_account"][idx] = d_acct
+        e["credit_account"][idx] = c_acct
         e["debit_cents"][idx] = cents
         e["credit_cents"][idx] = cents
         e["reference"][idx] = ref
@@ -260,15 +290,19 @@ def plant(b) -> None:
         latest = e["post_date"][idx] - np.timedelta64(int(rng.integers(2, 26)), "D")
         asset = ASSETS[int(rng.integers(0, len(ASSETS)))]
         head = words.format(cust=cust, vend=VENDOR_NAMES[vi], amt=_money(cents), ref=ref, asset=asset)
-        if k < n_pair_def:
-            b.add_defect(idx, f"unusual_pairing_unapproved:{kind}", CODE, ["entry", pair_policy])
+        if pair_labels[k]:
+            facts = [d_acct, c_acct, cents / 100]
             if rng.random() < near * 0.5:
                 items.append((latest, f"{head} The board requested further analysis before deciding; no "
-                                      f"resolution was passed.", None))
+                                      f"resolution was passed.",
+                              ("defect", idx, f"unusual_pairing_unapproved:{kind}", ["entry", pair_policy], facts), None))
+            else:
+                b.add_defect(idx, f"unusual_pairing_unapproved:{kind}", PAIR_CODE, ["entry", pair_policy], facts=facts)
         else:
             noun = "settlement" if kind == "customer_refund" else "transaction"
             items.append((latest, f"{head} After discussion it was RESOLVED that the {noun} be approved.",
-                          (idx, f"unusual_pairing_approved:{kind}", [pair_policy])))
+                          ("decoy", idx, f"unusual_pairing_approved:{kind}", [pair_policy], [d_acct, c_acct, cents / 100]),
+                          None))
 
     _minutes(b, items, rng)
 
@@ -276,19 +310,24 @@ def plant(b) -> None:
 def _minutes(b, items: list[tuple], rng) -> None:
     """Group the items into board meetings held on or before each item's latest date, then record
     each decoy with the minutes that approve it as its clearing evidence."""
+    hol = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+
+    def meeting_day(d) -> np.datetime64:
+        # boards meet on business days: the previous one (still before every member's posting)
+        return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=hol)
+
     order = sorted(range(len(items)), key=lambda i: (items[i][0], i))
     meetings: list[tuple[np.datetime64, list[int]]] = []
     for i in order:
-        d = items[i][0]
-        # items sorted by latest date: a meeting on the group's first date precedes every member's posting
-        if meetings and (d - meetings[-1][0]) <= np.timedelta64(40, "D"):
+        d, after = items[i][0], items[i][3]
+        # items sorted by latest date: a meeting on the group's first date precedes every member's
+        # posting; an invoice joins only a meeting held after the invoice date
+        if meetings and (d - meetings[-1][0]) <= np.timedelta64(40, "D") and (after is None or after < meetings[-1][0]):
             meetings[-1][1].append(i)
         else:
-            meetings.append((d, [i]))
-    hol = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+            meetings.append((meeting_day(d), [i]))
     for d, members in meetings:
-        # boards meet on business days: move back to the previous one (still before every posting)
-        day = str(np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=hol))
+        day = str(d)
         body = [f"Minutes of the meeting of the board of directors of Northwind Components Inc. held on {day}.",
                 f"Present: {', '.join(BOARD)}. In attendance: James Wright (CFO), Isabel Brown (Controller), "
                 "the company secretary.",
@@ -299,9 +338,15 @@ def _minutes(b, items: list[tuple], rng) -> None:
         body.append(f"Item {len(members) + 2}. Management presented the trading update; no further business.")
         h = b.add_document("board_minutes", f"Minutes of the board of directors meeting - {day}", "\n\n".join(body), day)
         for i in members:
-            if items[i][2] is not None:
-                idx, kind, ev = items[i][2]
-                b.add_decoy(idx, kind, [h, *ev])
+            if items[i][2] is None:
+                continue
+            role, idx, kind, ev, facts = items[i][2]
+            if role == "decoy":
+                b.add_decoy(idx, kind, [h, *ev], facts=[f"{{D:{h}}}", day, *facts])
+            else:
+                # discussed but deferred or declined: these minutes are part of the proof that nothing approved it
+                code = PAIR_CODE if kind.startswith("unusual_pairing") else CODE
+                b.add_defect(idx, kind, code, [*ev, h], facts=[*facts, f"{{D:{h}}}"])
 
 
 # ------------------------------------------------------------------ strategies
@@ -329,8 +374,8 @@ def _survey(kit: Kit, read_policies: bool):
     """Shared first steps: register, vendor master, policies, ledger; returns the candidates."""
     register = yield from kit.master("related_parties")
     vendors = yield from kit.master("vendors")
-    names = {r["party"] for r in register}
-    rp_ids = {v["vendor_id"]: v["name"] for v in vendors if v["name"] in names}
+    rel = {r["party"]: r["relationship"] for r in register}
+    rp_ids = {v["vendor_id"]: v["name"] for v in vendors if v["name"] in rel}
     docs = yield from kit.documents()
     pol = {"rp": None, "pair": None}
     pairs: set[tuple[str, str]] = set()
@@ -344,7 +389,8 @@ def _survey(kit: Kit, read_policies: bool):
     if pol["pair"]:
         # the pairing rule itself is in this policy, so even the naive screen reads it
         pairs = parse_pairs((yield from kit.open(pol["pair"])).get("body", ""))
-    rows = yield from kit.ledger(columns=["entry_id", "line_no", "account", "debit", "vendor_id", "reference"])
+    rows = yield from kit.ledger(columns=["entry_id", "line_no", "account", "debit", "vendor_id", "reference",
+                                          "posting_date"])
     # line 1 is the debit line: sorting makes ``accounts`` read (debit, credit)
     ents = entries_of(sorted(rows, key=lambda r: (r["entry_id"], r["line_no"])))
     cands = {}
@@ -352,65 +398,76 @@ def _survey(kit: Kit, read_policies: bool):
         accts = ent["accounts"]
         dr_cr = (accts[0], accts[1]) if len(accts) == 2 else None
         if ent.get("vendor_id") in rp_ids:
-            cands[eid] = ("rp", rp_ids[ent["vendor_id"]], ent)
+            name = rp_ids[ent["vendor_id"]]
+            cands[eid] = ("rp", name, rel[name], ent)
         elif dr_cr in pairs:
-            cands[eid] = ("pair", f"Dr {dr_cr[0]} / Cr {dr_cr[1]}", ent)
+            cands[eid] = ("pair", f"Dr {dr_cr[0]} / Cr {dr_cr[1]}", "", ent)
     return cands, docs, pol
 
 
 def naive(kit: Kit):
     """Flags every related-vendor entry and every listed pairing, without reading the board minutes."""
     cands, _docs, pol = yield from _survey(kit, read_policies=False)
-    for eid, (kind, what, ent) in sorted(cands.items()):
+    for eid, (kind, what, _rel, ent) in sorted(cands.items()):
         if kit.calls_left <= 1:
             break
         ev = ["master:related_parties"] if kind == "rp" else ([pol["pair"]] if pol["pair"] else [])
         text = (f"Entry {eid} is a transaction with related party {what}." if kind == "rp" else
                 f"Entry {eid} uses the non-standard pairing {what}.")
-        yield from kit.flag(eid, CODE, ev, text)
+        yield from kit.flag(eid, CODE if kind == "rp" else PAIR_CODE, ev, text)
     yield from kit.submit(f"Flagged {len(cands)} related-party or non-standard entries.")
 
 
 def careful(kit: Kit):
-    """Finds candidates, reads every set of board minutes, clears the approved, flags the rest."""
+    """Finds candidates, reads every set of board minutes, clears what the board approved before
+    posting, flags the rest."""
     cands, docs, pol = yield from _survey(kit, read_policies=True)
-    approvals: dict[str, tuple[str, bool]] = {}
+    approvals: dict[str, tuple[str, bool, str]] = {}
     for d in sorted((d for d in docs if d["doc_type"] == "board_minutes"), key=lambda d: d["doc_id"]):
         if kit.calls_left <= len(cands) + 2:  # keep at least one call per candidate
             break
         body = (yield from kit.open(d["doc_id"])).get("body", "")
+        m = re.search(r"held on (\d{4}-\d\d-\d\d)", body)
+        day = m.group(1) if m else d.get("date", "")
         for ref, ok in _approvals(body).items():
             if ok or ref not in approvals:
-                approvals[ref] = (d["doc_id"], ok)
+                approvals[ref] = (d["doc_id"], ok, day)
     flags, clears = [], []
-    for eid, (kind, what, ent) in sorted(cands.items()):
-        doc, ok = approvals.get(ent.get("reference", ""), (None, False))
-        (clears if ok else flags).append((eid, kind, what, ent, doc))
-    for eid, kind, what, ent, doc in flags:
+    for eid, (kind, what, rel, ent) in sorted(cands.items()):
+        doc, ok, day = approvals.get(ent.get("reference", ""), (None, False, ""))
+        prior = ok and day < str(ent.get("posting_date", ""))[:10]
+        (clears if prior else flags).append((eid, kind, what, rel, ent, doc, day, ok))
+    for eid, kind, what, rel, ent, doc, day, ok in flags:
         if kit.calls_left <= 2:
             break
         entry = yield from kit.call("get_entry", entry_id=eid)
         ref = entry.get("reference", ent.get("reference"))
         amt = entry.get("total_debit", ent.get("total_debit", 0.0))
-        seen = f" Minutes {doc} discuss {ref} but record no approval." if doc else " No board minutes approve it."
+        if doc and ok:
+            seen = f" Minutes {doc} approve {ref} only on {day}, after it was posted."
+        elif doc:
+            seen = f" Minutes {doc} discuss {ref} but record no approval."
+        else:
+            seen = " No board minutes approve it."
         if kind == "rp":
             ev = [eid, "master:related_parties"] + ([pol["rp"]] if pol["rp"] else [])
-            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is an invoice from {what}, which is on the related-party "
-                    f"register; policy {pol['rp']} requires prior board approval.{seen}")
+            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is an invoice from {what}, on the related-party register "
+                    f"({rel}); policy {pol['rp']} requires prior board approval.{seen}")
         else:
             ev = [eid] + ([pol["pair"]] if pol["pair"] else [])
             text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) posts {what}, a non-standard combination under policy "
                     f"{pol['pair']} that needs board approval.{seen}")
         if doc:
             ev.append(doc)
-        yield from kit.flag(eid, CODE, ev, text)
-    for eid, kind, what, ent, doc in clears:
+        yield from kit.flag(eid, CODE if kind == "rp" else PAIR_CODE, ev, text)
+    for eid, kind, what, rel, ent, doc, day, _ok in clears:
         if kit.calls_left <= 1:
             break
         ref, amt = ent.get("reference"), ent.get("total_debit", 0.0)
         ev = [doc, "master:related_parties"] if kind == "rp" else [doc] + ([pol["pair"]] if pol["pair"] else [])
         party = f"related party {what}" if kind == "rp" else f"the pairing {what}"
         yield from kit.clear(eid, ev, f"Entry {eid} ({ref}, USD {amt:,.2f}) with {party} was approved by the board "
-                                      f"before posting: minutes {doc} resolve to approve {ref} for that amount.")
-    yield from kit.submit(f"{len(cands)} related-party or non-standard entries examined: {len(flags)} without board "
-                          f"approval flagged, {len(clears)} approved in the minutes cleared.")
+                                      f"before posting: minutes {doc} of the meeting on {day} resolve to approve {ref} "
+                                      f"for USD {amt:,.2f}.")
+    yield from kit.submit(f"{len(cands)} related-party or non-standard entries examined: {len(flags)} without prior "
+                          f"board approval flagged, {len(clears)} approved in the minutes cleared.")

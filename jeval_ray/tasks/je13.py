@@ -1,25 +1,38 @@
 """JE-13 (L4): digit-pattern anomalies.
 
+A digit anomaly is a reason to select entries and vouch them, not a finding in itself: the
+exception is what vouching the selected entries proves wrong.
+
 Planted: one preparer (the *scheme user*) whose manual entries break a digit pattern while every
-other preparer's manual population conforms. The scheme takes one of three shapes: amounts
+other preparer's manual population conforms. The spike takes one of three shapes: amounts
 clustered just below the user's review threshold (USD 4,5xx below 5,000 or 9,xxx below 10,000:
-one leading digit spikes), invented amounts with high leading digits (two of 7-9 spike), or
-amounts that keep ending in the same one or two whole-dollar endings (the last-two-digits test
-spikes while the first-digit test conforms). The defects are the scheme user's entries that carry
-the spike; the user's other manual entries are ordinary.
+one leading digit spikes), amounts with high leading digits (two of 7-9 spike), or amounts that
+keep ending in the same one or two whole-dollar endings (the last-two-digits test spikes while
+the first-digit test conforms). The entries carrying the spike are the *selection*; the user's
+other manual entries are ordinary. Every selected entry is a supplier invoice with its invoice
+document ("Supplier invoice <reference> - <vendor>"). Each selected entry is made a defect or a
+decoy at random after its amount, vendor, account, dates and approver are drawn, so the two look
+the same on the listing:
+
+* defect: the supplier invoice is for less than the user keyed (45-85% of it): the amount was
+  inflated into the spike. Decisive facts: the amount keyed, the invoice's amount, the invoice
+  (document id) and the user. Required evidence: the invoice and ``master:users`` (the user's
+  review threshold), with digit statistics computed before the first DIGIT_ANOMALY flag
+  (``baseline_before_claim``).
+* decoy: the supplier invoice agrees with the amount keyed (a genuine invoice that happens to sit
+  in the spike). Decisive facts: the amount and the invoice. Clearing evidence: the invoice.
 
 A digit test needs a population: ``compute_stats`` answers "too small" below 50 entries, and a
-handful of entries cannot move a 50-entry test. JE-13 therefore counts defects and decoys in
-batches: ``n_defects = k`` plants ``4 * max(k, 4)`` spike entries (none when k = 0), and likewise
-``n_decoys``. Every manual amount is redrawn with stratified leading digits and endings, so a
-conforming preparer shows close conformity even at 50 entries (a random sample that small would
-look nonconforming by chance alone).
+handful of entries cannot move a 50-entry test. The knob counts are therefore scaled by one
+factor of at least 2 so that the selection holds at least 12 entries (defects and decoys keep
+their ratio; none when both are 0). Every manual amount is redrawn with stratified leading digits
+and endings, so a conforming preparer shows close conformity even at 50 entries (a random sample
+that small would look nonconforming by chance alone).
 
-Decoys: recurring fixed fees under a contract, posted by preparers whose populations are too small
-to test (identical amounts, so a leading digit and an ending repeat). The contract, which states
-the fixed monthly fee, clears them. Required evidence for a defect: the user master
-(``master:users``) and digit statistics computed before the first DIGIT_ANOMALY flag
-(``baseline_before_claim``).
+Look-alikes (not planted): recurring fixed fees under a contract, posted by preparers whose
+populations are too small to test (identical amounts, so a leading digit and an ending repeat).
+The contract states the fixed monthly fee. A digit rule applied at any population size (the naive
+rule) flags them; a test that respects the minimum population never selects them.
 """
 
 from __future__ import annotations
@@ -38,14 +51,14 @@ SPEC = spec(
     "JE-13",
     "L4",
     'Digit-pattern anomalies',
-    objective="Find the user whose manual entries break first-digit (Benford) or last-digit patterns while the population conforms; flag that user's anomalous entries.",
-    defect="one user's manual entries break Benford / last-digit patterns",
-    decoys='populations that conform; subsets too small to test',
-    required_evidence='digit statistics for the user and the population',
-    sources=('general_ledger', 'user_master', 'digit_statistics'),
+    objective="Run first-digit (Benford) and last-two-digit tests on the manual entries, per preparer and for the population; select the entries behind any preparer's nonconforming result, vouch them to their support and flag those the support does not bear out.",
+    defect="an entry selected by one user's failed digit test that its supplier invoice does not support",
+    decoys='selected entries that vouch clean; fixed fees in populations too small to test',
+    required_evidence='digit statistics for the user and the population; the selected entry\'s invoice',
+    sources=('general_ledger', 'user_master', 'digit_statistics', 'invoices'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('DIGIT_ANOMALY', "a user's manual entries break first-digit (Benford) or last-digit patterns"),
+        ('DIGIT_ANOMALY', "an entry selected by a failed digit test whose support does not bear it out"),
     ),
     withheld_variant=('compute_stats',),
     available=True,
@@ -54,12 +67,19 @@ SPEC = spec(
 BENFORD = np.log10(1 + 1 / np.arange(1, 10))
 #: a digit test is only run on populations of at least this many entries (as ``compute_stats``)
 MIN_TEST = 50
-#: defects and decoys are planted in batches of this size (see the module docstring)
+#: the smallest selection (defects + decoys) that makes the scheme user's digit test fail
+MIN_SELECTED = 12
+#: entries in the recurring-fee series of the small preparers (look-alikes of a digit cluster)
 BATCH = 4
-MIN_BATCHES = 4
 SMALL_CAP = 45  # preparers who must stay too small to test
 AR_TEMPLATES = ("customer_invoice", "customer_receipt")
 ENDING_POOL = (99, 49, 95, 75, 25, 11, 77, 88)
+#: what a selected supplier invoice is for: (expense account, description on the invoice)
+INVOICE_LINES = (
+    ("6600", "repair and maintenance services"), ("6900", "office supplies"), ("6400", "consulting services"),
+    ("7100", "software and IT services"), ("6700", "marketing services"), ("6300", "travel services"),
+    ("6200", "utility services"), ("1200", "raw materials"),
+)
 GUIDE_TITLE = "Internal audit analytics guide - digit tests"
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # (agreement title, expense account, vendor id, service)
@@ -77,9 +97,14 @@ CONTRACTS = (
 )
 
 
-def _batches(k: int) -> int:
-    """Entries planted for a knob count ``k`` (defects or decoys)."""
-    return 0 if k <= 0 else BATCH * max(k, MIN_BATCHES)
+def _planted_counts(n_defects: int, n_decoys: int) -> tuple[int, int]:
+    """(defects, decoys) planted for the knob counts: both scaled by one factor (at least 2) so that
+    the selection they form together holds at least ``MIN_SELECTED`` entries (none when both are 0)."""
+    total = n_defects + n_decoys
+    if total <= 0:
+        return 0, 0
+    f = max(2, -(-MIN_SELECTED // total))
+    return f * n_defects, f * n_decoys
 
 
 def _digit_counts(p: np.ndarray, n: int, fixed: np.ndarray | None = None) -> np.ndarray:
@@ -167,8 +192,9 @@ def plant(b) -> None:
     e = b.e
     limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
     names = {u["user_id"]: u["name"] for u in b.users}
-    K = _batches(b.n_defects)
-    D = _batches(b.n_decoys)
+    K, D = _planted_counts(b.n_defects, b.n_decoys)
+    S = K + D  # the selection: entries carrying the digit spike, vouched one by one
+    F = BATCH * int(rng.integers(2, 5))  # recurring fixed fees of the small preparers (not planted)
     shape = str(rng.choice(["threshold", "high_digits", "ending"], p=[0.4, 0.3, 0.3]))
     pool = [u for u in PREPARERS if u != "CRUIZ"]
     if shape == "threshold":
@@ -177,12 +203,12 @@ def plant(b) -> None:
         user = str(rng.choice(pool))
     peer = str(rng.choice([u for u in pool if u != user]))
     small = [u for u in pool if u not in (user, peer)]
-    m_user = max(MIN_TEST + 4, K + int(rng.integers(22, 30))) if K else MIN_TEST + int(rng.integers(2, 10))
+    m_user = max(MIN_TEST + 4, S + int(rng.integers(22, 30))) if S else MIN_TEST + int(rng.integers(2, 10))
     m_peer = MIN_TEST + int(rng.integers(2, 8))
     # the small preparers host the fee series; enough ordinary entries around them keep the
     # population's digits conforming (a minimum, and a comfortable size when the slice allows)
-    m_small_min = D + 4 * len(small)
-    m_small_want = max(m_small_min, 2 * D + 12)
+    m_small_min = F + 4 * len(small)
+    m_small_want = max(m_small_min, 2 * F + 12)
 
     ar = np.isin(e["template"], AR_TEMPLATES)
     idx = _ensure_manual(b, m_user + m_peer + m_small_min, m_user + m_peer + m_small_want, ar)
@@ -220,9 +246,9 @@ def plant(b) -> None:
 
     # ---- the scheme user's entries: spike entries (defects) and ordinary ones
     g = groups[user]
-    spike, ordinary = g[:K], g[K:]
+    spike, ordinary = g[:S], g[S:]
     endings_used: set[int] = set()
-    if K == 0:
+    if S == 0:
         _redraw(b, g, limits, endings=rng.permutation(100).tolist())
     elif shape == "threshold":
         thr = int(limits[user] // 100)
@@ -231,7 +257,7 @@ def plant(b) -> None:
         for j, i in enumerate(spike):
             hundreds = int(rng.integers(thr * 9 // 1000, thr // 100))
             e["debit_cents"][i] = (hundreds * 100 + int(ends[j % 100])) * 100 + int(rng.integers(1, 100))
-        free_ends = ends[K % 100:].tolist() + ends[: K % 100].tolist()
+        free_ends = ends[S % 100:].tolist() + ends[: S % 100].tolist()
         _redraw(b, ordinary, limits, allowed=[d not in spike_digits for d in range(1, 10)], endings=free_ends)
     elif shape == "high_digits":
         spike_digits = set(int(d) for d in rng.choice([7, 8, 9], size=2, replace=False))
@@ -240,7 +266,7 @@ def plant(b) -> None:
         for j, i in enumerate(spike):
             d = order[j % 2]
             e["debit_cents"][i] = _amount_cents(rng, d, _decade(int(e["debit_cents"][i]), d), int(ends[j % 100]))
-        free_ends = ends[K % 100:].tolist() + ends[: K % 100].tolist()
+        free_ends = ends[S % 100:].tolist() + ends[: S % 100].tolist()
         _redraw(b, ordinary, limits, allowed=[d not in spike_digits for d in range(1, 10)], endings=free_ends)
     else:
         endings = [int(x) for x in rng.choice(ENDING_POOL, size=int(rng.integers(1, 3)), replace=False)]
@@ -250,23 +276,21 @@ def plant(b) -> None:
         free_ends = [x for x in rng.permutation(100).tolist() if x not in endings]
         for j, i in enumerate(g):
             d = int(digits[j])
-            end = endings[j % len(endings)] if j < K else free_ends[(j - K) % len(free_ends)]
+            end = endings[j % len(endings)] if j < S else free_ends[(j - S) % len(free_ends)]
             k = _decade(int(e["debit_cents"][i]), d)
             c = _amount_cents(rng, d, k, end)
-            if j >= K and not _out_of_band(c, limits[user]):
+            if j >= S and not _out_of_band(c, limits[user]):
                 c = _amount_cents(rng, d, k - 1 if k > 2 else k + 1, end)
             e["debit_cents"][i] = c
-    for i in spike:
-        b.used[i] = True
-        b.add_defect(int(i), f"digit_pattern_{shape}", "DIGIT_ANOMALY", ["master:users"], int(e["debit_cents"][i]))
+    _vouch(b, spike, K, user, shape)
 
     # ---- the conforming peer: stratified digits and endings
     _redraw(b, groups[peer], limits, endings=rng.permutation(100).tolist())
 
     # ---- small preparers: recurring contract fees (decoys) plus ordinary entries, stratified jointly
-    lengths = _series_lengths(D, rng)
+    lengths = _series_lengths(F, rng)
     if len(lengths) > len(CONTRACTS):
-        raise ConfigError(f"impossible knobs for JE-13: at most {len(CONTRACTS)} recurring-fee series fit; lower n_decoys")
+        raise ConfigError(f"impossible knobs for JE-13: at most {len(CONTRACTS)} recurring-fee series fit")
     free = {u: list(groups[u]) for u in small}
     fixed = np.zeros(9)
     series = []
@@ -327,14 +351,56 @@ def plant(b) -> None:
             e["template"][i] = "vendor_invoice"
             e["description"][i] = f"{MONTHS[m0 + j - 1]} monthly fee {vendor['name']}"
             b.used[i] = True
-            b.add_decoy(int(i), "recurring_contract_fee_small_population", [doc])
     e["credit_cents"][:] = np.where(e["manual"], e["debit_cents"], e["credit_cents"])
     _reapprove(b, np.flatnonzero(e["manual"]), limits)
 
 
+def _vouch(b, spike: np.ndarray, k: int, user: str, shape: str) -> None:
+    """Make the selection vouchable: every spike entry becomes a supplier invoice with its invoice
+    document; ``k`` of them (at random) were keyed above what the supplier invoiced (defects), the rest
+    agree with their invoice (decoys). Defects and decoys differ only in the invoice's amount."""
+    rng = b.rng
+    e = b.e
+    names = {u["user_id"]: u["name"] for u in b.users}
+    receivers = [u for u in ("DPATEL", "EMUELLER", "FNGUYEN", "GSILVA") if u != user]
+    order = rng.permutation(len(spike))
+    for pos, i in enumerate(spike):
+        i = int(i)
+        v = b.vendors[int(rng.integers(0, len(b.vendors)))]
+        ref = "INV-" + re.sub(r"\D", "", str(e["reference"][i]))
+        acct, what = INVOICE_LINES[int(rng.integers(0, len(INVOICE_LINES)))]
+        e["template"][i] = "vendor_invoice"
+        e["doc_type"][i] = "KR"
+        e["debit_account"][i] = acct
+        e["credit_account"][i] = "2000"
+        e["vendor_id"][i] = v["vendor_id"]
+        e["reference"][i] = ref
+        e["description"][i] = f"Invoice {ref} {v['name']}"
+        keyed = int(e["debit_cents"][i])
+        defect = bool(order[pos] < k)
+        billed = int(keyed * rng.uniform(0.45, 0.85)) if defect else keyed
+        inv_date = str(e["doc_date"][i])
+        receiver = str(rng.choice(receivers))
+        doc = b.add_document(
+            "invoice", f"Supplier invoice {ref} - {v['name']}",
+            f"Supplier invoice {ref}\nVendor: {v['name']} ({v['vendor_id']})\nBill to: {COMPANY_NAME}, accounts "
+            f"payable\nInvoice date: {inv_date}\nDescription: {what}\nAmount due: USD {billed / 100:,.2f}\n"
+            f"Terms: net 30\nGoods receipt GR-{int(rng.integers(100_000, 999_999))} confirmed by {names[receiver]} "
+            f"({receiver}) on {inv_date}.",
+            inv_date,
+        )
+        b.used[i] = True
+        if defect:
+            b.add_defect(i, f"digit_pattern_{shape}_invoice_overstated", "DIGIT_ANOMALY", [doc, "master:users"], keyed - billed,
+                         facts=[keyed / 100, billed / 100, f"{{D:{doc}}}", user])
+        else:
+            b.add_decoy(i, f"digit_pattern_{shape}_invoice_agrees", [doc], facts=[keyed / 100, f"{{D:{doc}}}"])
+
+
 def _redraw(b, idx, limits, *, allowed=None, fixed=None, endings=None) -> None:
     """Give ``idx`` fresh amounts whose leading digits follow Benford (stratified) and whose endings
-    come from ``endings`` in order; each entry keeps its order of magnitude."""
+    come from ``endings`` in order; each entry keeps its order of magnitude. Vectorised: a large
+    slice redraws hundreds of thousands of manual amounts."""
     idx = np.asarray(idx, dtype=np.int64)
     if len(idx) == 0:
         return
@@ -345,24 +411,40 @@ def _redraw(b, idx, limits, *, allowed=None, fixed=None, endings=None) -> None:
         p = np.where(allowed, p, 0.0)
         p = p / p.sum()
     digits = np.repeat(np.arange(1, 10), _digit_counts(p, len(idx), fixed))
-    digits = digits[rng.permutation(len(digits))]
-    endings = list(endings) if endings else list(range(100))
-    for j, i in enumerate(idx):
-        d = int(digits[j])
-        end = int(endings[j % len(endings)])
-        k = _decade(int(e["debit_cents"][i]), d)
-        c = _amount_cents(rng, d, k, end)
-        if not _out_of_band(c, limits[str(e["preparer"][i])]):
-            c = _amount_cents(rng, d, k - 1 if k > 2 else k + 1, end)
-        e["debit_cents"][i] = c
+    digits = digits[rng.permutation(len(digits))].astype(np.int64)
+    endings = np.asarray(list(endings) if endings else list(range(100)), dtype=np.int64)
+    end = endings[np.arange(len(idx)) % len(endings)]
+    old = np.maximum(e["debit_cents"][idx], 100)
+    k = np.clip(np.floor(np.log10(old / 100)), 2, 4).astype(np.int64)
+    k = np.where(digits * 10**k >= 90_000, 3, k)  # as _decade: between USD 100 and 89,999
+    lim = np.array([limits[str(u)] for u in e["preparer"][idx]], dtype=np.float64)
+
+    def draw(k: np.ndarray) -> np.ndarray:  # as _amount_cents, one draw per entry
+        hundreds = np.floor(rng.random(len(k)) * 10.0 ** (k - 2)).astype(np.int64)
+        return (digits * 10**k + 100 * hundreds + end) * 100 + rng.integers(1, 100, len(k))
+
+    c = draw(k)
+    band = (0.8 * lim <= c) & (c < lim)
+    if band.any():
+        c[band] = draw(np.where(k > 2, k - 1, k + 1))[band]
+    e["debit_cents"][idx] = c
 
 
 def _reapprove(b, idx, limits) -> None:
-    """Approver: someone other than the preparer whose limit covers the (redrawn) amount."""
+    """Approver: someone other than the preparer whose limit covers the (redrawn) amount, chosen
+    uniformly (vectorised: ``APPROVERS`` ascend by limit)."""
     e = b.e
-    for i in idx:
-        ok = [a for a in APPROVERS if limits[a] >= e["debit_cents"][i] and a != e["preparer"][i]]
-        e["approver"][i] = str(b.rng.choice(ok))
+    idx = np.asarray(idx, dtype=np.int64)
+    if len(idx) == 0:
+        return
+    lims = np.array([limits[a] for a in APPROVERS])
+    first = np.searchsorted(lims, e["debit_cents"][idx], side="left")
+    pos = {a: i for i, a in enumerate(APPROVERS)}
+    own = np.array([pos.get(str(u), -1) for u in e["preparer"][idx]])
+    excl = (own >= first).astype(np.int64)  # the preparer is one of the eligible approvers
+    k = first + np.floor(b.rng.random(len(idx)) * (len(APPROVERS) - first - excl)).astype(np.int64)
+    k = np.where((own >= first) & (k >= own), k + 1, k)
+    e["approver"][idx] = np.array(APPROVERS)[k]
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -407,7 +489,7 @@ def _digit_stats(kit: Kit, filters: list[dict], kind: str, amounts: list[float])
 def _manual_rows(kit: Kit):
     rows = yield from kit.ledger(
         filters=[{"column": "source", "op": "eq", "value": "manual"}, {"column": "line_no", "op": "eq", "value": 1}],
-        columns=["entry_id", "debit", "preparer", "posting_date", "description"],
+        columns=["entry_id", "debit", "preparer", "posting_date", "description", "reference"],
     )
     by_user: dict[str, list[dict]] = {}
     for r in rows:
@@ -430,7 +512,7 @@ def _user_filters(user: str, op: str = "eq") -> list[dict]:
 
 def naive(kit: Kit):
     """Flags every manual entry in a cluster of leading digits or endings for its preparer, at any
-    population size, without reading the agreements behind recurring amounts."""
+    population size, without vouching the entries or reading the agreements behind recurring amounts."""
     by_user = yield from _manual_rows(kit)
     hits: dict[str, str] = {}
     for user, rows in sorted(by_user.items()):
@@ -450,20 +532,19 @@ def naive(kit: Kit):
 
 
 def careful(kit: Kit):
-    """Tests every preparer with enough manual entries, flags the spike entries of the user whose test
-    fails while the rest of the population conforms, and clears recurring contract fees."""
+    """Tests every preparer with enough manual entries, selects the spike entries of the user whose test
+    fails while the rest of the population conforms, and vouches each selected entry to its supplier
+    invoice: flags the entries keyed above what the supplier invoiced, clears those that agree."""
     yield from kit.master("users")
     by_user = yield from _manual_rows(kit)
     manual = [r for rows in by_user.values() for r in rows]
     pop = yield from _digit_stats(kit, [{"column": "source", "op": "eq", "value": "manual"}], "first",
                                   [r["debit"] for r in manual])
     found: tuple[str, str, set[int], dict] | None = None
-    results = {}
     for user in sorted(u for u, rows in by_user.items() if len(rows) >= MIN_TEST):
         amounts = [r["debit"] for r in by_user[user]]
         first = yield from _digit_stats(kit, _user_filters(user), "first", amounts)
         last = yield from _digit_stats(kit, _user_filters(user), "last_two", amounts)
-        results[user] = (first, last)
         if first.get("conformity") == "nonconformity" and _spikes(first, "first", len(amounts)):
             cand = (user, "first", _spikes(first, "first", len(amounts)), first)
         elif _spikes(last, "last_two", len(amounts)):
@@ -473,59 +554,49 @@ def careful(kit: Kit):
         # several failing users: keep the most extreme one (the scheme is one user's)
         if found is None or cand[3].get("mad", 0) / _band(cand[1]) > found[3].get("mad", 0) / _band(found[1]):
             found = cand
-    flags = []
-    rest_note = ""
-    if found:
-        user, kind, spikes, test = found
-        rest = [r["debit"] for u, rows in by_user.items() if u != user for r in rows]
-        base = yield from _digit_stats(kit, _user_filters(user, "ne"), kind, rest)
-        rest_note = (f"the other preparers' {base.get('n')} manual entries show MAD {base.get('mad')} "
-                     f"({base.get('conformity', base.get('message'))})")
-        key = _first_digit if kind == "first" else _ending
-        flags = [r for r in by_user[user] if key(r["debit"]) in spikes]
-    # recurring identical amounts: traced to their agreements
-    groups: dict[tuple[str, float], list[str]] = {}
-    for r in manual:
-        groups.setdefault((r["preparer"], r["debit"]), []).append(r["entry_id"])
-    repeats = {k: v for k, v in groups.items() if len(v) >= 3}
-    contracts: dict[float, str] = {}
-    if repeats:
-        docs = yield from kit.documents("contract")
-        for d in docs:
-            if kit.calls_left <= len(flags) + 2:
-                break
-            body = (yield from kit.open(d["doc_id"])).get("body", "")
-            for m in re.finditer(r"fixed monthly fee of USD ([\d,]+\.\d\d)", body):
-                contracts[float(m.group(1).replace(",", ""))] = d["doc_id"]
-    for r in flags:
-        if kit.calls_left <= 2:
-            break
-        what = (f"leading digit {_first_digit(r['debit'])}" if found[1] == "first"
-                else f"whole-dollar ending {_ending(r['debit']):02d}")
-        spikes_txt = ", ".join(str(s) for s in sorted(found[2]))
-        yield from kit.flag(
-            r["entry_id"], "DIGIT_ANOMALY", ["master:users"],
-            f"Entry {r['entry_id']} ({r['debit']:,.2f}) by {found[0]}: {found[0]}'s {found[3].get('n')} manual entries fail "
-            f"the {found[1].replace('_', '-')} digit test (MAD {found[3].get('mad')}, {found[3].get('conformity')}), "
-            f"driven by over-represented {'leading digits' if found[1] == 'first' else 'endings'} {spikes_txt}; "
-            f"{rest_note}. This entry carries the {what}.")
-    cleared = 0
-    for (user, amount), ids in sorted(repeats.items()):
-        doc = contracts.get(round(amount, 2))
-        if doc is None:
+    if found is None:
+        yield from kit.submit(f"Population first-digit MAD {pop.get('mad')} ({pop.get('conformity', pop.get('message'))}); "
+                              "no preparer fails a digit test, nothing selected.")
+        return
+    user, kind, spikes, test = found
+    rest = [r["debit"] for u, rows in by_user.items() if u != user for r in rows]
+    base = yield from _digit_stats(kit, _user_filters(user, "ne"), kind, rest)
+    key = _first_digit if kind == "first" else _ending
+    selected = [r for r in by_user[user] if key(r["debit"]) in spikes]
+    invoices = {}
+    for d in (yield from kit.documents("invoice")):
+        m = re.match(r"Supplier invoice (\S+) - ", d["title"])
+        if m:
+            invoices[m.group(1)] = d["doc_id"]
+    test_name = "first-digit" if kind == "first" else "last-two-digits"
+    why = (f"{user}'s {test.get('n')} manual entries fail the {test_name} test (MAD {test.get('mad')}, "
+           f"{test.get('conformity')}) while the other preparers' {base.get('n')} conform (MAD {base.get('mad')})")
+    n_flag = n_clear = 0
+    for r in selected:
+        doc = invoices.get(r["reference"])
+        if doc is None or kit.calls_left <= 3:
             continue
-        for eid in ids:
-            if kit.calls_left <= 1:
-                break
-            yield from kit.clear(eid, [doc], f"Entry {eid} ({amount:,.2f}) by {user} is the fixed monthly fee of USD "
-                                             f"{amount:,.2f} under agreement {doc}; {user}'s manual population is too "
-                                             f"small for a digit test ({len(by_user[user])} entries, need {MIN_TEST}).")
-            cleared += 1
-    summary = (f"Population first-digit MAD {pop.get('mad')} ({pop.get('conformity', pop.get('message'))}). "
-               + (f"{found[0]} fails the {found[1]} digit test; flagged {len(flags)} entries. " if found else
-                  "No preparer fails a digit test. ")
-               + f"Cleared {cleared} recurring contract fees.")
-    yield from kit.submit(summary)
+        body = (yield from kit.open(doc)).get("body", "")
+        m = re.search(r"Amount due: USD ([\d,]+\.\d\d)", body)
+        if m is None:
+            continue
+        billed = float(m.group(1).replace(",", ""))
+        if abs(billed - r["debit"]) > 0.005:
+            yield from kit.flag(
+                r["entry_id"], "DIGIT_ANOMALY", [doc, "master:users"],
+                f"Selected by the digit test ({why}). Vouched to supplier invoice {doc}: the invoice is for USD "
+                f"{billed:,.2f} but {user} keyed USD {r['debit']:,.2f}, overstating the invoice.")
+            n_flag += 1
+        else:
+            yield from kit.clear(
+                r["entry_id"], [doc],
+                f"Selected by the digit test; vouched to supplier invoice {doc}, which is for USD {billed:,.2f}, the "
+                f"amount keyed.")
+            n_clear += 1
+    yield from kit.submit(
+        f"Population first-digit MAD {pop.get('mad')} ({pop.get('conformity', pop.get('message'))}). {user} fails the "
+        f"{test_name} test; vouched {len(selected)} selected entries to their supplier invoices: "
+        f"{n_flag} keyed above the invoice (flagged), {n_clear} agree (cleared).")
 
 
 def _band(kind: str) -> float:

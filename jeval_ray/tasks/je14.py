@@ -4,16 +4,25 @@ Planted: top-side (manual, document type SA, prepared by the Controller or the C
 (entered after the period's close date in ``master:calendar``, posted back to the month end)
 releases of a specific bad-debt reserve: Dr 1190 Allowance for Doubtful Accounts / Cr 6500 Bad
 Debt Expense. Every release has a management memo stating the reserve held before the release;
-the estimate policy states the reserve rates on balances 91-180 days and over 180 days past due;
-the AR aging report at the period end gives the customer's overdue balances. For a defect the
-aging and the policy contradict the memo: the reserve required at the period end is at least the
-reserve held (the whole release is unsupported) or exceeds what is left after the release (part of
-it is unsupported). The misstatement is the unsupported part:
-``max(0, release - max(0, held - required))``.
+the estimate policy states the reserve rates on balances 91-180 days and over 180 days past due
+(the 91-180 rate varies by seed); the AR aging report at the period end gives the customer's
+overdue balances. Required reserve = rate x (91-180 days) + 100% x (over 180 days). For a defect
+what the release leaves is below the required reserve: either the reserve held was already short
+of it (nothing supports the release) or the release exceeds the excess held over it (part of it is
+unsupported). The misstatement is the allowance's shortfall after the release,
+``required - (held - release)``: an auditor proposes the adjustment that restores the required
+reserve, which exceeds the release itself when the reserve was already short.
 
-Decoys: releases of exactly the same surface shape whose memo, aging and policy agree (the
-customer paid down the overdue balance, so the required reserve fell by at least the release).
-``near_miss`` moves the decoy release towards the full supported amount.
+Decoys: releases drawn from the same surface distribution (amount, preparer and approver, dates,
+customer, reference and description shape: every release's amount is drawn before it is made a
+defect or a decoy) whose memo, aging and policy agree: the reserve held exceeds the required
+reserve by at least the release, so what is left still covers it. ``near_miss`` moves the
+decoy release towards that full excess.
+
+Decisive facts (the key's ``facts``): the reserve held (memo), the customer's 91-180 and over-180
+balances (aging), the policy rate, the required reserve they give and the release; for a defect
+also the shortfall. A memo's basis for the release (collections, a payment plan, a credit
+improvement) is worded the same way for supported and unsupported releases: only the figures decide.
 
 Background: a monthly general-reserve provision (Dr 6500 / Cr 1190) by a GL accountant and a few
 write-offs (Dr 1190 / Cr 1100), all within the period; the base population never touches 1190 or
@@ -119,21 +128,19 @@ def plant(b) -> None:
         b180 = int(rng.integers(0, 40_000))
         b91 = int(rng.integers(30_000, 260_000)) // step91 * step91
         required = rate91 * b91 // 100 + b180
+        # the release comes from one distribution whatever the kind: only the memo, the aging and
+        # the policy (read, not listed) tell a supported release from an unsupported one
+        x = _not_round(int(np.exp(rng.uniform(np.log(12_000), np.log(120_000)))), down=True)
         if kind == "decoy":
-            held = int(required / rng.uniform(0.3, 0.7))
-            supported = held - required
-            x = int(supported * (1 - (1 - b.knobs.near_miss) * rng.uniform(0, 0.5)))
-            x = _not_round(x, down=True)
-            unsupported = 0
+            # supported = held - required covers the release; near_miss brings it down to the release
+            supported = int(np.ceil(x / (1 - (1 - b.knobs.near_miss) * rng.uniform(0, 0.5))))
+            held = required + supported
         elif rng.random() < 0.55:
-            held = int(required * rng.uniform(0.75, 1.0))
-            x = _not_round(int(held * rng.uniform(0.3, 0.9)), down=False)
-            unsupported = x
+            held = int(required * rng.uniform(0.75, 1.0))  # the reserve was already short: nothing supports it
         else:
-            held = int(required / rng.uniform(0.5, 0.85))
-            supported = held - required
-            x = _not_round(min(held, supported + int(held * rng.uniform(0.15, 0.35))), down=True)
-            unsupported = x - supported
+            held = required + int(x * rng.uniform(0.2, 0.8))  # part of the release is supported
+        # the misstatement is the allowance's shortfall after the release (required - what is left)
+        unsupported = max(0, required - (held - x))
         aging_rows.setdefault(month, {})[cust] = (b91, b180)
         preparer = str(rng.choice(SENIOR))
         approver = SENIOR[1] if preparer == SENIOR[0] else SENIOR[0]
@@ -170,11 +177,14 @@ def plant(b) -> None:
         )
         aging_doc = ("aging", month)
         ev_core = [memo, aging_doc, policy]
+        # decisive facts: the reserve held (memo), the customer's aged balances (aging), the policy rate,
+        # the required reserve they give and the release; for a defect also the shortfall it leaves
+        facts = [float(held), float(b91), float(b180), f"{rate91}%", float(required), float(x)]
         if kind == "defect":
             b.add_defect(int(idx), "unsupported_reserve_release", "ESTIMATE_RELEASE", ev_core + ["master:calendar"],
-                         unsupported * 100)
+                         unsupported * 100, facts=facts + [unsupported / 1.0])
         else:
-            b.add_decoy(int(idx), "supported_reserve_release", ev_core)
+            b.add_decoy(int(idx), "supported_reserve_release", ev_core, facts=facts)
 
     # one aging report per period end that has a release; the rows of other customers are ordinary
     aging_handle = {}
@@ -193,10 +203,10 @@ def plant(b) -> None:
             "Prepared by the AR team from the billing subledger; reconciled to account 1100.\n" + "\n".join(lines),
             date,
         )
-    b.defects = [(i, t, c, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], m)
-                 for i, t, c, ev, m in b.defects]
-    b.decoys = [(i, t, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev])
-                for i, t, ev in b.decoys]
+    b.defects = [(i, t, c, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], m, fx)
+                 for i, t, c, ev, m, fx in b.defects]
+    b.decoys = [(i, t, [aging_handle[x[1]] if isinstance(x, tuple) and x[0] == "aging" else x for x in ev], fx)
+                for i, t, ev, fx in b.decoys]
     _background(b)
 
 
@@ -328,22 +338,22 @@ def careful(kit: Kit):
             continue
         held = _money(held_m.group(1))
         required = round(rate91 * row[0] + rate180 * row[1], 2)
-        supported = max(0.0, held - required)
-        unsupported = round(max(0.0, r["amount"] - supported), 2)
+        left = held - r["amount"]
+        unsupported = round(max(0.0, required - left), 2)
         calc = (f"reserve held {held:,.2f} per {memo_id}; required {required:,.2f} = {rate91:.0%} x 91-180 days "
                 f"{row[0]:,.0f} + {rate180:.0%} x over 180 days {row[1]:,.0f} per aging {aging_id} and policy {policy_id}; "
-                f"supported release {supported:,.2f}")
+                f"reserve left after the release {left:,.2f}")
         if unsupported > 0.01:
             yield from kit.flag(
                 eid, "ESTIMATE_RELEASE", [memo_id, aging_id, policy_id, "master:calendar"],
                 f"Entry {eid}: top-side release of {r['amount']:,.2f} by {r['preparer']} entered "
-                f"{r['entry_timestamp'][:10]} after the {r['close']} close; {calc}. Unsupported release "
-                f"(misstatement): {unsupported:,.2f}.", amount=unsupported)
+                f"{r['entry_timestamp'][:10]} after the {r['close']} close; {calc}. The allowance is short of the "
+                f"required reserve by {unsupported:,.2f} after the release (misstatement).", amount=unsupported)
             n_flag += 1
         else:
             yield from kit.clear(
                 eid, [memo_id, aging_id, policy_id],
-                f"Entry {eid}: release of {r['amount']:,.2f} is within the supported release; {calc}.")
+                f"Entry {eid}: release of {r['amount']:,.2f} leaves at least the required reserve; {calc}.")
             n_clear += 1
     yield from kit.submit(f"Examined {len(late)} post-closing allowance releases: flagged {n_flag} unsupported, "
                           f"cleared {n_clear} supported by the aging and the policy.")

@@ -1,27 +1,36 @@
 """JE-15 (L4): shell-vendor scheme.
 
 Planted: one employee (an AP clerk or GL accountant, the *scheme user*) sets up a vendor during
-the year whose bank account is the employee's own account in the user master. Either the scheme
-user creates the vendor directly, or the vendor-master team creates it and the scheme user later
-changes its bank account; the vendor change log (``master:vendor_changes``) records who did what.
-The scheme user then keys invoices from that vendor, spread over the rest of the year, each under
-his or her own approval limit and all approved by the same approver. The monthly bank statements
-of the operating account show the payments going to the employee's account. Every invoice of the
+the year (two once the scheme has four invoices or more) whose bank account is the employee's own
+account in the user master. Either the scheme user creates the vendor directly with that account,
+or the vendor-master team creates it and the scheme user later changes its bank account; the vendor change log (``master:vendor_changes``)
+records who did what, and the set-up form shows no TIN match and no Treasury call-back. The scheme
+user keys the vendor's invoices, spread over the rest of the year, each under his or her approval
+limit and all approved by one approver. Each invoice is paid in the ledger's payment run (Dr 2000
+/ Cr 1000, under the payment reference the bank statement shows), and the monthly statement of
+the operating account shows the transfer going to the employee's account. Every invoice of the
 scheme is a defect (criteria ``SHELL_VENDOR``, misstatement = the invoice amount). Required
-evidence: the entry (``get_entry``: preparer and approver), ``master:vendors``,
-``master:vendor_changes``, ``master:users`` (the employee's bank account) and the bank statement
-that shows the payment.
+evidence: the entry (``get_entry``), ``master:vendors``, ``master:vendor_changes``,
+``master:users`` and the bank statement showing the payment. Decisive facts: the vendor's bank
+account, the employee it belongs to (user id), the vendor id, the invoice amount and the statement.
 
-Decoys: invoices of other vendors created during the year, set up through the normal onboarding
-(W-9, bank confirmation verified by a Treasury call-back), paying their own bank accounts. With
-probability ``near_miss`` a legitimate new vendor's invoices also look like the scheme: one
-preparer, one approver, amounts just under the preparer's limit. Clearing evidence: the vendor's
-set-up form, ``master:vendors`` and ``master:users`` (no employee has that account).
+Decoys: the invoices of the other vendors set up during the year, as many vendors as give each
+about the scheme vendors' number of invoices (so "the new vendor with the most invoices" tells
+nothing). They come from the same
+surface distribution as the scheme's: set-up date and order of vendor ids, who set them up, the
+service and expense account, one clerk keying every invoice of the vendor under his or her limit,
+one approver, the same spread over the year, a payment in the ledger. A legitimate vendor's bank
+account may also be changed after set-up (with probability 0.6 x ``near_miss``), by the
+vendor-master team on a new bank letter verified by call-back. Clearing evidence: the vendor's
+set-up form (W-9 matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no
+employee has that account). Decisive facts: the vendor's bank account, the vendor id, the set-up
+form and its call-back.
 
-Red-flag rule (naive): invoices from vendors created during FY2025. Decisive rule (careful): the
-vendor's bank account equals an employee's bank account. The base vendors were all created
-before FY2025 with their own accounts and the base has no vendor changes, so the base never trips
-either rule; ``plant`` re-checks the bank accounts.
+Red-flag rule (naive): invoices from vendors created during FY2025. Decisive test (careful): the
+vendor's bank account is an employee's, and who put it there. The base vendors were all created
+before FY2025 with their own accounts and their changes are made by the vendor-master team, so the
+base never trips either; ``plant`` re-checks the bank accounts. The brief's criteria text names
+the scheme, not the test.
 
 Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the submit
 summary or in the rationales of at least half of the correct flags: outcome = 0.85 * outcome +
@@ -37,7 +46,7 @@ import pyarrow.compute as pc
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAY_DATES
+from jeval_ray.world._base import HOLIDAY_DATES, MONTH_ABBR
 
 SPEC = spec(
     "JE-15",
@@ -50,7 +59,7 @@ SPEC = spec(
     sources=('general_ledger', 'vendor_master', 'vendor_change_log', 'employee_master', 'bank_statements', 'approvals'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('SHELL_VENDOR', "payments to a vendor whose bank account matches an employee's, under the limit, one approver"),
+        ('SHELL_VENDOR', "invoices of a vendor set up or used to divert the company's payments (a shell vendor)"),
     ),
     withheld_variant=('search_documents',),
     available=True,
@@ -109,49 +118,52 @@ def plant(b) -> None:
 
     scheme_user = str(rng.choice(SCHEME_USERS))
     su = users[scheme_user]
-    approver = str(rng.choice([a for a in SCHEME_APPROVERS if a != scheme_user]))
     names = [NEW_VENDOR_NAMES[i] for i in rng.permutation(len(NEW_VENDOR_NAMES))]
     post = e["post_date"].astype("datetime64[D]")
     invoices = e["template"] == "vendor_invoice"
 
-    # --- the shell vendor: created Feb-May; bank = the scheme user's own account
-    shell = {"name": names[0], "created_on": np.datetime64("2025-02-03") + int(rng.integers(0, 110)),
-             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": []}
-    if rng.random() < 0.5:
-        shell["created_by"] = scheme_user
-        shell["bank_account"] = su["bank_account"]
-        start = shell["created_on"]
-        shell["form_bank"] = su["bank_account"]
-    else:
-        shell["created_by"] = str(rng.choice(VENDOR_ADMINS))
-        shell["form_bank"] = b.bank_account()
-        start = shell["created_on"] + int(rng.integers(6, 40))
-        shell["changes"].append(("bank_account", shell["form_bank"], su["bank_account"], start, scheme_user))
-        shell["bank_account"] = su["bank_account"]
-
-    # --- the legitimate new vendors (at least one, so a new vendor is not itself the finding)
-    k_legit = 1 if b.n_decoys == 0 else min(b.n_decoys, 2 + int(rng.random() < 0.5))
-    legit = []
-    for k in range(k_legit):
-        v = {"name": names[1 + k], "created_on": np.datetime64("2025-01-13") + int(rng.integers(0, 200)),
-             "created_by": str(rng.choice(VENDOR_ADMINS)), "bank_account": b.bank_account(),
-             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [],
-             "mimic": bool(rng.random() < near)}
-        v["form_bank"] = v["bank_account"]
-        if rng.random() < 0.3:
-            # a documented bank change (new bank letter, verified by call-back)
-            when = v["created_on"] + int(rng.integers(20, 90))
-            v["bank_account"] = b.bank_account()
-            v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, v["created_by"]))
-            v["change_verified"] = when
-        legit.append(v)
+    # every vendor set up during the year comes from one distribution: set-up date, who set it up,
+    # service, one clerk keying its invoices and one approver, amounts under the clerk's limit, a
+    # bank-account change after set-up or none. Only the master data, the change log, the set-up
+    # form and the bank statements tell the shell from the legitimate vendors.
+    # as many legitimate vendors as make their invoice counts about the scheme's: "the new vendor with
+    # the most invoices" says nothing
+    # the scheme runs through one vendor, or two once it has four invoices or more
+    n_shell = 1 + int(b.n_defects >= 4)
+    per_shell = max(1, b.n_defects / n_shell)
+    k_legit = 1 if b.n_decoys == 0 else max(1, min(b.n_decoys, round(b.n_decoys / per_shell)))
+    scheme_approver = str(rng.choice([a for a in SCHEME_APPROVERS if a != scheme_user]))
+    new = []
+    for k in range(n_shell + k_legit):
+        shell_k = k < n_shell
+        created = np.datetime64("2025-01-13") + int(rng.integers(0, 150))
+        v = {"name": names[k], "created_on": created, "created_by": str(rng.choice(VENDOR_ADMINS)),
+             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [], "shell": shell_k,
+             "form_bank": b.bank_account(), "start": created,
+             "clerk": scheme_user if shell_k else str(rng.choice(SCHEME_USERS))}
+        v["approver"] = scheme_approver if shell_k else str(rng.choice([a for a in SCHEME_APPROVERS if a != v["clerk"]]))
+        change = rng.random() < (0.5 if shell_k else 0.6 * near)
+        if shell_k and not change:
+            # the scheme user sets the vendor up with his or her own account
+            v["created_by"] = scheme_user
+            v["form_bank"] = su["bank_account"]
+        v["bank_account"] = v["form_bank"]
+        if change:
+            when = created + int(rng.integers(6, 40))
+            v["bank_account"] = su["bank_account"] if shell_k else b.bank_account()
+            who = scheme_user if shell_k else v["created_by"]
+            v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, who))
+            v["start"] = when
+            if not shell_k:
+                v["change_verified"] = when
+        new.append(v)
+    shells, legit = new[:n_shell], new[n_shell:]
 
     # vendor ids rise with the creation date, as in an ERP
-    new = sorted([shell, *legit], key=lambda v: (v["created_on"], v["name"]))
-    for i, v in enumerate(new):
+    for i, v in enumerate(sorted(new, key=lambda v: (v["created_on"], v["name"]))):
         v["vendor_id"] = f"V{1001 + len(b.vendors) + i}"
     changes = _routine_changes(b)
-    for v in new:
+    for v in sorted(new, key=lambda v: v["vendor_id"]):
         b.vendors.append({"vendor_id": v["vendor_id"], "name": v["name"], "bank_account": v["bank_account"],
                           "created_on": str(v["created_on"]), "created_by": v["created_by"], "status": "active"})
         changes.append({"vendor_id": v["vendor_id"], "field": "vendor_created", "old_value": "", "new_value": v["name"],
@@ -162,50 +174,80 @@ def plant(b) -> None:
             changes.append({"vendor_id": v["vendor_id"], "field": field, "old_value": old, "new_value": newv,
                             "changed_on": str(when), "changed_by": who})
 
-    # --- the scheme's invoices: spread over the rest of the year, one per time bin
+    # --- the invoices: each vendor's spread over the rest of the year, one per time bin
+    def shares(n: int, k: int) -> list[int]:
+        return [n // k + (1 if j < n % k else 0) for j in range(k)]
+
+    forms = {v["vendor_id"]: _setup_form(b, v, verified=True) for v in legit}
+    for v in shells:
+        forms[v["vendor_id"]] = _setup_form(b, v, verified=False, requester=scheme_user)
     paid: list[tuple[int, dict]] = []
-    edges = np.linspace(0, 1, b.n_defects + 1)
-    first, last = start + 4, np.datetime64("2025-12-15")
-    span = int((last - first).astype(int))
-    acct = shell["service"][0]
-    for k in range(b.n_defects):
+    for v, n in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)]):
+        for idx in _spread(b, n, v["start"] + 4, invoices, post):
+            _repoint(b, idx, v, v["service"][0])
+            _make_manual(b, idx, v["clerk"], v["approver"], _cents_under(users[v["clerk"]]["approval_limit"], rng))
+            paid.append((idx, v))
+
+    statements, payments = _bank_statements(b, paid, {v["vendor_id"] for v in new}, changes)
+    _ledger_payments(b, payments)
+    for idx, v in paid:
+        cents = int(e["debit_cents"][idx])
+        stmt = statements[idx]
+        if v["shell"]:
+            # decisive: the vendor pays the scheme user's own account (users master), the change log shows
+            # who put it there, the statement shows the payment to it
+            b.add_defect(idx, "shell_vendor_invoice", "SHELL_VENDOR",
+                         ["entry", "master:vendors", "master:vendor_changes", "master:users", stmt],
+                         facts=[v["bank_account"], scheme_user, v["vendor_id"], cents / 100, f"{{D:{stmt}}}"])
+        else:
+            form = forms[v["vendor_id"]]
+            b.add_decoy(idx, "legitimate_new_vendor", [form, "master:vendors", "master:users"],
+                        facts=[v["bank_account"], v["vendor_id"], f"{{D:{form}}}", "call-back"])
+    b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"], r["field"] != "vendor_created")))
+    b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
+
+
+def _spread(b, n: int, first: np.datetime64, invoices: np.ndarray, post: np.ndarray) -> list[int]:
+    """``n`` unused vendor invoices posted from ``first`` to mid-December, one per equal time bin."""
+    if n <= 0:
+        return []
+    last = np.datetime64("2025-12-15")
+    edges = np.linspace(0, 1, n + 1)
+    span = max(1, int((last - first).astype(int)))
+    out = []
+    for k in range(n):
         lo, hi = first + int(edges[k] * span), first + int(edges[k + 1] * span)
         where = invoices & (post >= lo) & (post <= hi)
         if int((where & ~b.used).sum()) == 0:
             where = invoices & (post >= first) & (post <= last)
-        idx = int(b.pick(1, where=where, what="vendor invoices after the shell vendor's set-up")[0])
-        _repoint(b, idx, shell, acct)
-        _make_manual(b, idx, scheme_user, approver, _cents_under(su["approval_limit"], rng))
-        b.add_defect(idx, "shell_vendor_invoice", "SHELL_VENDOR",
-                     ["entry", "master:vendors", "master:vendor_changes", "master:users"])
-        paid.append((idx, shell))
+            if int((where & ~b.used).sum()) == 0:
+                where = invoices & (post >= first)
+        out.append(int(b.pick(1, where=where, what="vendor invoices after a new vendor's set-up")[0]))
+    return out
 
-    # --- decoy invoices of the legitimate new vendors
-    decoys_of = [b.n_decoys // k_legit + (1 if k < b.n_decoys % k_legit else 0) for k in range(k_legit)] if b.n_decoys else [0] * k_legit
-    forms = {}
-    for v, n in zip(legit, decoys_of):
-        forms[v["vendor_id"]] = _setup_form(b, v, verified=True)
-        if not n:
-            continue
-        where = invoices & (post >= v["created_on"] + 3) & (post <= np.datetime64("2025-12-15"))
-        if int((where & ~b.used).sum()) < n:
-            where = invoices & (post >= v["created_on"] + 1)
-        prep = str(rng.choice(SCHEME_USERS))
-        appr = str(rng.choice([a for a in SCHEME_APPROVERS if a != prep]))
-        for idx in b.pick(n, where=where, what="vendor invoices after a new vendor's set-up"):
-            _repoint(b, idx, v, v["service"][0])
-            if v["mimic"]:
-                _make_manual(b, idx, prep, appr, _cents_under(users[prep]["approval_limit"], rng))
-            b.add_decoy(idx, "legitimate_new_vendor", [forms[v["vendor_id"]], "master:vendors", "master:users"])
-            paid.append((int(idx), v))
-    _setup_form(b, shell, verified=False, requester=scheme_user)
 
-    statements = _bank_statements(b, paid, {v["vendor_id"] for v in new}, changes)
-    # each scheme invoice's payment is on one statement: add it to the required evidence
-    for idx, _type, _crit, evidence, _amount in b.defects:
-        evidence.append(statements[idx])
-    b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"], r["field"] != "vendor_created")))
-    b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
+def _ledger_payments(b, payments: dict[int, tuple[str, str, int]]) -> None:
+    """Each paid invoice of a new vendor gets its payment in the ledger (Dr 2000 / Cr 1000 in the
+    batch payment run), on the statement's date and under the statement's payment reference."""
+    e = b.e
+    rng = b.rng
+    pool = e["template"] == "vendor_payment"
+    for idx, (day, ref, cents) in sorted(payments.items()):
+        j = int(b.pick(1, where=pool, what="vendor payments")[0])
+        d = np.datetime64(day)
+        e["post_date"][j] = e["entry_date"][j] = e["doc_date"][j] = d
+        e["time_s"][j] = int(rng.integers(1 * 3600, 5 * 3600))
+        e["manual"][j] = False
+        e["preparer"][j] = "SYS_BATCH"
+        e["approver"][j] = ""
+        e["doc_type"][j] = "KZ"
+        e["debit_account"][j], e["credit_account"][j] = "2000", "1000"
+        e["debit_cents"][j] = e["credit_cents"][j] = cents
+        vid = str(e["vendor_id"][idx])
+        e["vendor_id"][j] = vid
+        name = next(v["name"] for v in b.vendors if v["vendor_id"] == vid)
+        e["reference"][j] = ref
+        e["description"][j] = f"Payment run {MONTH_ABBR[int(str(d)[5:7]) - 1]} {name}"
 
 
 def _add_policy(b) -> int:
@@ -313,10 +355,10 @@ def _setup_form(b, v: dict, *, verified: bool, requester: str | None = None) -> 
     return b.add_document("vendor_form", f"New vendor set-up form - {v['name']}", "\n".join(lines), str(created))
 
 
-def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes: list[dict]) -> dict[int, int]:
+def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes: list[dict]) -> tuple[dict, dict]:
     """Monthly statements of the operating account listing outgoing vendor payments (to the bank
     account the vendor had on the payment day). Returns the statement handle of every planted
-    invoice's payment."""
+    invoice's payment, and each one's (date, payment reference, cents)."""
     rng = b.rng
     e = b.e
     names = {v["vendor_id"]: v for v in b.vendors}
@@ -332,11 +374,15 @@ def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes
     lines: dict[int, list[tuple[str, str, str, int, str]]] = {m: [] for m in range(1, 13)}
     where_paid: dict[int, int] = {}
 
+    payments: dict[int, tuple[str, str, int]] = {}
+
     def pay(idx: int, vendor: dict, delay: int) -> int:
         day = _business_day(e["post_date"][idx] + delay)
         month = int(str(day)[5:7])
-        ref = f"PAY-{int(rng.integers(400_000, 499_999))} ({e['reference'][idx]})"
-        lines[month].append((str(day), vendor["name"], bank_on(vendor["vendor_id"], str(day)), int(e["debit_cents"][idx]), ref))
+        pay_ref = f"PAY-{int(rng.integers(400_000, 499_999))}"
+        lines[month].append((str(day), vendor["name"], bank_on(vendor["vendor_id"], str(day)), int(e["debit_cents"][idx]),
+                             f"{pay_ref} ({e['reference'][idx]})"))
+        payments[idx] = (str(day), pay_ref, int(e["debit_cents"][idx]))
         return month
 
     for idx, v in paid:
@@ -361,7 +407,7 @@ def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes
                     "bank charges are reported on the cash reconciliation.")
         handle[m] = b.add_document("bank_statement", f"Bank statement - operating account - {_MONTHS[m - 1]} 2025",
                                    "\n".join(body), str(last))
-    return {idx: handle[m] for idx, m in where_paid.items()}
+    return {idx: handle[m] for idx, m in where_paid.items()}, {idx: payments[idx] for idx in where_paid}
 
 
 # ----------------------------------------------------------------------------- scoring hook
@@ -391,7 +437,9 @@ def outcome_adjust(world, state, outcome: float) -> tuple[float, dict]:
     in_summary = _mentions(state.summary, user) and named_staff <= 3
     final = final_dispositions(state)
     tp = [d for k, d in final.items() if k in ids and d.decision == "flag"]
-    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) for d in tp) >= len(tp)
+    # a rationale names the user only when it names at most three staff members (listing all is not naming)
+    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) and sum(_mentions(d.rationale, u) for u in users) <= 3
+                                    for d in tp) >= len(tp)
     named = bool(in_summary or in_flags)
     return 0.85 * outcome + 0.15 * float(named), {"scheme_user_named": named}
 
@@ -403,8 +451,10 @@ def _new_vendors(kit: Kit):
 
 
 def _invoices_of(kit: Kit, vendor_ids: list[str]):
+    """The vendors' invoices (document type KR; their payments, KZ, are not invoices)."""
     rows = yield from kit.ledger(
-        filters=[{"column": "vendor_id", "op": "in", "value": vendor_ids}, {"column": "line_no", "op": "eq", "value": 1}],
+        filters=[{"column": "vendor_id", "op": "in", "value": vendor_ids}, {"column": "line_no", "op": "eq", "value": 1},
+                 {"column": "document_type", "op": "eq", "value": "KR"}],
         columns=["entry_id", "posting_date", "preparer", "approver", "debit", "reference", "vendor_id", "description"])
     return entries_of(rows)
 

@@ -5,25 +5,39 @@ One world holds the exceptions of six criteria at once, plus one entry missing f
 others cycle through the criteria from a seed-chosen start, so every criterion appears once there
 are seven defects. Decoys cycle through the matching legitimate look-alikes the same way.
 
-| criteria | planted exception (required evidence) | decoy (clearing evidence) |
-|---|---|---|
-| UNBALANCED | credit side keyed wrong by more than the policy's rounding tolerance (entry, journal entry policy) | difference within the tolerance (entry, policy) |
-| SELF_APPROVAL | manual entry approved by its own preparer (`master:users`, policy) | automated posting stamped by its system user, which the policy allows (same) |
-| INVALID_ACCOUNT | posting to a blocked, closed, not-yet-open or non-existent account (`master:accounts`) | posting to an account opened during the year before the posting date (`master:accounts`) |
-| UNAUTHORISED_USER | keyed by a user without posting rights, or by a leaver after the termination date (`master:users`) | keyed by the leaver before the termination date (`master:users`) |
-| OFF_HOURS | manual entry keyed on a weekend, a holiday or outside 08:00-18:00 without authorisation; near misses: an authorised weekend but an unlisted user, or outside the authorised hours (`master:calendar`, posting-window policy) | weekend work by a user named in a weekend work authorisation, inside its hours (the authorisation memo, policy) |
-| CUTOFF | entry recorded after its period's close date (entry, `master:calendar`, policy) | entry recorded after the period end but on or before the close date (`master:calendar`, policy) |
-| COMPLETENESS_GAP | an entry left out of the listing: a gap in the consecutive numbering, and the two accounts it moved do not roll forward from opening to closing balance (`master:balances` via `get_balances`) | none |
+Within each criterion the candidates (what its red-flag rule catches) are drawn from one
+distribution and then made a defect or a decoy at random, so the listing alone does not separate
+them: only the evidence differs. Where the listing field is itself what the rule reads (the size
+of an imbalance, the time of a keying, the recording date, the preparer), the decisive difference
+sits in evidence the agent must read: the interface's rounding report, an out-of-hours
+authorisation, a close calendar change, an approval log, the user master. Nor does ranking the
+candidates within one world help: every imbalance is within the tolerance, and each leaver's
+entries lie on one side of his or her termination date.
 
-DUPLICATE is offered as a criteria code but not planted: an engagement's test list is broader
-than its findings. The misstatement is the entry amount, the keying difference for UNBALANCED,
-and the amount of the missing entry (the roll-forward difference) for COMPLETENESS_GAP; the gap
-is reported by flagging the missing id, which ``flag_entry`` accepts inside the numbering range.
-``premature_penalty`` (0.05 off the process score per disposition made before its required or
-clearing evidence was opened) makes the order of work part of the score. ``near_miss`` moves
-rounding decoys towards the tolerance, opened-account decoys towards the opening date, leaver
-decoys towards the termination date, weekend decoys towards the end of the authorised hours and
-close-window decoys towards the close date, and from 0.5 adds the near-miss OFF_HOURS variants.
+| criteria | planted exception (required evidence) | decoy (clearing evidence) | decisive facts |
+|---|---|---|---|
+| UNBALANCED | a billing-interface upload whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
+| SELF_APPROVAL | a manual entry recorded with its preparer as approver during a workflow incident and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
+| INVALID_ACCOUNT | posting to an account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posting to an account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
+| UNAUTHORISED_USER | keyed by a leaver in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
+| OFF_HOURS | a manual entry keyed on a weekend, a holiday, an evening or an early morning with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
+| CUTOFF | posted to a month's last business day, recorded 1-6 business days after the period's close date, with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
+| COMPLETENESS_GAP | an entry left out of the listing: a gap in the consecutive numbering, and the two accounts it moved do not roll forward from opening to closing balance (`master:balances` via `get_balances`) | none | the missing id, its amount, the two accounts |
+
+Decoys are legitimate by the evidence an auditor would accept: an authorisation names the users,
+the date and the hours and its purpose (keying the period's supplier invoices, accruals and
+reclassifications) matches the entries; an approval is dated on or before what it approves; a
+close extension is issued on or before the close it extends; no decoy is cleared by a policy
+merely saying a control exists. DUPLICATE is offered as a criteria code but not planted: an
+engagement's test list is broader than its findings. The misstatement is the entry amount, the
+keying difference for UNBALANCED, and the amount of the missing entry (the roll-forward
+difference) for COMPLETENESS_GAP; the gap is reported by flagging the missing id, which
+``flag_entry`` accepts inside the numbering range. ``premature_penalty`` (0.05 off the process
+score per disposition made before its required or clearing evidence was opened) makes the order
+of work part of the score. ``near_miss`` moves interface differences towards the tolerance,
+opened-account decoys towards the opening date, narrows the window of leaver entries around the
+termination dates, brings close extensions down to the recording date, and from 0.5 adds the
+near-miss UNBALANCED, OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
 
 The base population trips none of the rules (balanced, approver != preparer, standing accounts,
 active staff with posting rights, manual work on business days 08:30-17:30, entries recorded on
@@ -38,7 +52,8 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, month_close_dates
+from jeval_ray.world._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
+                                   business_days, month_close_dates)
 
 SPEC = spec(
     "JE-16",
@@ -48,12 +63,12 @@ SPEC = spec(
     defect='several criteria at once, plus an entry missing from the listing (roll-forward gap)',
     decoys='all of the above kinds',
     required_evidence="every flagged entry's evidence, opened before its disposition",
-    sources=('general_ledger', 'trial_balance', 'user_master', 'chart_of_accounts', 'holiday_calendar', 'close_calendar', 'invoices', 'policies'),
+    sources=('general_ledger', 'trial_balance', 'user_master', 'chart_of_accounts', 'holiday_calendar', 'close_calendar', 'approval_logs', 'authorisations', 'policies'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'get_balances', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', 'debits and credits differ beyond tolerance'),
+        ('UNBALANCED', 'debits and credits differ, and the difference is not a reported, tolerated one'),
         ('SELF_APPROVAL', 'manual entry approved by its preparer'),
-        ('INVALID_ACCOUNT', 'posting to a blocked, closed or non-existent account'),
+        ('INVALID_ACCOUNT', 'posting to an account not open for posting on the posting date'),
         ('UNAUTHORISED_USER', 'posted without rights or after termination'),
         ('OFF_HOURS', 'manual posting off hours without authorisation'),
         ('DUPLICATE', 'same invoice posted twice'),
@@ -68,33 +83,24 @@ SPEC = spec(
 
 JE_POLICY_TITLE = "Journal entry policy - balancing and approval (FIN-POL-010)"
 CLOSE_POLICY_TITLE = "Posting windows and period-close policy (FIN-POL-014)"
-MEMO_TITLE = "Weekend work authorisation"
 KINDS = ("UNBALANCED", "SELF_APPROVAL", "INVALID_ACCOUNT", "UNAUTHORISED_USER", "OFF_HOURS", "CUTOFF")
 EXPENSE_DEBITS = ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100")
 AR_TEMPLATES = ("customer_invoice", "customer_receipt")
-#: accounts opened during FY2025 (code, name, split out of)
-OPENED = (("6750", "Marketing - Digital Campaigns", "6700"), ("7150", "Cloud Hosting Services", "7100"),
-          ("6450", "Consulting - ERP Implementation", "6400"), ("6650", "Repairs - Leased Premises", "6600"))
-BLOCKED = (("6390", "Travel Suspense (do not use)", "2024-10-01"), ("6990", "Miscellaneous Expense - Blocked", "2024-03-15"),
-           ("7190", "IT Clearing (blocked)", "2024-12-01"))
-CLOSED_BEFORE = (("6250", "Utilities - Old Warehouse", "2024-06-30"), ("6410", "Consulting - Merger Advisory", "2024-09-30"))
 LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000),
            ("OBAKER", "Omar Baker", "GL Accountant", "General Ledger", 10_000),
            ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000))
-WEEKEND_REASONS = ("the month-end close of period {p}", "the quarter-end close of period {p}",
-                   "the ERP upgrade cut-over reconciliations", "the physical inventory count adjustments")
 HOURS = (BUSINESS_HOURS[0] // 3600, BUSINESS_HOURS[1] // 3600)  # 08:00-18:00
-MEMO_HOURS = (8, 20)
+_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 #: the year-end close runs into January 2026: its holidays too (New Year's Day, Martin Luther King Jr. Day)
 _HOL_CLOSE = np.concatenate([HOLIDAY_DATES, np.array(["2026-01-01", "2026-01-19"], dtype="datetime64[D]")])
 
 
 # ----------------------------------------------------------------------------- world
 def plant(b) -> None:
-    """Plant the missing entry, the exceptions and decoys of every criterion, and their documents."""
+    """Plant the missing entry, the exceptions and look-alikes of every criterion, and their documents."""
     rng = b.rng
     _assert_clean_base(b)
-    tol_cents = int(rng.choice([100, 200, 500]))
+    tol_cents = int(rng.choice([2_500, 5_000, 10_000, 25_000]))  # the interface rounding tolerance
     closes = dict(month_close_dates())
     pol_je = b.add_document("policy", JE_POLICY_TITLE, _je_policy(b, tol_cents), "2024-11-20")
     pol_close = b.add_document("policy", CLOSE_POLICY_TITLE, _close_policy(b), "2024-11-29")
@@ -148,20 +154,22 @@ def _assert_clean_base(b) -> None:
 
 
 def _je_policy(b, tol_cents: int) -> str:
-    system_users = sorted(u["user_id"] for u in b.users if u["role"] == "System")
     return (
         "1. Scope. All journal entries posted to the general ledger of Northwind Components Inc.\n"
-        "2. Balancing. Every journal entry must balance: total debits must equal total credits. Differences of up "
-        f"to USD {tol_cents / 100:.2f} per entry that arise from currency conversion rounding are tolerated and are "
-        "cleared monthly to the rounding account by the GL team. Any larger difference is a keying error and must be "
-        "corrected before period close.\n"
-        "3. Approval. Every manual journal entry must be approved in the ERP workflow by a user other than its "
-        "preparer whose approval limit covers the amount. A preparer may never approve his or her own entry.\n"
-        f"4. Automated postings by the system users ({', '.join(system_users)}; role 'System' in the user master) "
-        "are covered by the automated interface control ITGC-07. Where a run is released through the workflow the "
-        "ERP stamps the system user itself as approver; that stamp records the automated release under ITGC-07 and is "
-        "not a self-approval.\n"
-        "5. Posting rights. Only users with posting rights in the user master may post; access ends on the "
+        "2. Balancing. Every journal entry must balance: total debits must equal total credits. Entries uploaded by the "
+        "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface reports "
+        "each such difference, by upload reference, on its monthly rounding report. A difference on the report, as "
+        f"reported, of up to USD {tol_cents / 100:,.2f} per entry is tolerated and is cleared monthly to the suspense "
+        "account by the GL team. Any other difference (not on the report, not as reported, or larger) is a keying or "
+        "interface error and must be corrected before period close.\n"
+        "3. Approval. Every manual journal entry must be approved in the ERP workflow, before it is posted, by a user "
+        "other than its preparer whose approval limit covers the amount. A preparer may never approve his or her own "
+        "entry.\n"
+        "3a. Workflow outages. When the approval workflow fails, IT opens an incident and the ERP records the preparer "
+        "as approver of the entries posted meanwhile. Each such entry must be signed off before posting, on the "
+        "incident's manual approval log, by a second approver whose limit covers the amount. An entry recorded with "
+        "its preparer as approver and not so signed off is self-approved.\n"
+        "4. Posting rights. Only users with posting rights in the user master may post; access ends on the "
         "termination date."
     )
 
@@ -171,15 +179,18 @@ def _close_policy(b) -> str:
         "1. Posting window. Manual journal entries are keyed on business days (Monday to Friday, excluding the "
         f"company holidays in the calendar master data) between {HOURS[0]:02d}:00 and {HOURS[1]:02d}:00 local time, "
         "as shown by the entry timestamp.\n"
-        "2. Work outside the window (weekends, holidays, evenings) requires a prior written weekend work "
-        "authorisation from the Controller naming the users, the dates and the hours. Entries keyed outside the "
-        "window by anyone not so authorised are to be investigated.\n"
+        "2. Work outside the window (weekends, holidays, evenings and early mornings) requires a prior written "
+        "out-of-hours work authorisation from the Controller naming the users, the date and the hours. Entries keyed "
+        "outside the window by anyone not so authorised are to be investigated.\n"
         "3. Automated postings by the system users run overnight on the batch schedule and are not subject to the "
         "manual posting window.\n"
         "4. Period close. Each monthly period is closed on the close date set in the financial close calendar "
         "(calendar master data, kind period_close). Entries recorded up to and including the close date may still be "
         "posted into the period being closed; this is normal close work. After the close date the period is locked "
         "and entries may not be back-dated into it.\n"
+        "4a. Close extensions. The Controller may extend the close of a period by a written close calendar change "
+        "issued on or before the period's close date, stating the period and the new close date; entries recorded up "
+        "to and including the new close date may then be posted into that period.\n"
         f"5. The FY2025 year-end close date is {b.facts['year_end_close']}."
     )
 
@@ -192,39 +203,150 @@ def _plant_gap(b) -> None:
         np.isin(e["template"], ("accrual", "vendor_invoice", "reclass"))
     idx = int(b.pick(1, where=where, what="manual entries")[0])
     b.hide(idx)
-    b.add_defect(idx, "entry_missing_from_listing", "COMPLETENESS_GAP", ["master:balances"], int(e["debit_cents"][idx]))
+    b.add_defect(idx, "entry_missing_from_listing", "COMPLETENESS_GAP", ["master:balances"], int(e["debit_cents"][idx]),
+                 facts=[f"{{E:{idx}}}", int(e["debit_cents"][idx]) / 100, str(e["debit_account"][idx]),
+                        str(e["credit_account"][idx])])
+
+
+def _split(b, n_def: int, n_dec: int, where: np.ndarray, what: str) -> tuple[list[int], list[int]]:
+    """Pick ``n_def + n_dec`` candidates from one pool and make each a defect or a decoy at random."""
+    n = n_def + n_dec
+    if n == 0:
+        return [], []
+    idx = [int(i) for i in b.pick(n, where=where, what=what)]
+    order = b.rng.permutation(n)
+    return [idx[k] for k in order[:n_def]], [idx[k] for k in order[n_def:]]
 
 
 def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
+    """Billing-interface uploads whose credits differ from their debits, every difference drawn from one
+    distribution within the policy's tolerance: a decoy's difference is on the interface's rounding
+    report of its month as it stands; a defect's is not (or, with ``near_miss`` >= 0.5, the report
+    shows another figure for the upload). Each month with such an upload has its report, so neither
+    the size of a difference nor the list of reports tells them apart."""
     rng = b.rng
     e = b.e
     tol = ctx["tol"]
-    for idx in b.pick(n_def, what="entries") if n_def else []:
-        if rng.random() < 0.5:
-            diff = int(tol * rng.uniform(1.5, 20))
+    pool = ~e["manual"] & (e["preparer"] == "SYS_INTERFACE") & (e["debit_cents"] > 20 * tol)
+    defects, decoys = _split(b, n_def, n_dec, pool, "billing interface uploads")
+    if not defects and not decoys:
+        return
+    lo = 0.1 + 0.6 * b.knobs.near_miss
+    for idx in defects + decoys:
+        diff = max(1, int(tol * rng.uniform(lo, 1.0)))
+        e["credit_cents"][idx] += diff if rng.random() < 0.5 else -diff
+    variants = ["not_reported"] + (["reported_otherwise"] if b.knobs.near_miss >= 0.5 else [])
+    first = int(rng.integers(0, len(variants)))
+    kinds = {idx: variants[(first + j) % len(variants)] for j, idx in enumerate(defects)}
+    lines: dict[int, list[tuple[str, int]]] = {}
+    for idx in defects + decoys:
+        m = int(str(e["post_date"][idx])[5:7])
+        diff = int(e["debit_cents"][idx]) - int(e["credit_cents"][idx])
+        if idx in decoys:
+            lines.setdefault(m, []).append((str(e["reference"][idx]), diff))
+        elif kinds[idx] == "reported_otherwise":
+            other = int(diff * rng.uniform(0.05, 0.5)) or (1 if diff > 0 else -1)
+            lines.setdefault(m, []).append((str(e["reference"][idx]), other))
         else:
-            diff = max(tol * 2, int(e["debit_cents"][idx] * rng.uniform(0.01, 0.2)))
-        e["credit_cents"][idx] += diff if rng.random() < 0.5 else -diff
-        b.add_defect(idx, "unbalanced_entry", "UNBALANCED", ["entry", ctx["pol_je"]], diff)
-    for idx in b.pick(n_dec, what="entries") if n_dec else []:
-        lo = max(1, int(tol * 0.05))
-        hi = max(lo + 1, int(tol * (0.3 + 0.69 * b.knobs.near_miss)))
-        diff = int(rng.integers(lo, hi + 1))
-        e["credit_cents"][idx] += diff if rng.random() < 0.5 else -diff
-        b.add_decoy(idx, "rounding_within_tolerance", ["entry", ctx["pol_je"]])
+            lines.setdefault(m, [])
+    reports = {}
+    for m, rows in sorted(lines.items()):
+        rows = sorted(rows)
+        body = (f"Billing interface (SYS_INTERFACE) - rounding report for period 2025-{m:02d}.\n"
+                "Uploads whose credits differ from their debits by unit-price or tax rounding; the GL team clears the "
+                "total to the suspense account at month end.\nUpload reference | Difference USD (debits - credits)\n"
+                + "\n".join(f"{ref} | {d / 100:+,.2f}" for ref, d in rows)
+                + f"\n{len(rows)} upload(s) with a rounding difference.")
+        last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
+        reports[m] = b.add_document("report", f"Billing interface rounding report - {MONTH_ABBR[m - 1]} 2025", body, str(last))
+    for idx in defects + decoys:
+        m = int(str(e["post_date"][idx])[5:7])
+        dr, cr = int(e["debit_cents"][idx]), int(e["credit_cents"][idx])
+        diff = abs(dr - cr)
+        ev = ["entry", reports[m], ctx["pol_je"]]
+        facts = [dr / 100, cr / 100, diff / 100, f"{{D:{reports[m]}}}"]
+        if idx in decoys:
+            b.add_decoy(idx, "interface_rounding_reported", ev, facts=facts + [tol / 100])
+        else:
+            b.add_defect(idx, f"unbalanced_{kinds[idx]}", "UNBALANCED", ev, diff, facts=facts)
+
+
+def _outage_days(rng, k: int) -> list[np.ndarray]:
+    """``k`` workflow outages of 2-4 consecutive business days between February and November."""
+    days = business_days(np.datetime64("2025-02-03"), np.datetime64("2025-11-28"))
+    starts = np.sort(rng.choice(len(days) - 5, size=k, replace=False))
+    return [days[s : s + int(rng.integers(2, 5))] for s in starts]
 
 
 def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
+    """Manual entries recorded with their preparer as approver, all keyed during a workflow outage:
+    decoys were signed off on the outage's manual approval log before posting by an approver whose
+    limit covers them; defects were not (missing from the log, or with ``near_miss`` >= 0.5 signed
+    off only after posting: an approval is dated after what it approves)."""
+    rng = b.rng
     e = b.e
-    system = sorted(u["user_id"] for u in b.users if u["role"] == "System")
-    human = e["manual"] & ~np.isin(e["preparer"], system)
-    for idx in b.pick(n_def, where=human, what="manual entries") if n_def else []:
+    if n_def + n_dec == 0:
+        return
+    limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
+    staff = e["manual"] & np.isin(e["preparer"], [u for u in PREPARERS]) & ~np.isin(e["template"], AR_TEMPLATES)
+    defects, decoys = _split(b, n_def, n_dec, staff & (e["debit_cents"] < 60_000_00), "manual entries")
+    outages = _outage_days(rng, 1 + int(n_def + n_dec > 3))
+    logs: list[list[str]] = [[] for _ in outages]
+    where: dict[int, int] = {}
+    for idx in defects + decoys:
+        k = int(rng.integers(0, len(outages)))
+        day = outages[k][int(rng.integers(0, len(outages[k])))]
+        _move(b, idx, day, int(rng.integers(9 * 3600, 17 * 3600)))
         e["approver"][idx] = e["preparer"][idx]
-        b.add_defect(idx, "self_approved_manual_entry", "SELF_APPROVAL", ["master:users", ctx["pol_je"]])
-    automated = ~e["manual"] & np.isin(e["preparer"], system)
-    for idx in b.pick(n_dec, where=automated, what="automated postings") if n_dec else []:
-        e["approver"][idx] = e["preparer"][idx]
-        b.add_decoy(idx, "system_release_under_interface_control", ["master:users", ctx["pol_je"]])
+        where[idx] = k
+    variants = ["not_logged"] + (["signed_after_posting"] if b.knobs.near_miss >= 0.5 else [])
+    first = int(rng.integers(0, len(variants)))
+    plan: list[tuple[int, str]] = [(i, variants[(first + j) % len(variants)]) for j, i in enumerate(defects)]
+    plan += [(i, "signed_off") for i in decoys]
+    rows: dict[int, tuple] = {}
+    for idx, kind in plan:
+        cents, prep, day = int(e["debit_cents"][idx]), str(e["preparer"][idx]), e["post_date"][idx]
+        if kind == "not_logged":
+            continue
+        approver = str(rng.choice([a for a in APPROVERS if a != prep and limits[a] >= cents]))
+        signed = day + int(rng.integers(1, 4)) if kind == "signed_after_posting" else day - int(rng.integers(0, 2))
+        rows[idx] = (approver, str(signed), kind)
+    handles = []
+    for k, days in enumerate(outages):
+        lines = [f"{e['reference'][i]} | {int(e['debit_cents'][i]) / 100:,.2f} | {e['preparer'][i]} | {rows[i][0]} | "
+                 f"{rows[i][1]}" for i in sorted(rows, key=lambda i: (str(e['post_date'][i]), str(e['reference'][i])))
+                 if where[i] == k]
+        inc = int(rng.integers(10_000, 99_999))
+        handles.append(b.add_document(
+            "memo", f"Manual approval log - ERP workflow incident INC-{inc}",
+            f"IT incident INC-{inc}: the ERP approval workflow failed intermittently from {days[0]} to {days[-1]}. "
+            "Entries posted while it was failing were recorded with their preparer as approver. Under FIN-POL-010 3a "
+            "each of them was to be signed off on this log by a second approver before posting.\n"
+            "Reference | Amount USD | Preparer | Signed off by | Date signed\n" + "\n".join(lines),
+            str(days[-1] + 1)))
+    for idx, kind in plan:
+        log = handles[where[idx]]
+        prep, cents, day = str(e["preparer"][idx]), int(e["debit_cents"][idx]), str(e["post_date"][idx])
+        ev = [log, "master:users", ctx["pol_je"]]
+        if kind == "signed_off":
+            b.add_decoy(idx, "signed_off_on_outage_log", ev, facts=[f"{{D:{log}}}", rows[idx][0], rows[idx][1]])
+            continue
+        kind = rows[idx][2] if idx in rows else "not_logged"
+        facts = [prep, cents / 100, f"{{D:{log}}}"]
+        if kind == "signed_after_posting":
+            facts += [rows[idx][1], day]
+        b.add_defect(idx, f"self_approved_{kind}", "SELF_APPROVAL", ev, facts=facts)
+
+
+#: expense accounts that may change during FY2025: (code, name). Each seed gives two of them an
+#: opening date in the year, blocks one, closes one and leaves one out of the chart, so a code on
+#: the listing says nothing until the chart is read.
+CHANGING_ACCOUNTS = (
+    ("6250", "Utilities - Warehouse 2"), ("6390", "Travel - Conferences"), ("6410", "Consulting - Transactions"),
+    ("6450", "Consulting - ERP Implementation"), ("6650", "Repairs - Leased Premises"),
+    ("6750", "Marketing - Digital Campaigns"), ("6990", "Office - Miscellaneous"), ("7150", "Cloud Hosting Services"),
+    ("7190", "IT - Clearing"),
+)
 
 
 def _plant_accounts(b, n_def: int, n_dec: int) -> None:
@@ -234,47 +356,67 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
     post = e["post_date"].astype("datetime64[D]")
     pool = np.isin(e["debit_account"], EXPENSE_DEBITS)
     gap_max = 2 + int(round((1 - b.knobs.near_miss) * 45))
+    codes = [CHANGING_ACCOUNTS[i] for i in rng.permutation(len(CHANGING_ACCOUNTS))]
+    opened, (blk_code, blk_name), (cl_code, cl_name), (absent, _) = codes[:2], codes[2], codes[3], codes[4]
     rows = []
-    opened = [OPENED[i] for i in sorted(rng.choice(len(OPENED), size=2, replace=False))]
     window = pool & (post >= np.datetime64("2025-03-01")) & (post <= np.datetime64("2025-11-30"))
+    defects, decoys = _split(b, n_def, n_dec, window, "expense postings")
     open_dates = {}
-    for k, (code, name, _like) in enumerate(opened):
-        share = n_dec // 2 + (n_dec % 2 if k == 0 else 0)
-        idxs = b.pick(share, where=window, what="expense postings") if share else np.array([], dtype=int)
-        opened_on = (post[idxs].min() - int(rng.integers(1, gap_max + 1))) if len(idxs) else \
+    # the earlier decoys go to the first opened account, the later ones to the second: the second
+    # opens late enough that a posting before its opening (a defect) can come from the same window
+    by_date = sorted(decoys, key=lambda i: (post[i], i))
+    half = (len(by_date) + 1) // 2
+    for k, (code, name) in enumerate(opened):
+        share = by_date[:half] if k == 0 else by_date[half:]
+        opened_on = (min(post[i] for i in share) - int(rng.integers(1, gap_max + 1))) if share else \
             np.datetime64("2025-03-01") + int(rng.integers(0, 180))
         open_dates[code] = opened_on
         rows.append({"account": code, "name": name, "type": "expense", "status": "active", "opened": str(opened_on),
                      "closed": "", "blocked_on": ""})
-        for idx in idxs:
+        for idx in share:
             e["debit_account"][idx] = code
-            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"])
-    blk_code, blk_name, blk_on = BLOCKED[int(rng.integers(0, len(BLOCKED)))]
+            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
+                        facts=[code, str(opened_on), str(post[idx])])
+    blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 360)))
+    cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 270)))
     rows.append({"account": blk_code, "name": blk_name, "type": "expense", "status": "blocked", "opened": "2015-01-01",
                  "closed": "", "blocked_on": blk_on})
-    cl_code, cl_name, cl_on = CLOSED_BEFORE[int(rng.integers(0, len(CLOSED_BEFORE)))]
     rows.append({"account": cl_code, "name": cl_name, "type": "expense", "status": "closed", "opened": "2015-01-01",
                  "closed": cl_on, "blocked_on": ""})
-    taken = {a["account"] for a in b.accounts} | {r["account"] for r in rows}
     kinds = ("blocked", "closed", "nonexistent", "not_yet_open")
     first = int(rng.integers(0, len(kinds)))
-    for i in range(n_def):
-        kind = kinds[(first + i) % len(kinds)]
-        where = pool
+    plan = sorted(kinds[(first + i) % len(kinds)] for i in range(len(defects)))
+    early = plan.count("not_yet_open")
+    rest = [k for k in plan if k != "not_yet_open"]
+    # the earliest postings are the ones that can precede an opening
+    by_date = sorted(defects, key=lambda i: (post[i], i))
+    for idx, kind in zip(by_date, ["not_yet_open"] * early + [rest[j] for j in rng.permutation(len(rest))]):
+        day = str(post[idx])
         if kind == "not_yet_open":
-            code = str(rng.choice(sorted(open_dates)))
-            where = pool & (post < open_dates[code])
-            if int((where & ~b.used).sum()) == 0:
-                kind, where = "blocked", pool
-        idx = int(b.pick(1, where=where, what="expense postings")[0])
+            code = next((c for c, d in sorted(open_dates.items()) if post[idx] < d), None)
+            if code is None:
+                # the posting precedes no opening: open the later account after it, unless that would
+                # put one of its decoys before the opening
+                code = max(open_dates, key=lambda c: open_dates[c])
+                later = max(open_dates[code], post[idx] + int(rng.integers(1, gap_max + 1)))
+                if any(later > post[j] for j in decoys if e["debit_account"][j] == code):
+                    kind = "blocked"
+                else:
+                    open_dates[code] = later
+                    next(r for r in rows if r["account"] == code)["opened"] = str(later)
         if kind == "blocked":
-            code = blk_code
+            code, facts = blk_code, [blk_code, "blocked", blk_on, day]
         elif kind == "closed":
-            code = cl_code
+            code, facts = cl_code, [cl_code, "closed", cl_on, day]
         elif kind == "nonexistent":
-            code = _mistyped(str(e["debit_account"][idx]), taken, rng)
+            code, facts = absent, [absent, "does not exist", day]
+        else:
+            facts = [code, str(open_dates[code]), day]
         e["debit_account"][idx] = code
-        b.add_defect(idx, f"posting_to_{kind}_account", "INVALID_ACCOUNT", ["master:accounts"])
+        b.add_defect(idx, f"posting_to_{kind}_account", "INVALID_ACCOUNT", ["master:accounts"], facts=facts)
+    # an opening date may have moved: the decoys' facts name the final one
+    b.decoys = [(i, t, ev, [fx[0], str(open_dates[fx[0]]), fx[2]] if t == "account_opened_before_posting" else fx)
+                for i, t, ev, fx in b.decoys]
     for a in b.accounts:
         a["closed"] = a["closed"] or ""
         a["blocked_on"] = a["blocked_on"] or ""
@@ -282,120 +424,156 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
     b.accounts.sort(key=lambda r: r["account"])
 
 
-def _mistyped(code: str, taken: set[str], rng) -> str:
-    """A keying error on ``code`` (two adjacent digits swapped, else the last digit) not in the chart."""
-    swaps = [code[:i] + code[i + 1] + code[i] + code[i + 2:] for i in range(len(code) - 1)]
-    opts = sorted({c for c in swaps if c != code and c not in taken and c[0] != "0"})
-    if not opts:
-        opts = sorted({code[:-1] + d for d in "123456789" if code[:-1] + d not in taken})
-    return str(rng.choice(opts))
-
-
 def _plant_users(b, n_def: int, n_dec: int) -> None:
-    """A leaver (terminated mid-year): postings after the termination are exceptions, before are not;
-    users without posting rights also appear as preparers."""
+    """Two leavers (terminated during the year): one keyed manual entries in the weeks before the
+    termination date (decoys), the other in the weeks after it (defects). Which leaver is which, and
+    where the dates fall, only the user master tells: on the listing each is a preparer whose
+    entries cluster in a window (``near_miss`` narrows it), and neither's entries straddle a date."""
     rng = b.rng
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
-    uid, name, role, dept, limit = LEAVERS[int(rng.integers(0, len(LEAVERS)))]
-    term = np.datetime64("2025-06-02") + int(rng.integers(0, 110))
-    fits = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & (e["debit_cents"] < int(limit * 80))
-    n_after = (n_def + 1) // 2 if n_def >= 2 else n_def
-    n_rights = n_def - n_after
-    w = 7 + int(round((1 - b.knobs.near_miss) * 90))
-    while int((fits & ~b.used & (post < term) & (post >= term - w)).sum()) < n_dec and w < 400:
-        w += 14
-    for idx in b.pick(n_dec, where=fits & (post < term) & (post >= term - w), what="manual entries before a termination") if n_dec else []:
-        e["preparer"][idx] = uid
-        b.add_decoy(idx, "posted_before_termination", ["master:users"])
-    for idx in b.pick(n_after, where=fits & (post > term), what="manual entries after a termination") if n_after else []:
-        e["preparer"][idx] = uid
-        b.add_defect(idx, "posted_after_termination", "UNAUTHORISED_USER", ["master:users"])
-    no_rights = sorted(u["user_id"] for u in b.users if not u["posting_rights"])
-    for idx in b.pick(n_rights, where=e["manual"], what="manual entries") if n_rights else []:
-        e["preparer"][idx] = str(rng.choice(no_rights))
-        b.add_defect(idx, "no_posting_rights", "UNAUTHORISED_USER", ["master:users"])
-    b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-                    "approval_limit": float(limit), "status": "terminated",
-                    "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
-                    "termination_date": str(term), "bank_account": b.bank_account()})
+    fits = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES)
+    w0 = 10 + int(round((1 - b.knobs.near_miss) * 40))
+    pair = [LEAVERS[i] for i in rng.permutation(len(LEAVERS))[:2]]
+    for (uid, name, role, dept, limit), n, after in ((pair[0], n_dec, False), (pair[1], n_def, True)):
+        term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
+        ok = fits & (e["debit_cents"] < int(limit * 80))
+        w = w0
+
+        def window(w: int) -> np.ndarray:
+            return ok & ((post > term) & (post <= term + w) if after else (post < term) & (post >= term - w))
+
+        while int((window(w) & ~b.used).sum()) < n and w < 400:
+            w += 14
+        for idx in b.pick(n, where=window(w), what="manual entries around a termination") if n else []:
+            e["preparer"][idx] = uid
+            if e["approver"][idx] == uid:
+                e["approver"][idx] = "JWRIGHT"
+            facts = [uid, str(term), str(post[idx])]
+            if after:
+                b.add_defect(idx, "posted_after_termination", "UNAUTHORISED_USER", ["master:users"], facts=facts)
+            else:
+                b.add_decoy(idx, "posted_before_termination", ["master:users"], facts=facts)
+        b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
+                        "approval_limit": float(limit), "status": "terminated",
+                        "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
+                        "termination_date": str(term), "bank_account": b.bank_account()})
 
 
-def _weekends() -> list[tuple[np.datetime64, np.datetime64]]:
-    """(Saturday, Sunday) pairs of FY2025 from February to November."""
+def _off_days(rng) -> tuple[list[np.datetime64], list[np.datetime64], list[np.datetime64]]:
     d = np.arange(np.datetime64("2025-02-01"), np.datetime64("2025-11-30"), dtype="datetime64[D]")
-    return [(s, s + 1) for s in d[np.is_busday(d, weekmask="0000010")]]
+    weekends = list(d[~np.is_busday(d)])
+    holidays = [np.datetime64(h) for h, _ in HOLIDAYS_2025 if np.is_busday(np.datetime64(h))]
+    weekdays = list(business_days(np.datetime64("2025-02-03"), np.datetime64("2025-11-28")))
+    return weekends, holidays, weekdays
+
+
+def _off_time(rng, day_kind: str) -> int:
+    """Seconds after midnight of an out-of-hours keying: any daytime hour on a weekend or a holiday,
+    an evening or an early morning on a business day."""
+    if day_kind != "evening":
+        return int(rng.integers(8 * 3600, 20 * 3600))
+    return int(rng.integers(18 * 3600 + 900, 22 * 3600 + 1800)) if rng.random() < 0.75 else \
+        int(rng.integers(5 * 3600 + 1800, 7 * 3600 + 2700))
 
 
 def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Manual entries keyed on weekends, holidays or evenings; decoys are weekend work that a
-    weekend work authorisation covers (named users, dates and hours)."""
+    """Manual entries keyed outside the posting window (weekend, holiday, evening or early morning),
+    all drawn from one distribution; a decoy's day has an out-of-hours work authorisation naming its
+    preparer and covering its time, a defect's has none (or, with ``near_miss`` >= 0.5, one that
+    does not name the preparer or does not cover the time)."""
     rng = b.rng
     e = b.e
-    near = b.knobs.near_miss
-    system = sorted(u["user_id"] for u in b.users if u["role"] == "System")
-    staff = e["manual"] & ~np.isin(e["preparer"], system)
-    weekends = _weekends()
-    n_memos = min(n_dec, 1 + int(rng.random() < 0.5)) if n_dec else int(near >= 0.5 and n_def > 0)
-    chosen = [weekends[i] for i in sorted(rng.choice(len(weekends), size=n_memos, replace=False))] if n_memos else []
-    memos = []
-    decoys = b.pick(n_dec, where=staff, what="manual entries") if n_dec else []
-    groups = [[] for _ in chosen]
-    for k, idx in enumerate(decoys):
-        groups[k % len(chosen)].append(int(idx))
-    for (sat, sun), idxs in zip(chosen, groups):
-        users = sorted({str(e["preparer"][i]) for i in idxs} | {str(rng.choice(("DPATEL", "EMUELLER", "FNGUYEN")))})
-        memos.append({"days": (sat, sun), "users": users, "handle": None})
-        for idx in idxs:
-            day = sat if rng.random() < 0.6 else sun
-            latest = MEMO_HOURS[0] + 1 + near * (MEMO_HOURS[1] - MEMO_HOURS[0] - 1.5)
-            _move(b, idx, day, int(rng.uniform(MEMO_HOURS[0] + 1, latest) * 3600))
-    for m in memos:
-        sat, sun = m["days"]
-        period = str(np.datetime64(sat, "M") - 1)
-        reason = WEEKEND_REASONS[int(rng.integers(0, len(WEEKEND_REASONS)))].format(p=period)
-        m["handle"] = b.add_document(
-            "memo", f"{MEMO_TITLE} - {sat} / {sun}",
-            f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {sat - int(rng.integers(2, 6))}\n\n"
-            f"The following users are authorised to work on Saturday {sat} and Sunday {sun}, between "
-            f"{MEMO_HOURS[0]:02d}:00 and {MEMO_HOURS[1]:02d}:00, for {reason}, and to post the resulting journal entries "
-            f"in the ERP on those days.\nAuthorised users: {', '.join(m['users'])}\n"
+    staff = e["manual"] & np.isin(e["preparer"], PREPARERS) & np.isin(e["template"], ("vendor_invoice", "accrual", "reclass"))
+    defects, decoys = _split(b, n_def, n_dec, staff, "manual entries")
+    if not defects and not decoys:
+        return
+    weekends, holidays, weekdays = _off_days(rng)
+    pools = {"weekend": weekends, "holiday": holidays, "evening": weekdays}
+
+    def draw(idx: int, day=None, kind=None) -> None:
+        if day is None:
+            kind = str(rng.choice(["weekend", "holiday", "evening"], p=[0.5, 0.15, 0.35]))
+            day = pools[kind][int(rng.integers(0, len(pools[kind])))]
+        _move(b, idx, day, _off_time(rng, kind))
+
+    memos: dict[np.datetime64, dict] = {}
+    for idx in decoys:
+        draw(idx)
+        day = e["entry_date"][idx]
+        m = memos.setdefault(day, {"users": set(), "times": [], "defects": []})
+        m["users"].add(str(e["preparer"][idx]))
+        m["times"].append(int(e["time_s"][idx]))
+    near = b.knobs.near_miss >= 0.5 and bool(memos)
+    variants = ["unauthorised"] + (["unlisted_user", "outside_hours"] if near else [])
+    first = int(rng.integers(0, len(variants)))
+    kinds = {}
+    for j, idx in enumerate(defects):
+        kind = variants[(first + j) % len(variants)]
+        if kind == "unauthorised":
+            draw(idx)
+            while e["entry_date"][idx] in memos:
+                draw(idx)
+        else:
+            day = sorted(memos)[int(rng.integers(0, len(memos)))]
+            _move(b, idx, day, _off_time(rng, "evening" if np.is_busday(day, holidays=HOLIDAY_DATES) else "weekend"))
+            m = memos[day]
+            lo, hi = min(m["times"]), max(m["times"])
+            t = int(e["time_s"][idx])
+            if kind == "outside_hours" and lo // 3600 <= t // 3600 <= hi // 3600 + 1:
+                kind = "unlisted_user"
+            if kind == "unlisted_user":
+                others = sorted(set(PREPARERS) - m["users"] - {"CRUIZ"})
+                e["preparer"][idx] = str(rng.choice(others))
+                if e["approver"][idx] == e["preparer"][idx]:
+                    e["approver"][idx] = "JWRIGHT"
+            else:
+                e["preparer"][idx] = str(rng.choice(sorted(m["users"])))
+                if e["approver"][idx] == e["preparer"][idx]:
+                    e["approver"][idx] = "JWRIGHT"
+                m["defects"].append(t)
+        kinds[idx] = kind
+    handles = {}
+    for day, m in sorted(memos.items()):
+        lo, hi = min(m["times"]) // 3600, max(m["times"]) // 3600 + 1
+        outside = m["defects"]
+        start = max(5, lo - int(rng.integers(0, 2)))
+        end = min(24, hi + int(rng.integers(0, 2)))
+        start = max(start, max([t // 3600 + 1 for t in outside if t // 3600 < lo], default=start))
+        end = min(end, min([t // 3600 for t in outside if t // 3600 >= hi], default=end))
+        m["window"] = (start, end)
+        extra = str(rng.choice(("DPATEL", "EMUELLER", "FNGUYEN")))
+        users = sorted(m["users"] | ({extra} if rng.random() < 0.5 else set()))
+        m["listed"] = users
+        period = str(np.datetime64(day, "M"))
+        issued = day - int(rng.integers(2, 6))  # a prior authorisation
+        handles[day] = b.add_document(
+            "memo", f"Out-of-hours work authorisation OW-{int(rng.integers(100, 999))}",
+            f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {issued}\n\n"
+            f"The following users are authorised to work on {_weekday(day)} {day}, between {start:02d}:00 and "
+            f"{'23:59' if end >= 24 else f'{end:02d}:00'}, to key supplier invoices, accruals and reclassifications of "
+            f"period {period}, and to post them in the ERP on that day.\nAuthorised users: {', '.join(users)}\n"
             "Every entry keyed during this window follows the normal approval workflow.",
-            str(sat - 3),
+            str(issued),
         )
     for idx in decoys:
-        m = next(m for m in memos if e["entry_date"][idx] in m["days"])
-        b.add_decoy(idx, "authorised_weekend_work", [m["handle"], ctx["pol_close"]])
+        day = e["entry_date"][idx]
+        b.add_decoy(idx, "authorised_out_of_hours_work", [handles[day], ctx["pol_close"]],
+                    facts=[f"{{D:{handles[day]}}}", str(e["preparer"][idx]), str(day)])
+    for idx in defects:
+        day, kind = e["entry_date"][idx], kinds[idx]
+        t = int(e["time_s"][idx])
+        facts = [str(e["preparer"][idx]), str(day), f"{t // 3600:02d}:{t % 3600 // 60:02d}"]
+        ev = ["master:calendar", ctx["pol_close"]]
+        if kind != "unauthorised":
+            ev.append(handles[day])
+            facts.append(f"{{D:{handles[day]}}}")
+        b.add_defect(idx, f"off_hours_{kind}", "OFF_HOURS", ev, facts=facts)
 
-    authorised = {d for m in memos for d in m["days"]}
-    free_weekends = [d for w in weekends for d in w if d not in authorised]
-    holidays = [np.datetime64(h) for h, _ in HOLIDAYS_2025 if np.is_busday(np.datetime64(h))]
-    variants = ["weekend", "holiday", "evening"] + (["unlisted_user", "outside_memo_hours"] if memos and near >= 0.5 else [])
-    first = int(rng.integers(0, len(variants)))
-    for i, idx in enumerate(b.pick(n_def, where=staff, what="manual entries") if n_def else []):
-        kind = variants[(first + i) % len(variants)]
-        if kind == "weekend":
-            _move(b, idx, free_weekends[int(rng.integers(0, len(free_weekends)))], int(rng.integers(9 * 3600, 17 * 3600)))
-        elif kind == "holiday":
-            _move(b, idx, holidays[int(rng.integers(0, len(holidays)))], int(rng.integers(9 * 3600, 17 * 3600)))
-        elif kind == "evening":
-            t = int(rng.integers(19 * 3600, 23 * 3600)) if rng.random() < 0.7 else int(rng.integers(5 * 3600, 7 * 3600))
-            _move(b, idx, e["post_date"][idx], t)
-        else:
-            m = memos[int(rng.integers(0, len(memos)))]
-            day = m["days"][int(rng.integers(0, 2))]
-            if kind == "unlisted_user":
-                outsiders = sorted({"AKIM", "BOKAFOR", "DPATEL", "EMUELLER", "GSILVA"} - set(m["users"]))
-                e["preparer"][idx] = str(rng.choice(outsiders))
-                if e["approver"][idx] == e["preparer"][idx]:
-                    e["approver"][idx] = "JWRIGHT"
-                _move(b, idx, day, int(rng.integers(10 * 3600, 16 * 3600)))
-            else:
-                e["preparer"][idx] = str(rng.choice(m["users"]))
-                if e["approver"][idx] == e["preparer"][idx]:
-                    e["approver"][idx] = "JWRIGHT"
-                _move(b, idx, day, int(rng.integers(MEMO_HOURS[1] * 3600 + 900, 23 * 3600)))
-        b.add_defect(idx, f"off_hours_{kind}", "OFF_HOURS", ["master:calendar", ctx["pol_close"]])
+
+def _weekday(day) -> str:
+    return ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")[
+        int((np.datetime64(day, "D").astype(np.int64) - 4) % 7)]
 
 
 def _move(b, idx: int, day, time_s: int) -> None:
@@ -406,37 +584,78 @@ def _move(b, idx: int, day, time_s: int) -> None:
     e["entry_date"][idx] = day
     e["doc_date"][idx] = min(e["doc_date"][idx], day)
     e["time_s"][idx] = time_s
+    e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[int(str(day)[5:7]) - 1], str(e["description"][idx]))
 
 
 def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Entries posted into a month but recorded after its close date; decoys recorded in the close window."""
+    """Entries posted to a month's last business day but recorded 1-6 business days after its close
+    date, all drawn alike; a decoy's period has a close calendar change (issued by the close date)
+    extending the close past the recording date, a defect's has none (or, with ``near_miss`` >= 0.5,
+    one that ends before the recording date)."""
     rng = b.rng
     e = b.e
     closes = ctx["closes"]
-    pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES)
-    for idx in b.pick(n_def, where=pool, what="manual entries") if n_def else []:
-        m = int(rng.integers(1, 13))
+    pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & np.isin(e["preparer"], PREPARERS)
+    defects, decoys = _split(b, n_def, n_dec, pool, "manual entries")
+    if not defects and not decoys:
+        return
+    months = rng.permutation(12) + 1
+    month_of = {}
+    for k, idx in enumerate(decoys + defects):
+        m = int(months[k % 12])
         close = np.datetime64(closes[f"2025-{m:02d}"])
-        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 9)), roll="forward", holidays=_HOL_CLOSE))
-        b.add_defect(idx, "entry_after_close", "CUTOFF", ["entry", "master:calendar", ctx["pol_close"]])
-    for idx in b.pick(n_dec, where=pool, what="manual entries") if n_dec else []:
-        m = int(rng.integers(1, 13))
+        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 7)), roll="forward", holidays=_HOL_CLOSE))
+        month_of[idx] = m
+    ext: dict[int, np.datetime64] = {}
+    for idx in decoys:
+        m = month_of[idx]
+        rec = e["entry_date"][idx]
+        slack = int(rng.integers(0, 3)) if b.knobs.near_miss < 1 else 0
+        ext[m] = max(ext.get(m, rec), np.busday_offset(rec, slack, roll="forward", holidays=_HOL_CLOSE))
+    kinds = {}
+    for idx in defects:
+        m = month_of[idx]
         close = np.datetime64(closes[f"2025-{m:02d}"])
-        me = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]")
-        window = np.arange(me, close + 1, dtype="datetime64[D]")
-        window = window[np.is_busday(window, holidays=_HOL_CLOSE)]
-        lo = int(b.knobs.near_miss * (len(window) - 1))
-        b.post_late(idx, m, window[int(rng.integers(lo, len(window)))])
-        b.add_decoy(idx, "recorded_before_close", ["master:calendar", ctx["pol_close"]])
+        kinds[idx] = "no_extension"
+        if m in ext:
+            if e["entry_date"][idx] <= ext[m]:
+                b.post_late(idx, m, np.busday_offset(ext[m], int(rng.integers(1, 3)), roll="forward", holidays=_HOL_CLOSE))
+            kinds[idx] = "after_extension"
+        elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and e["entry_date"][idx] > close + 1 \
+                and sum(month_of[j] == m for j in month_of) == 1:
+            new = np.busday_offset(e["entry_date"][idx], -int(rng.integers(1, 3)), roll="backward", holidays=_HOL_CLOSE)
+            if new > close:
+                ext[m] = new
+                kinds[idx] = "after_extension"
+    handles = {}
+    for m, new in sorted(ext.items()):
+        close = np.datetime64(closes[f"2025-{m:02d}"])
+        issued = np.busday_offset(close, -int(rng.integers(0, 3)), roll="backward", holidays=_HOL_CLOSE)
+        handles[m] = b.add_document(
+            "memo", f"Close calendar change CC-{int(rng.integers(100, 999))}",
+            f"From: IBROWN (Controller)\nDate: {issued}\n\nThe close of period 2025-{m:02d} is extended from {close} to "
+            f"{new} to allow late supplier invoices and accruals of the period to be recorded. Entries recorded up to and "
+            f"including {new} may be posted into period 2025-{m:02d}; the period is locked after that date.",
+            str(issued),
+        )
+    for idx in decoys:
+        m = month_of[idx]
+        b.add_decoy(idx, "recorded_within_close_extension", ["master:calendar", ctx["pol_close"], handles[m]],
+                    facts=[f"{{D:{handles[m]}}}", str(e["entry_date"][idx]), str(ext[m])])
+    for idx in defects:
+        m = month_of[idx]
+        close = closes[f"2025-{m:02d}"]
+        ev = ["entry", "master:calendar", ctx["pol_close"]]
+        facts = [str(e["post_date"][idx]), str(e["entry_date"][idx]), close]
+        if kinds[idx] == "after_extension":
+            ev.append(handles[m])
+            facts += [f"{{D:{handles[m]}}}", str(ext[m])]
+        b.add_defect(idx, f"entry_after_close_{kinds[idx]}", "CUTOFF", ev, facts=facts)
 
 
 # ----------------------------------------------------------------------------- strategies
 _SCAN_COLUMNS = ["entry_id", "line_no", "account", "debit", "credit", "posting_date", "entry_timestamp", "preparer",
-                 "approver", "source"]
-
-
-def _period_end(day: str) -> str:
-    return str((np.datetime64(day[:7], "M") + 1).astype("datetime64[D]") - 1)
+                 "approver", "source", "reference"]
 
 
 def _standing(acct: dict | None) -> bool:
@@ -478,11 +697,11 @@ def _off_window(ts: str, holidays: set[str]) -> str | None:
     day = ts[:10]
     hour = int(ts[11:13]) + int(ts[14:16]) / 60
     if day in holidays:
-        return f"keyed on the holiday {day}"
+        return f"keyed on the holiday {day} at {ts[11:16]}"
     if not np.is_busday(np.datetime64(day)):
-        return f"keyed on a weekend day ({day})"
+        return f"keyed on a weekend day ({day}) at {ts[11:16]}"
     if hour < HOURS[0] or hour >= HOURS[1]:
-        return f"keyed at {ts[11:16]}, outside {HOURS[0]:02d}:00-{HOURS[1]:02d}:00"
+        return f"keyed on {day} at {ts[11:16]}, outside {HOURS[0]:02d}:00-{HOURS[1]:02d}:00"
     return None
 
 
@@ -493,13 +712,24 @@ def _scan(kit: Kit):
 
 
 def _gap_ids(kit: Kit, ents: dict) -> list[str]:
-    lo, hi = kit.entry_range()
     present = {int(k) for k in ents}
-    return [str(i) for i in range(lo, hi + 1) if i not in present]
+    if not present:
+        return []
+    return [str(i) for i in range(min(present), max(present) + 1) if i not in present]
 
 
-def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], period_ends: bool = True) -> dict[str, list[str]]:
-    """Candidates per criterion by the naive red-flag rules (no documents)."""
+def _closes(cal: list[dict]) -> dict[str, str]:
+    """Period (YYYY-MM) -> close date, from the calendar master data."""
+    out = {}
+    for r in cal:
+        m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
+        if r.get("kind") == "period_close" and m:
+            out[m.group(1)] = r["date"][:10]
+    return out
+
+
+def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], closes: dict[str, str]) -> dict[str, list[str]]:
+    """Candidates per criterion by the red-flag rules (the listing and master data, no documents)."""
     out: dict[str, list[str]] = {k: [] for k in KINDS}
     for eid in sorted(ents):
         h = ents[eid]
@@ -514,19 +744,22 @@ def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], period_ends
             out["UNAUTHORISED_USER"].append(eid)
         if h["source"] == "manual" and _off_window(h["entry_timestamp"], holidays):
             out["OFF_HOURS"].append(eid)
-        if period_ends and h["entry_timestamp"][:10] > _period_end(h["posting_date"]):
+        close = closes.get(h["posting_date"][:7])
+        if close and h["entry_timestamp"][:10] > close:
             out["CUTOFF"].append(eid)
     return out
 
 
 def naive(kit: Kit):
-    """Applies every red-flag rule to the listing and flags all hits, without reading the policies,
-    the weekend authorisations or the balances; reports the numbering gap without an amount."""
+    """Applies every red-flag rule to the listing and master data and flags all hits, without reading
+    the policies, the approval logs, the authorisations, the close calendar changes or the balances;
+    reports the numbering gap without an amount."""
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    holidays = {r["date"][:10] for r in (yield from kit.master("calendar")) if r.get("kind") == "holiday"}
+    cal = yield from kit.master("calendar")
+    holidays = {r["date"][:10] for r in cal if r.get("kind") == "holiday"}
     ents, _rows = yield from _scan(kit)
-    hits = _rules(ents, users, chart, holidays)
+    hits = _rules(ents, users, chart, holidays, _closes(cal))
     done = set()
     n = 0
     for crit in KINDS:
@@ -546,7 +779,9 @@ def naive(kit: Kit):
 
 
 def _docs(kit: Kit):
-    """Open the two policies and every weekend work authorisation; returns (tolerance, ids, memos)."""
+    """Open the two policies, the interface rounding reports, the approval logs, the out-of-hours
+    authorisations and the close calendar changes; returns (tolerance, policy ids, logs,
+    authorisations, extensions, rounding reports)."""
     pol = yield from kit.documents("policy")
     ids = {}
     for key, words in (("je", "balancing and approval"), ("close", "period-close")):
@@ -559,62 +794,110 @@ def _docs(kit: Kit):
         tol = float(m.group(1).replace(",", "")) if m else 0.0
     if ids["close"]:
         yield from kit.open(ids["close"])
-    memos = []
-    for d in (yield from kit.documents("memo")):
-        if MEMO_TITLE.lower() not in d["title"].lower():
+    reports = {}
+    for d in (yield from kit.documents("report")):
+        if "rounding report" not in d["title"].lower():
             continue
         body = (yield from kit.open(d["doc_id"])).get("body", "")
-        days = set(re.findall(r"(?:Saturday|Sunday) (\d{4}-\d{2}-\d{2})", body))
-        win = re.search(r"between (\d\d):(\d\d) and (\d\d):(\d\d)", body)
-        users = re.search(r"Authorised users: ([A-Z_, ]+)", body)
-        if days and win and users:
-            memos.append({"doc_id": d["doc_id"], "days": days, "users": {u.strip() for u in users.group(1).split(",")},
-                          "from": int(win.group(1)) + int(win.group(2)) / 60, "to": int(win.group(3)) + int(win.group(4)) / 60})
-    return tol, ids, memos
+        period = re.search(r"rounding report for period (\d{4}-\d\d)", body)
+        rows = {}
+        for line in body.splitlines():
+            m = re.fullmatch(r"(\S+) \| ([+-][\d,]+\.\d\d)", line.strip())
+            if m:
+                rows[m.group(1)] = float(m.group(2).replace(",", ""))
+        if period:
+            reports[period.group(1)] = {"doc_id": d["doc_id"], "rows": rows}
+    logs, auths, exts = [], [], {}
+    for d in (yield from kit.documents("memo")):
+        title = d["title"].lower()
+        if not any(w in title for w in ("approval log", "out-of-hours", "close calendar change")):
+            continue
+        body = (yield from kit.open(d["doc_id"])).get("body", "")
+        if "approval log" in title:
+            span = re.search(r"from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", body)
+            rows = {}
+            for line in body.splitlines():
+                cells = [c.strip() for c in line.split("|")]
+                if len(cells) == 5 and re.fullmatch(r"\d{4}-\d\d-\d\d", cells[4]):
+                    rows[cells[0]] = {"signer": cells[3], "date": cells[4]}
+            if span:
+                logs.append({"doc_id": d["doc_id"], "from": span.group(1), "to": span.group(2), "rows": rows})
+        elif "out-of-hours" in title:
+            day = re.search(r"on \w+ (\d{4}-\d\d-\d\d), between (\d\d):(\d\d) and (\d\d):(\d\d)", body)
+            users = re.search(r"Authorised users: ([A-Z_, ]+)", body)
+            if day and users:
+                auths.append({"doc_id": d["doc_id"], "day": day.group(1), "users": {u.strip() for u in users.group(1).split(",")},
+                              "hours": f"{day.group(2)}:{day.group(3)}-{day.group(4)}:{day.group(5)}",
+                              "from": int(day.group(2)) + int(day.group(3)) / 60,
+                              "to": int(day.group(4)) + int(day.group(5)) / 60})
+        else:
+            m = re.search(r"close of period (\d{4}-\d\d) is extended from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", body)
+            issued = re.search(r"Date: (\d{4}-\d\d-\d\d)", body)
+            if m and issued and issued.group(1) <= m.group(2):  # issued by the original close date
+                exts[m.group(1)] = {"doc_id": d["doc_id"], "to": m.group(3)}
+    return tol, ids, logs, auths, exts, reports
 
 
 def careful(kit: Kit):
-    """Reads the whole listing, the balances, the user master, the chart, the calendar, the policies
-    and the weekend authorisations first; then judges every rule hit against its evidence, rolls the
-    balances forward to size the missing entry, and disposes of everything with what it opened."""
+    """Reads the whole listing, the balances, the user master, the chart, the calendar, the policies,
+    the approval logs, the authorisations and the close calendar changes first; then judges every rule
+    hit against its evidence, rolls the balances forward to size the missing entry, and disposes of
+    everything with what it opened."""
     ents, rows = yield from _scan(kit)
     balances = (yield from kit.call("get_balances")).get("rows", [])
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
     cal = yield from kit.master("calendar")
     holidays = {r["date"][:10] for r in cal if r.get("kind") == "holiday"}
-    closes = {}
-    for r in cal:
-        m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
-        if r.get("kind") == "period_close" and m:
-            closes[m.group(1)] = r["date"][:10]
-    tol, pol, memos = yield from _docs(kit)
+    closes = _closes(cal)
+    tol, pol, logs, auths, exts, reports = yield from _docs(kit)
     pj = [pol["je"]] if pol["je"] else []
     pc_ = [pol["close"]] if pol["close"] else []
 
-    hits = _rules(ents, users, chart, holidays)
+    hits = _rules(ents, users, chart, holidays, closes)
     flags: dict[str, tuple] = {}   # eid -> (criteria, evidence, rationale, amount, needs_entry)
     clears: dict[str, tuple] = {}  # eid -> (evidence, rationale, needs_entry)
     for eid in hits["UNBALANCED"]:
         h = ents[eid]
-        d = round(abs(h["total_debit"] - h["total_credit"]), 2)
-        if d > tol + 1e-9:
-            flags[eid] = ("UNBALANCED", [eid, *pj], f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}: the "
-                          f"difference of {d:.2f} exceeds the USD {tol:.2f} rounding tolerance of the journal entry policy", d, True)
+        signed = round(h["total_debit"] - h["total_credit"], 2)
+        d = abs(signed)
+        rep = reports.get(h["posting_date"][:7])
+        ev = [eid] + ([rep["doc_id"]] if rep else []) + pj
+        reported = rep["rows"].get(h.get("reference") or "") if rep else None
+        head = f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}, a difference of {d:.2f}"
+        where = f"rounding report {rep['doc_id']}" if rep else "no interface rounding report for the period"
+        if reported is not None and abs(reported - signed) < 0.005 and d <= tol + 1e-9:
+            clears[eid] = (ev, f"{head}, reported as such on {where} and within the USD {tol:.2f} tolerance of the journal "
+                           "entry policy", True)
+        elif reported is not None:
+            flags[eid] = ("UNBALANCED", ev, f"{head}; {where} reports {reported:+,.2f} for this upload, not the "
+                          "difference posted: an unexplained difference", d, True)
         else:
-            clears[eid] = ([eid, *pj], f"the difference of {d:.2f} between debits and credits is within the USD {tol:.2f} "
-                           "rounding tolerance of the journal entry policy", True)
+            flags[eid] = ("UNBALANCED", ev, f"{head}, not on {where}: not an interface rounding difference but a keying "
+                          "or interface error", d, True)
     for eid in hits["SELF_APPROVAL"]:
         h = ents[eid]
-        u = users.get(h["preparer"], {})
-        if h["source"] == "automated" and u.get("role") == "System":
-            clears.setdefault(eid, (["master:users", *pj], f"automated posting by {h['preparer']}, a System user in the user "
-                                    "master; the policy says the system stamp records the release under the interface "
-                                    "control and is not a self-approval", False))
-        else:
-            flags.setdefault(eid, ("SELF_APPROVAL", ["master:users", *pj], f"manual entry of {h['total_debit']:.2f} prepared and "
-                                   f"approved by the same user {h['preparer']}, which the journal entry policy forbids",
+        day, prep = h["posting_date"], h["preparer"]
+        log = next((g for g in logs if g["from"] <= day <= g["to"]), None)
+        ev = ([log["doc_id"]] if log else []) + ["master:users", *pj]
+        row = log["rows"].get(h.get("reference") or "") if log else None
+        where = f"manual approval log {log['doc_id']}" if log else "no workflow incident log"
+        base = f"manual entry of {h['total_debit']:,.2f} posted on {day} with its preparer {prep} recorded as approver"
+        if row is None:
+            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; it is not signed off on {where}: self-approved",
                                    h["total_debit"], False))
+            continue
+        signer = users.get(row["signer"], {})
+        limit = float(signer.get("approval_limit") or 0)
+        if row["signer"] == prep or row["date"] > day:
+            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row['signer']} only on "
+                                   f"{row['date']}, after it was posted on {day}", h["total_debit"], False))
+        elif limit < h["total_debit"]:
+            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row['signer']}, whose "
+                                   f"approval limit of {limit:,.2f} does not cover it", h["total_debit"], False))
+        else:
+            clears.setdefault(eid, (ev, f"{base} during the workflow incident; {where} shows it signed off by "
+                                    f"{row['signer']} on {row['date']}, before posting, within a limit of {limit:,.2f}", False))
     for eid in hits["INVALID_ACCOUNT"]:
         h = ents[eid]
         odd = [a for a in dict.fromkeys(h["accounts"]) if not _standing(chart.get(a))]
@@ -640,25 +923,36 @@ def careful(kit: Kit):
         ts = h["entry_timestamp"]
         why = _off_window(ts, holidays)
         hour = int(ts[11:13]) + int(ts[14:16]) / 60
-        memo = next((m for m in memos if ts[:10] in m["days"] and h["preparer"] in m["users"]
-                     and m["from"] <= hour < m["to"]), None)
+        day_memos = [m for m in auths if m["day"] == ts[:10]]
+        memo = next((m for m in day_memos if h["preparer"] in m["users"] and m["from"] <= hour < m["to"]), None)
         if memo:
-            clears.setdefault(eid, ([memo["doc_id"], *pc_], f"{why}, but weekend work authorisation {memo['doc_id']} names "
-                                    f"{h['preparer']} for {ts[:10]} within its hours", False))
+            clears.setdefault(eid, ([memo["doc_id"], *pc_], f"{why}, but out-of-hours work authorisation {memo['doc_id']} "
+                                    f"names {h['preparer']} for {ts[:10]}, {memo['hours']}, which covers {ts[11:16]}", False))
+        elif day_memos:
+            m = day_memos[0]
+            gap = f"does not name {h['preparer']}" if h["preparer"] not in m["users"] else \
+                f"covers {m['hours']} only, not {ts[11:16]}"
+            flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_, m["doc_id"]], f"manual entry of "
+                                   f"{h['total_debit']:.2f} {why} by {h['preparer']}; the only authorisation for that day, "
+                                   f"{m['doc_id']}, {gap}", h["total_debit"], False))
         else:
             flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_], f"manual entry of {h['total_debit']:.2f} {why} by "
-                                   f"{h['preparer']}, with no weekend work authorisation covering that user, day and hour",
+                                   f"{h['preparer']}, with no out-of-hours work authorisation for that day",
                                    h["total_debit"], False))
     for eid in hits["CUTOFF"]:
         h = ents[eid]
         rec, posted = h["entry_timestamp"][:10], h["posting_date"]
         close = closes.get(posted[:7])
-        if close and rec > close:
-            flags.setdefault(eid, ("CUTOFF", [eid, "master:calendar", *pc_], f"posted on {posted} but recorded on {rec}, after "
-                                   f"the period's close date {close}; the period was locked", h["total_debit"], True))
+        ext = exts.get(posted[:7])
+        if ext and rec <= ext["to"]:
+            clears.setdefault(eid, (["master:calendar", *pc_, ext["doc_id"]], f"posted on {posted} and recorded on {rec}, "
+                                    f"after the calendar close {close} but within the extension of the close to "
+                                    f"{ext['to']} by close calendar change {ext['doc_id']}", False))
         else:
-            clears.setdefault(eid, (["master:calendar", *pc_], f"recorded on {rec}, after the period end but on or before the "
-                                    f"close date {close}: normal close work", False))
+            ev = [eid, "master:calendar", *pc_] + ([ext["doc_id"]] if ext else [])
+            more = f"; close calendar change {ext['doc_id']} extended it only to {ext['to']}" if ext else ""
+            flags.setdefault(eid, ("CUTOFF", ev, f"posted on {posted} but recorded on {rec}, after the period's close date "
+                                   f"{close}{more}; the period was locked", h["total_debit"], True))
     clears = {k: v for k, v in clears.items() if k not in flags}
 
     # roll-forward: closing - opening minus the listed movements = what the listing is missing

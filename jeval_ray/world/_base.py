@@ -484,15 +484,23 @@ class WorldBuilder:
         self.docs.append({"doc_type": doc_type, "title": title, "body": body, "date": str(date)})
         return len(self.docs) - 1
 
-    def add_defect(self, idx: int, defect_type: str, criteria: str, evidence: list, misstatement_cents: int | None = None) -> None:
+    def add_defect(self, idx: int, defect_type: str, criteria: str, evidence: list, misstatement_cents: int | None = None,
+                   facts: list | None = None) -> None:
         """Record a planted defect. Evidence items: a document handle (int), ``"master:<table>"``,
-        ``"entry"`` (the entry itself, opened with ``get_entry``) or ``("entry", idx)``."""
+        ``"entry"`` (the entry itself, opened with ``get_entry``) or ``("entry", idx)``.
+
+        ``facts``: the decisive facts a correct rationale states (what the evidence shows: a limit,
+        a close date, a document's figure, a person). Text may use ``{E:idx}`` / ``{D:handle}``
+        for ids; numbers are amounts (written with two decimals). Default: the documents in the
+        evidence, and the misstatement where the task asks for amounts."""
         if misstatement_cents is None:
             misstatement_cents = int(self.e["debit_cents"][idx])
-        self.defects.append((int(idx), defect_type, criteria, list(evidence), int(misstatement_cents)))
+        self.defects.append((int(idx), defect_type, criteria, list(evidence), int(misstatement_cents), facts))
 
-    def add_decoy(self, idx: int, decoy_type: str, evidence: list) -> None:
-        self.decoys.append((int(idx), decoy_type, list(evidence)))
+    def add_decoy(self, idx: int, decoy_type: str, evidence: list, facts: list | None = None) -> None:
+        """Record a planted decoy and the evidence that clears it; ``facts`` as for ``add_defect``
+        (default: the documents in the clearing evidence)."""
+        self.decoys.append((int(idx), decoy_type, list(evidence), facts))
 
     def hide(self, idx: int) -> None:
         """Leave an entry out of the listing (it still moves the closing balances)."""
@@ -558,14 +566,23 @@ class WorldBuilder:
                     out.append(str(it))
             return tuple(dict.fromkeys(out))
 
+        def facts_of(given: list | None, evidence: tuple[str, ...], extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+            if given is None:
+                return tuple(e for e in evidence if e.startswith("DOC-")) + extra
+            return tuple(dict.fromkeys(f"{f:.2f}" if isinstance(f, (float, int, np.integer, np.floating))
+                                       and not isinstance(f, bool) else sub(str(f)) for f in given))
+
+        amount_fact = (lambda m: (f"{m / 100:.2f}",)) if self.task.asks_amount else (lambda m: ())
         defects = tuple(
             sorted(
-                (DefectRecord(str(eid[i]), t, c, evid(ev, i), round(m / 100, 2)) for i, t, c, ev, m in self.defects),
+                (DefectRecord(str(eid[i]), t, c, ev_ids, round(m / 100, 2), facts_of(fx, ev_ids, amount_fact(m)))
+                 for i, t, c, ev, m, fx in self.defects for ev_ids in [evid(ev, i)]),
                 key=lambda d: d.entry_id,
             )
         )
         decoys = tuple(
-            sorted((DecoyRecord(str(eid[i]), t, evid(ev, i)) for i, t, ev in self.decoys), key=lambda d: d.entry_id)
+            sorted((DecoyRecord(str(eid[i]), t, ev_ids, facts_of(fx, ev_ids)) for i, t, ev, fx in self.decoys
+                    for ev_ids in [evid(ev, i)]), key=lambda d: d.entry_id)
         )
         visible = ~self.hidden
         ledger = self._ledger_table(entry_no, order, visible)

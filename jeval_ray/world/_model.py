@@ -30,6 +30,8 @@ class DefectRecord:
     criteria: str
     required_evidence: tuple[str, ...]
     misstatement: float
+    #: the decisive facts a correct rationale states (figures, dates, ids, names); see scoring.judge
+    facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class DecoyRecord:
     entry_id: str
     decoy_type: str
     clearing_evidence: tuple[str, ...]
+    #: the decisive facts a correct rationale states (figures, dates, ids, names); see scoring.judge
+    facts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,8 @@ class World:
     hidden_entries: tuple[str, ...] = ()
     world_hash: str = ""
     _doc_index: dict = field(default_factory=dict, repr=False, compare=False)
+    #: values derived from the world alone and memoised by the scorer (what bears on an entry …)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def document(self, doc_id: str) -> Document | None:
         if not self._doc_index:

@@ -1,0 +1,109 @@
+"""The adversarial suite: score-gaming agents on every task cannot earn points without auditing.
+
+Plays the built-in agents and every adversary of ``jeval_ray.agents.adversarial`` on all 16 tasks
+over held-out seeds and asserts the bounds ``docs/scoring.md`` promises:
+
+* no free points: submitting at once, clearing ordinary entries, never flagging: ≤ 0.10 an episode;
+* no laundering and no surface rule: neither beats the plain naive rule by more than 0.03 a task;
+* decoys cost: flagging every defect and every decoy (3 + 3) gives an outcome ≤ 0.6;
+* the tasks discriminate: careful − naive ≥ 0.15, careful's outcome ≥ 0.95, random < naive < careful.
+"""
+
+import asyncio
+import statistics
+
+import pytest
+
+from jeval_ray.agents import make_agent
+from jeval_ray.agents.adversarial import SurfaceModel, make_adversary
+from jeval_ray.agents.surface import Probe
+from jeval_ray.env import JEEnv
+from jeval_ray.episode import play_episode
+from jeval_ray.tasks import TASK_IDS
+from jeval_ray.world import generate_world
+
+SEEDS = range(600, 604)
+#: the "does not beat naive by more than 0.03" bounds compare means: more seeds, so chance does not decide
+PAIRED_SEEDS = range(600, 616)
+TRAIN = range(1000, 1030)
+EQUAL = {"n_defects": 3, "n_decoys": 3}
+FREE_POINTS = ("submit_now", "farmer", "never_flag")
+
+
+def _play(task, agent, seed, knobs=None):
+    env = JEEnv(task, knobs)
+    return asyncio.run(play_episode(env, agent, seed)).score
+
+
+@pytest.fixture(scope="module", params=TASK_IDS)
+def table(request):
+    """{agent: [EpisodeScore per seed]} for one task."""
+    task = request.param
+    probe = Probe("forest", [generate_world(task, s) for s in TRAIN])
+    out = {}
+    for name in ("random", "careful"):
+        out[name] = [_play(task, make_agent(name, s), s) for s in SEEDS]
+    out["naive"] = [_play(task, make_agent("naive", s), s) for s in PAIRED_SEEDS]
+    for name in FREE_POINTS:
+        out[name] = [_play(task, make_adversary(name, s), s) for s in SEEDS]
+    out["laundered_naive"] = [_play(task, make_adversary("laundered_naive", s), s) for s in PAIRED_SEEDS]
+    out["surface_rule"] = [_play(task, make_adversary("surface_rule", s, model=SurfaceModel(
+        probe.world_scores(generate_world(task, s)))), s) for s in PAIRED_SEEDS]
+    out["flag_key"] = [_play(task, make_adversary("flag_key", s, world=generate_world(task, s, EQUAL)), s, EQUAL)
+                       for s in SEEDS]
+    return task, out
+
+
+def _mean(scores, part="score"):
+    return statistics.fmean(getattr(s, part) for s in scores)
+
+
+def test_no_free_points_for_doing_nothing_clearing_ordinary_entries_or_never_flagging(table):
+    task, out = table
+    for name in FREE_POINTS:
+        worst = max(s.score for s in out[name])
+        assert worst <= 0.10, (task, name, worst)
+
+
+def test_laundering_and_surface_rules_do_not_beat_the_naive_rule(table):
+    task, out = table
+    naive = _mean(out["naive"])
+    for name in ("laundered_naive", "surface_rule"):
+        assert _mean(out[name]) <= naive + 0.03, (task, name, _mean(out[name]), naive)
+    for name in FREE_POINTS:
+        assert _mean(out[name]) <= _mean(out["naive"][: len(SEEDS)]) + 0.03, (task, name)
+
+
+def test_flagging_every_defect_and_every_decoy_costs(table):
+    task, out = table
+    assert _mean(out["flag_key"], "outcome") <= 0.6, task
+    assert _mean(out["flag_key"]) < _mean(out["careful"]) - 0.15, task
+
+
+def test_the_task_discriminates(table):
+    task, out = table
+    careful, naive, rnd = _mean(out["careful"]), _mean(out["naive"]), _mean(out["random"])
+    assert min(s.outcome for s in out["careful"]) >= 0.95, task
+    assert careful - naive >= 0.15, (task, careful, naive)
+    assert rnd < naive < careful, (task, rnd, naive, careful)
+
+
+def test_naming_every_staff_member_does_not_name_the_scheme_user():
+    from jeval_ray.agents import Action
+
+    env = JEEnv("JE-15")
+    env.reset(seed=5)
+    w = env.world
+    staff = [u for u in w.master["users"].to_pylist() if u.get("role") != "System"]
+    heads = {r["entry_id"]: r for r in w.ledger.to_pylist() if r["line_no"] == 1}
+    preps = [heads[d.entry_id]["preparer"] for d in w.defects if d.entry_id in heads]
+    scheme = max(sorted(set(preps)), key=preps.count)
+    everyone = ", ".join(f"{u['user_id']} {u['name']}" for u in staff)
+    for d in w.defects:
+        env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
+                                       "rationale": f"Keyed by one of {everyone}."}))
+    assert env.score().verification.extra["scheme_user_named"] is False
+    for d in w.defects:
+        env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
+                                       "rationale": f"Keyed by {scheme}, whose bank account the vendor uses."}))
+    assert env.score().verification.extra["scheme_user_named"] is True
