@@ -281,7 +281,8 @@ def test_a_judgment_record_writes_the_same_row_and_aggregates_like_the_model(env
     records = [ok.as_record(), failed.as_record()]
     assert judgment_rows(keys, records) == judgment_rows(keys, [ok, failed])
     assert aggregate_judgments(records) == aggregate_judgments([ok, failed]) == {
-        "rationale": ok.rationale_score, "judge_spread": 0.0, "judges_ok": 1, "judges_failed": 1}
+        "rationale": ok.rationale_score, "judge_spread": 0.0, "judges_ok": 1, "judges_failed": 1,
+        "judges_unscored": 0}
     assert json.loads(records[0]["item_scores"])[0]["entry_id"] == d1.entry_id
     assert records[0]["judge_version"] == REFERENCE_JUDGE_VERSION
     assert records[1]["status"] == "failed" and records[1]["error"] == "timed out"

@@ -116,10 +116,17 @@ class ChatClient(ABC):
         """
 
     async def chat(
-        self, messages: list[dict], tools: list[dict] | None = None, *, seed: int | None = None
+        self, messages: list[dict], tools: list[dict] | None = None, *, seed: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> ChatResult:
-        """One completion with retries; raises a ``ModelError`` subclass when it fails for good."""
+        """One completion with retries; raises a ``ModelError`` subclass when it fails for good.
+
+        ``extra_body``: request fields of this call only, merged last (e.g. the LLM judge's
+        ``response_format``, whose JSON Schema names the entries of the episode it judges).
+        """
         body = self._body(messages, tools, seed if self.config.send_seed else None)
+        if extra_body:
+            body.update(extra_body)
         est = estimate_tokens(messages, tools or []) + self.config.max_tokens
 
         async def attempt(_n: int) -> ChatResult:

@@ -80,15 +80,20 @@ def judgments_table(keys: EpisodeKeys, judgments: list[Judgment] | list[dict],
     return pa.Table.from_pylist(judgment_rows(keys, judgments, accounting), schema=JUDGMENTS)
 
 
-def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment] | list[dict], accounting: list[dict] | None = None) -> list[dict]:
-    """One row per judge of an episode (the ``judgments`` schema).
+_JUDGMENT_DEFAULTS = {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "latency_ms": 0.0, "calls": 0, "reasks": 0}
 
-    ``judgments``: ``Judgment`` models or their records (``Judgment.as_record``, what judge workers return).
+
+def judgment_rows(keys: EpisodeKeys, judgments: list[Judgment] | list[dict], accounting: list[dict] | None = None, *,
+                  jury: str | None = None, scored_by: str = "sweep", first_idx: int = 0) -> list[dict]:
+    """One row per judge of an episode (the ``judgments`` schema), judge ``i`` with ``judge_idx = first_idx + i``.
+
+    ``judgments``: ``Judgment`` models or their records (``Judgment.as_record``, what judge workers return),
+    which carry their own tokens, cost and latency; ``accounting`` (optional) overrides those per judge.
     """
     k = keys.row()
     accounting = accounting or [{} for _ in judgments]
-    return [{**k, **(j if isinstance(j, dict) else j.as_record()), "judge_idx": i, "tokens_in": a.get("tokens_in", 0),
-             "tokens_out": a.get("tokens_out", 0), "cost_usd": a.get("cost_usd", 0.0), "latency_ms": a.get("latency_ms", 0.0)}
+    return [{**k, **_JUDGMENT_DEFAULTS, **(j if isinstance(j, dict) else j.as_record()), **a, "judge_idx": first_idx + i,
+             "jury": jury, "scored_by": scored_by}
             for i, (j, a) in enumerate(zip(judgments, accounting))]
 
 
@@ -107,7 +112,8 @@ def episode_row(keys: EpisodeKeys, outcome, *, agent: str, tier: str, run_config
         "started_at": started_at, "finished_at": finished_at, **{m: v[m] for m in METRICS},
         "extra_metrics": json.dumps(v.get("extra") or {}), "rationale": judge_agg.get("rationale"),
         "judge_spread": judge_agg.get("judge_spread"), "judges_ok": judge_agg.get("judges_ok", 0),
-        "judges_failed": judge_agg.get("judges_failed", 0), "score": final_score, "worker": worker,
+        "judges_failed": judge_agg.get("judges_failed", 0), "judges_unscored": judge_agg.get("judges_unscored", 0),
+        "judge_tokens_in": 0, "judge_tokens_out": 0, "score": final_score, "worker": worker,
         "package_version": __version__,
     }
 

@@ -81,6 +81,13 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("judge_spread", pa.float64()),
     pa.field("judges_ok", pa.int32()),
     pa.field("judges_failed", pa.int32()),
+    pa.field("judges_unscored", pa.int32(), metadata={"description": "Judgments of this episode left unscored (an LLM "
+             "judge gave no valid answer within its re-asks, its endpoint failed, or the judge budget was spent); "
+             "not in the median, never counted as zero."}),
+    pa.field("judge_tokens_in", pa.int64(), metadata={"description": "Prompt tokens of every LLM judge call of this "
+             "episode (re-asks included), apart from the agent's tokens_in."}),
+    pa.field("judge_tokens_out", pa.int64(), metadata={"description": "Completion tokens of every LLM judge call of "
+             "this episode (re-asks included), apart from the agent's tokens_out."}),
     pa.field("score", pa.float64()),
     pa.field("worker", pa.string()),
     pa.field("package_version", pa.string()),
@@ -104,7 +111,7 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
     pa.field("judge_idx", pa.int32()),
     pa.field("rubric", pa.string()),
     pa.field("judge_version", pa.string()),
-    pa.field("status", pa.string()),  # ok | failed
+    pa.field("status", pa.string()),  # ok | unscored (reason in error) | failed
     pa.field("rationale_score", pa.float64()),
     pa.field("item_scores", pa.string()),  # JSON: per disposition, per rubric item
     pa.field("overall_comment", pa.string()),
@@ -113,6 +120,23 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
     pa.field("tokens_out", pa.int64()),
     pa.field("cost_usd", pa.float64()),
     pa.field("latency_ms", pa.float64()),
+    pa.field("judge_model", pa.string(), metadata={"description": "The judge model entry (scoring.judge_models name) "
+             "of an LLM judgment; null for the reference and function judges."}),
+    pa.field("jury", pa.string(), metadata={"description": "Id of the jury that wrote this row (rubric, judges, judge "
+             "models, judging settings; sweep.judges.jury_id). The manifest's judging.juries describes each id."}),
+    pa.field("prompt_hash", pa.string(), metadata={"description": "sha256 (16 hex) of an LLM judgment's first request "
+             "(messages and response_format); with episode, attempt, judge, judge_idx, judge model, rubric and jury it "
+             "keys re-scored rows (records.schemas.JUDGMENT_KEY)."}),
+    pa.field("judge_seed", pa.int64(), metadata={"description": "The seed of this judge of this episode (from episode "
+             "id and judge_idx): orders the dispositions in the prompt and is sent as the request seed."}),
+    pa.field("calls", pa.int32(), metadata={"description": "Judge model requests answered for this judgment "
+             "(1 + re-asks; client retries of one request are not counted)."}),
+    pa.field("reasks", pa.int32(), metadata={"description": "Re-asks after an invalid answer (each quotes the "
+             "validation error)."}),
+    pa.field("reference_item_scores", pa.string(), metadata={"description": "JSON: the reference judge's item scores "
+             "of the same packet, kept beside an LLM judgment to calibrate it (null for other judges)."}),
+    pa.field("scored_by", pa.string(), metadata={"description": "'sweep' for judgments made during the sweep, "
+             "'rescore' for rows appended by python -m jeval_ray.rescore."}),
 ])
 
 
@@ -238,12 +262,15 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "rubric": "Rubric id, e.g. global_rubric_v1 (jeval_ray/scoring/rubrics/).",
         "judge_version": "The judge's own version (the reference judge's rules, e.g. reference-2): judgments of "
                          "different versions are not mixed.",
-        "status": "ok or failed.",
+        "status": "ok (scored), unscored (an LLM judge gave no valid answer within its re-asks, its endpoint failed "
+                  "for good, or the judge budget was spent; the reason is in error; never counted as zero) or failed "
+                  "(the judge raised or its worker died).",
         "rationale_score": "This judge's rationale score in [0, 1]: the mean over the planted entries of (sum of rubric "
                            "items / 20) for each right final decision (docs/scoring.md); null when it failed.",
         "item_scores": "JSON text: per final disposition, the rubric items' scores (0-4) this judge gave.",
         "overall_comment": "The judge's overall comment; null when it gave none.",
-        "error": "Why the judge failed; null when it succeeded.",
+        "error": "Why the judge failed or left the judgment unscored (invalid_output: ..., model_error: ..., "
+                 "budget: ...); null when it succeeded.",
         "tokens_in": "Prompt tokens the judge used (0 for judges that use no model).",
         "tokens_out": "Completion tokens the judge used (0 for judges that use no model).",
         "cost_usd": "The judge's model cost in US dollars (0 for judges that use no model).",
@@ -263,6 +290,10 @@ STEPS = _described("steps", STEPS)
 EPISODES = _described("episodes", EPISODES)
 DISPOSITIONS = _described("dispositions", DISPOSITIONS)
 JUDGMENTS = _described("judgments", JUDGMENTS)
+
+#: the columns that identify a judgments row across re-scores (a second identical re-score adds nothing); the jury
+#: is part of it so each jury's rows are complete under its own id (the report picks one jury)
+JUDGMENT_KEY = ("episode_id", "attempt", "judge", "judge_idx", "judge_model", "rubric", "prompt_hash", "jury")
 
 DATASETS: dict[str, pa.Schema] = {"steps": STEPS, "episodes": EPISODES, "dispositions": DISPOSITIONS, "judgments": JUDGMENTS}
 

@@ -31,18 +31,35 @@ class DispositionScore(BaseModel):
 
 
 class Judgment(BaseModel):
-    """One judge's verdict on one episode (strict JSON; LLM judges must produce this shape)."""
+    """One judge's verdict on one episode (strict JSON; LLM judges must produce this shape).
+
+    ``status``: ``ok`` (scored), ``unscored`` (an LLM judge gave no valid answer within its re-asks,
+    its endpoint failed for good, or the judge budget was spent: ``error`` says which; never scored
+    as zero) or ``failed`` (the judge function raised or its worker died). Only ``ok`` judgments
+    enter the median. The remaining fields are the LLM judge's accounting (zero for the reference
+    judge), kept apart from the agent's.
+    """
 
     model_config = ConfigDict(extra="forbid")
     judge: str
     rubric: str = "global_rubric_v1"
     #: the judge's own version (the reference judge's rules, an LLM judge's prompt): old runs stay comparable
     judge_version: str | None = None
-    status: Literal["ok", "failed"] = "ok"
+    status: Literal["ok", "unscored", "failed"] = "ok"
     dispositions: list[DispositionScore] = Field(default_factory=list)
-    rationale_score: float = 0.0
+    rationale_score: float | None = 0.0
     overall_comment: str = ""
     error: str | None = None
+    judge_model: str | None = None
+    prompt_hash: str | None = None
+    judge_seed: int | None = None
+    calls: int = 0
+    reasks: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    reference_item_scores: str | None = None
 
     def as_record(self) -> dict:
         """The judgment as the flat fields of its ``judgments`` row, item scores as one JSON string.
@@ -52,7 +69,10 @@ class Judgment(BaseModel):
         """
         return {"judge": self.judge, "rubric": self.rubric, "judge_version": self.judge_version, "status": self.status, "rationale_score": self.rationale_score,
                 "item_scores": _ITEM_SCORES.dump_json(self.dispositions).decode(), "overall_comment": self.overall_comment,
-                "error": self.error}
+                "error": self.error, "judge_model": self.judge_model, "prompt_hash": self.prompt_hash,
+                "judge_seed": self.judge_seed, "calls": self.calls, "reasks": self.reasks, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "cost_usd": self.cost_usd, "latency_ms": self.latency_ms,
+                "reference_item_scores": self.reference_item_scores}
 
 
 #: item scores as JSON in one pydantic-core call (not a model_dump per item plus json.dumps)
@@ -213,7 +233,7 @@ def reference_judge(packet: dict, rubric_id: str = "global_rubric_v1") -> Judgme
 
 
 def aggregate_judgments(judgments: list[Judgment] | list[dict]) -> dict:
-    """Median of the successful judges' rationale scores, with their spread and failures.
+    """Median of the successful judges' rationale scores, with their spread, failures and unscored judgments.
 
     ``judgments``: ``Judgment`` models or their records (``Judgment.as_record``).
     """
@@ -224,4 +244,5 @@ def aggregate_judgments(judgments: list[Judgment] | list[dict]) -> dict:
         "judge_spread": (max(ok) - min(ok)) if ok else None,
         "judges_ok": len(ok),
         "judges_failed": sum(status == "failed" for status, _ in pairs),
+        "judges_unscored": sum(status == "unscored" for status, _ in pairs),
     }

@@ -157,20 +157,25 @@ class EpisodeWorker:
 
 
 class JudgeWorker:
-    """The judge pool's actor: applies a judge function to a judge packet."""
+    """The judge pool's actor: applies a judge (function or LLM judge model) to a judge packet.
 
-    def __init__(self):
+    ``judging`` (``ScoringConfig.judging()``) names the LLM judge models; their clients are built on
+    first use and kept for the worker's life (one connection pool per judge model), and share each
+    endpoint's cluster-wide rate limiter with the agents calling it.
+    """
+
+    def __init__(self, judging: dict | None = None):
         self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
-        from jeval_ray.sweep import judges  # noqa: F401 - imported before ``ready``, not on the first batch
+        from jeval_ray.sweep.judges import JudgePanel  # imported before ``ready``, not on the first batch
+
+        self.panel = JudgePanel(judging or {})
 
     async def ready(self) -> dict:
         return {"label": self.label}
 
     async def judge(self, packet: dict, judge: str, rubric: str, idx: int, seed: int) -> dict:
         """One judgment, as its ``judgments`` row fields (``Judgment.as_record``): validated here, once."""
-        from jeval_ray.sweep.judges import run_judge
-
-        j = await run_judge(judge, packet, rubric=rubric, idx=idx, seed=seed)
+        j = await self.panel.judge(judge, packet, rubric=rubric, idx=idx, seed=seed)
         return j.as_record()
 
     async def judge_many(self, items: list[tuple]) -> list[dict]:

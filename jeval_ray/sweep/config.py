@@ -83,14 +83,51 @@ class ConditionSpec(BaseModel):
                                   "knobs and task_knobs (e.g. {prompt_injection: true}).")
 
 
+class JudgeModelEntry(BaseModel):
+    """An LLM judge model: an endpoint entry like an agent model's (its fields are validated by
+    ``ModelConfig``: provider, base_url, model, api_key_env, rpm/tpm, price, ...) plus how it is
+    asked for JSON."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1, description="Name used in scoring.judges and in the judgments rows (judge_model).")
+    provider: str = Field(default="openai", description="openai | anthropic")
+    structured_output: Literal["auto", "json_schema", "instructions"] = Field(
+        default="auto", description="json_schema: send response_format with the answer's JSON Schema (OpenAI, vLLM, "
+        "SGLang, llama.cpp servers); instructions: the schema goes into the prompt only; auto: json_schema for "
+        "provider openai, instructions for anthropic.")
+
+    def entry(self) -> dict[str, Any]:
+        d = self.model_dump()
+        d.update(self.model_extra or {})
+        return d
+
+
 class ScoringConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     judge: str = Field(default="global_rubric_v1", description="Rubric id.")
     judges: list[str] = Field(default_factory=lambda: ["reference"], min_length=1,
-                              description="Judge functions, used round-robin for the judges_per_episode judges.")
+                              description="The jury: 'reference', names of judge_models, or 'module:function' judges. "
+                                          "An episode's judges_per_episode judges are consecutive names of this list from "
+                                          "an offset fixed by the episode id; one name is asked that many times with "
+                                          "different seeds.")
     judges_per_episode: int | None = Field(default=None, ge=1, description="null = 3 judges for an L4 task, else 1 (docs/environment_spec.md).")
+    judge_models: list[JudgeModelEntry] = Field(default_factory=list, description="LLM judge endpoints (docs/scoring.md).")
+    judge_max_reasks: int = Field(default=2, ge=0, le=10, description="Re-asks after an invalid judge answer before "
+                                  "the judgment is recorded as unscored.")
+    rationale_max_chars: int = Field(default=2000, ge=100, description="A rationale is cut to this many characters "
+                                     "before an LLM judge sees it.")
+    judge_budget_usd: float | None = Field(default=None, gt=0, description="Spending cap of the LLM judges of this run "
+                                           "(USD at the judge models' prices). Once spent, further LLM judgments are "
+                                           "recorded as unscored (reason 'budget'); judgments already in flight finish. "
+                                           "null = no cap.")
     weights: Weights | None = Field(default=None, description="Override every task's outcome/process/rationale weights.")
     task_weights: dict[str, Weights] = Field(default_factory=dict, description="Per-task weight overrides.")
+
+    def judging(self) -> dict[str, Any]:
+        """What the judge pool needs (``sweep.judges.JudgePanel``) and what identifies the jury."""
+        return {"rubric": self.judge, "judges": list(self.judges), "judges_per_episode": self.judges_per_episode,
+                "models": {m.name: m.entry() for m in self.judge_models if m.name in self.judges},
+                "max_reasks": self.judge_max_reasks, "rationale_max_chars": self.rationale_max_chars}
 
 
 class ExecutionConfig(BaseModel):
@@ -383,18 +420,58 @@ def check_semantics(cfg: SweepConfig, *, check_env: bool = True) -> None:
         except ConfigError as exc:
             raise ConfigError(f"field {where!r}: {exc}. Fix: use a known knob with a valid value.") from None
     resolve_conditions(cfg, tasks)
-    from jeval_ray.sweep.judges import JUDGES, is_known_judge
-
-    for name in cfg.scoring.judges:
-        if not is_known_judge(name):
-            raise ConfigError(f"field 'scoring.judges': unknown judge {name!r}. "
-                              f"Fix: use one of {', '.join(sorted(JUDGES))} or an importable 'module:function'.")
+    check_judges(cfg.scoring, check_env=check_env)
     from jeval_ray.scoring import load_rubric
 
     try:
         load_rubric(cfg.scoring.judge)
     except Exception:  # noqa: BLE001 - any failure to load means the id is wrong
         raise ConfigError(f"field 'scoring.judge': unknown rubric {cfg.scoring.judge!r}. Fix: use global_rubric_v1.") from None
+
+
+def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str = "scoring") -> None:
+    """The jury's names resolve, every judge model is a valid endpoint, its key is set (``check_env``)."""
+    from jeval_ray.sweep.judges import JUDGES, is_known_judge
+
+    def f(name: str) -> str:
+        return f"{where}.{name}" if where else name
+
+    names = [m.name for m in scoring.judge_models]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"field '{f('judge_models')}': judge model names must be unique; repeated: {', '.join(dup)}. "
+                          "Fix: rename them.")
+    for i, m in enumerate(scoring.judge_models):
+        at = f(f"judge_models[{i}]")
+        if m.name in JUDGES:
+            raise ConfigError(f"field '{at}.name': {m.name!r} is a built-in judge. Fix: choose another name.")
+        if m.provider not in ENDPOINT_PROVIDERS:
+            raise ConfigError(f"field '{at}.provider': unknown provider {m.provider!r} for judge model {m.name!r}. "
+                              f"Fix: use one of {', '.join(ENDPOINT_PROVIDERS)}.")
+        if m.structured_output == "json_schema" and m.provider == "anthropic":
+            raise ConfigError(f"field '{at}.structured_output': the Anthropic Messages API has no response_format "
+                              f"(judge model {m.name!r}). Fix: use auto or instructions.")
+        from jeval_ray.models.config import ModelConfig
+
+        try:
+            mc = ModelConfig.model_validate({k: v for k, v in m.entry().items() if k != "structured_output"})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            msg = err["msg"].removeprefix("Value error, ")
+            fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+            raise ConfigError(f"field '{at}.{_loc(err['loc'])}' (judge model {m.name!r}): {msg}. Fix: {fix}.") from None
+        if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
+            raise ConfigError(f"field '{at}.api_key_env': environment variable {mc.api_key_env} is not set (judge model "
+                              f"{m.name!r}). Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env "
+                              "for an endpoint without auth.")
+    for name in scoring.judges:
+        if name not in names and not is_known_judge(name):
+            known = ", ".join(sorted(JUDGES) + names)
+            raise ConfigError(f"field '{f('judges')}': unknown judge {name!r}. "
+                              f"Fix: use one of {known}, a name of {f('judge_models')}, or an importable 'module:function'.")
+    if scoring.judge_budget_usd is not None and not any(n in names for n in scoring.judges):
+        raise ConfigError(f"field '{f('judge_budget_usd')}': no LLM judge in {f('judges')} spends anything. "
+                          "Fix: remove judge_budget_usd or add a judge model to the jury.")
 
 
 def _task_overrides(task_knobs: dict, task_id: str) -> dict:
@@ -576,6 +653,7 @@ def json_schema() -> dict:
     return schema
 
 
-__all__ = ["ConditionSpec", "ExecutionConfig", "ModelEntry", "OutputConfig", "RayConfig", "ScoringConfig",
-           "SweepConfig", "LEADERBOARD_AGENTS", "TEST_AGENTS", "PROVIDERS", "check_semantics", "default_config_text",
-           "json_schema", "load_config_file", "load_sweep_config", "narrow_config", "validate_config"]
+__all__ = ["ConditionSpec", "ExecutionConfig", "JudgeModelEntry", "ModelEntry", "OutputConfig", "RayConfig",
+           "ScoringConfig", "SweepConfig", "LEADERBOARD_AGENTS", "TEST_AGENTS", "PROVIDERS", "check_judges",
+           "check_semantics", "default_config_text", "json_schema", "load_config_file", "load_sweep_config",
+           "narrow_config", "validate_config"]

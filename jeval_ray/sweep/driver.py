@@ -42,6 +42,7 @@ from jeval_ray.store._fs import exists, has_credentials, is_local, join_uri, lis
 from jeval_ray.sweep.agents import agent_label, is_builtin, waits_on_latency
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
+from jeval_ray.sweep.judges import assign_judge, judge_seed, jury_id
 from jeval_ray.sweep.progress import Progress
 
 MANIFEST = "manifest.json"
@@ -481,6 +482,9 @@ class SweepDriver:
         self._deadlines: dict = {}  # batch ref -> monotonic deadline (the watchdog)
         self._models = {m.name: {**m.model_dump(), **(m.model_extra or {})} for m in self.cfg.models}
         self._judges_per: dict[str, int] = {}
+        self._judging = self.cfg.scoring.judging()
+        self.jury = jury_id(self._judging)
+        self.judge_spent = 0.0  # USD of LLM judge calls answered so far (scoring.judge_budget_usd)
         self._weights: dict[str, Any] = {}
         self._no_worker_since: dict[str, float] = {}  # pool kind -> since when it has had work and no ready worker
         self.writer = None
@@ -594,7 +598,8 @@ class SweepDriver:
 
         ex = self.ex
         if kind == "judge":
-            handle = judge_worker_class(ex.judge_worker_cpus, ex.judge_worker_resources, ex.judges_in_flight).remote()
+            handle = judge_worker_class(ex.judge_worker_cpus, ex.judge_worker_resources, ex.judges_in_flight).remote(
+                self._judging)
         elif kind == "solo":
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
                 self._models, self.cfg.output.keep_observations)
@@ -830,10 +835,34 @@ class SweepDriver:
                 ahead = 1 if slot.in_flight <= self._per_worker else 2
             self._deadlines[batch_ref] = now + self.ex.episode_timeout_s * ahead + self.ex.watchdog_grace_s
 
+    def _judge_name(self, ep: _Episode, idx: int) -> str:
+        return assign_judge(self.cfg.scoring.judges, ep.cell.episode_id, idx)
+
+    def _over_budget(self) -> bool:
+        cap = self.cfg.scoring.judge_budget_usd
+        return cap is not None and self.judge_spent >= cap
+
     def _submit_judges(self, items: list[tuple[_Episode, int]], slot: _Slot) -> None:
-        judges = self.cfg.scoring.judges
+        rubric = self.cfg.scoring.judge
+        if self._over_budget():  # LLM judgments past the cap are recorded unscored, not sent
+            cap = self.cfg.scoring.judge_budget_usd
+            send = []
+            for ep, idx in items:
+                name = self._judge_name(ep, idx)
+                if name in self._judging["models"]:
+                    seed = judge_seed(ep.cell.episode_id, idx)
+                    self._judged(ep, idx, Judgment(
+                        judge=name, rubric=rubric, status="unscored", rationale_score=None, judge_model=name,
+                        judge_seed=seed, error=f"budget: scoring.judge_budget_usd={cap:g} spent "
+                                               f"({self.judge_spent:.4f} USD)").as_record())
+                else:
+                    send.append((ep, idx))
+            items = send
+            if not items:
+                return
         slot.in_flight += len(items)
-        calls = [(*ep.packet_ref, judges[idx % len(judges)], self.cfg.scoring.judge, idx, ep.cell.seed) for ep, idx in items]
+        calls = [(*ep.packet_ref, self._judge_name(ep, idx), rubric, idx, judge_seed(ep.cell.episode_id, idx))
+                 for ep, idx in items]
         self.refs[slot.handle.judge_many.remote(calls)] = ("judges", (items, slot))
 
     # ------------------------------------------------------------------ results
@@ -879,7 +908,6 @@ class SweepDriver:
         items, slot = payload
         self.timeline.setdefault("first_judgment", time.monotonic())
         slot.in_flight -= len(items)
-        judges = self.cfg.scoring.judges
         try:
             answers = ray.get(ref)
         except lost as exc:
@@ -889,7 +917,7 @@ class SweepDriver:
         except Exception as exc:  # noqa: BLE001
             answers = [{"__lost__": f"{type(exc).__name__}: {exc}"[:2000]}] * len(items)
         for (ep, idx), answer in zip(items, answers):
-            name = judges[idx % len(judges)]
+            name = self._judge_name(ep, idx)
             if answer is None:  # its judge worker died: judge again elsewhere, within bounds
                 tries = ep.judge_tries.get(idx, 1)
                 if tries < self.ex.max_attempts:
@@ -901,10 +929,14 @@ class SweepDriver:
                 j = Judgment(judge=name, rubric=self.cfg.scoring.judge, status="failed", error=answer["__lost__"]).as_record()
             else:
                 j = answer  # a judgment record, validated by the judge worker (Judgment.as_record)
-            ep.judgments[idx] = j
-            ep.pending_judges -= 1
-            if ep.pending_judges == 0:
-                self._finish(ep)
+                self.judge_spent += j.get("cost_usd") or 0.0
+            self._judged(ep, idx, j)
+
+    def _judged(self, ep: _Episode, idx: int, record: dict) -> None:
+        ep.judgments[idx] = record
+        ep.pending_judges -= 1
+        if ep.pending_judges == 0:
+            self._finish(ep)
 
     def _episode_lost(self, ep: _Episode, error: str) -> None:
         ep.last_error = error
@@ -954,9 +986,12 @@ class SweepDriver:
             agg = aggregate_judgments(ep.judgments)
             w = self._weights[(c.task_id, c.condition)]
             row.update(rationale=agg["rationale"], judge_spread=agg["judge_spread"], judges_ok=agg["judges_ok"],
-                       judges_failed=agg["judges_failed"], judge_cost_usd=0.0,
+                       judges_failed=agg["judges_failed"], judges_unscored=agg["judges_unscored"],
+                       judge_cost_usd=sum(j.get("cost_usd") or 0.0 for j in ep.judgments),
+                       judge_tokens_in=sum(j.get("tokens_in") or 0 for j in ep.judgments),
+                       judge_tokens_out=sum(j.get("tokens_out") or 0 for j in ep.judgments),
                        score=None if agg["rationale"] is None else combine(w, row["outcome"], row["process"], agg["rationale"]))
-            rows["judgments"] = judgment_rows(keys, ep.judgments)
+            rows["judgments"] = judgment_rows(keys, ep.judgments, jury=self.jury)
         rows["episodes"] = [row]
         ep.packet_ref = None  # release the packet
         self.writer.add(c.task_id, c.model, tables, rows=rows, sizes=r.get("sizes"))
@@ -1004,8 +1039,26 @@ class SweepDriver:
             "dedup_rule": DEDUP_RULE,
             "error": self.error if status == "failed" else None,
             "invocations": invocations,
+            "judging": self._judging_block(old.get("judging") or {}, final=status != "running"),
         }
         write_json_atomic(plan.fs, f"{plan.run_path}/{MANIFEST}", manifest)
+
+    def _judging_block(self, old: dict, final: bool) -> dict:
+        """``manifest.judging``: the sweep's jury id and every jury of the run (re-scores included) with its
+        counts, unscored reasons, cost, agreement and reference calibration, computed from the judgments
+        rows once the run ends (while it runs, the descriptions only)."""
+        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary, read_judgment_rows
+
+        described = described_juries(old)
+        described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)
+        block = {"sweep_jury": self.jury, "rescores": old.get("rescores", []), "juries": described}
+        if final:
+            try:
+                rows = read_judgment_rows(self.plan.run_path, self.plan.fs)
+                block["juries"] = judging_summary(rows, described)
+            except Exception as exc:  # noqa: BLE001 - the manifest must still be written; the reason is kept
+                block["error"] = f"judging summary not computed: {type(exc).__name__}: {exc}"[:2000]
+        return block
 
 
 #: CPUs reserved by an isolation worker (it runs one episode at a time)

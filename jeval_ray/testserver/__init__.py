@@ -21,6 +21,7 @@ from jeval_ray.testserver._brains import (
     conversation_key,
 )
 from jeval_ray.testserver._faults import FAULT_KINDS, Faults
+from jeval_ray.testserver._judge import JUDGE_MODES, JudgeBrain
 
 __all__ = [
     "LocalModelServer",
@@ -36,4 +37,6 @@ __all__ = [
     "AgentBrain",
     "builtin_brain",
     "conversation_key",
+    "JudgeBrain",
+    "JUDGE_MODES",
 ]

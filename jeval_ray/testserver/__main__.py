@@ -12,6 +12,7 @@ from jeval_ray.errors import ConfigError
 from jeval_ray.testserver._app import LOOPBACK_HOSTS, LocalModelServer
 from jeval_ray.testserver._brains import Brain, ScriptedBrain, builtin_brain
 from jeval_ray.testserver._faults import FAULT_KINDS, Faults
+from jeval_ray.testserver._judge import JUDGE_MODES, JudgeBrain
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,7 +32,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rpm-limit", type=int, default=None, help="answer 429 above this many requests per window")
     p.add_argument("--rpm-window", type=float, default=60.0, help="window of --rpm-limit, seconds")
     p.add_argument("--api-key-env", default=None, help="NAME of an env var holding the key clients must send")
+    p.add_argument("--judge-levels", default="", help="judge route: style-item score per judge model, "
+                   "e.g. 'judge-a=2,judge-b=3' (default 2)")
+    p.add_argument("--judge-modes", default="", help=f"judge route: answer mode per judge model, e.g. 'judge-c=malformed'; "
+                   f"modes: {', '.join(JUDGE_MODES)}")
     return p
+
+
+def _pairs(spec: str, option: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        model, sep, value = item.partition("=")
+        if not sep or not model or not value:
+            raise ConfigError(f"{option}: expected model=value pairs separated by commas, got {item!r}")
+        out[model] = value
+    return out
 
 
 def _brain(spec: str) -> Brain:
@@ -63,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             api_key = os.environ.get(args.api_key_env) or None
             if api_key is None:
                 raise ConfigError(f"--api-key-env: environment variable {args.api_key_env} is not set")
-        server = LocalModelServer(_brain(args.brain), faults, host=args.host, port=args.port, api_key=api_key)
+        levels = {m: int(v) for m, v in _pairs(args.judge_levels, "--judge-levels").items()}
+        judge = JudgeBrain(levels, _pairs(args.judge_modes, "--judge-modes"))
+        server = LocalModelServer(_brain(args.brain), faults, host=args.host, port=args.port, api_key=api_key,
+                                  judge=judge)
         server.start()
     except (ConfigError, ImportError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -5,8 +5,12 @@ and dropped connections are easy to produce and do not block other requests. Rou
 
 - ``POST /v1/chat/completions`` (OpenAI format, tool calls, usage)
 - ``POST /v1/messages`` (Anthropic Messages format)
+- the judge route: a request on either of those whose system prompt starts with the LLM judge's
+  prompt tag is answered by ``judge`` (a ``JudgeBrain``: rubric JSON, or malformed, truncated or
+  injected answers on demand) instead of the brain
 - ``GET  /v1/models``
 - ``POST /admin/faults`` (change the fault plan of a running server: JSON, see ``_update_faults``)
+- ``POST /admin/judge`` (queue judge answer modes: ``{"next": {mode: n}, "modes": {model: mode}}``)
 - ``GET  /admin/requests`` (the request log)
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 from jeval_ray.errors import ConfigError
 from jeval_ray.testserver._brains import Brain, BrainReply, BrainRequest, ScriptedBrain, ToolCall
 from jeval_ray.testserver._faults import Faults
+from jeval_ray.testserver._judge import JudgeBrain, is_judge_request
 
 log = logging.getLogger("jeval_ray.testserver")
 
@@ -50,6 +55,8 @@ class RequestRecord:
     seed: int | None = None
     model: str | None = None
     headers: dict[str, str] = field(default_factory=dict)  # auth headers left out
+    judge: bool = False  # answered by the judge route
+    response_format: str | None = None  # the ``type`` of an OpenAI ``response_format``, if sent
 
 
 def _tokens(obj: Any) -> int:
@@ -96,8 +103,9 @@ class LocalModelServer:
     """A fake model endpoint on ``127.0.0.1`` driven by a ``brain``, with injectable ``faults``.
 
     ``api_key``: when set, requests must carry it (``Authorization: Bearer`` or ``x-api-key``)
-    or get a 401 that echoes what they sent. Use ``start()`` (returns the bound port; ``port=0``
-    picks a free one) and ``stop()``, or the context manager.
+    or get a 401 that echoes what they sent. ``judge`` answers judge prompts (a default
+    ``JudgeBrain`` when not given). Use ``start()`` (returns the bound port; ``port=0`` picks a
+    free one) and ``stop()``, or the context manager.
     """
 
     def __init__(
@@ -108,11 +116,13 @@ class LocalModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         api_key: str | None = None,
+        judge: JudgeBrain | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ConfigError(f"the test server binds loopback only (127.0.0.1), refusing host {host!r}")
         self.brain: Brain = brain or ScriptedBrain()
         self.faults = faults or Faults()
+        self.judge = judge or JudgeBrain()
         self.api_key = api_key
         self._address = ("127.0.0.1", port)
         self._httpd: _Server | None = None
@@ -291,6 +301,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._send_json(400, _error("request body is not a JSON object", "invalid_request_error"))
             return
+        if self.path == "/admin/judge":
+            try:
+                for mode, n in (body.get("next") or {}).items():
+                    srv.judge.queue(mode, int(n))
+                for model, mode in (body.get("modes") or {}).items():
+                    srv.judge.queue(mode, 0)  # validates the mode
+                    srv.judge.modes[str(model)] = mode
+            except (ConfigError, TypeError, ValueError) as exc:
+                self._send_json(400, {"error": {"message": str(exc)}})
+                return
+            self._send_json(200, {"ok": True})
+            return
         if self.path == "/admin/faults":
             try:
                 srv._update_faults(body)
@@ -309,10 +331,12 @@ class _Handler(BaseHTTPRequestHandler):
             seed=body.get("seed"),
             model=body.get("model"),
             headers={k.lower(): v for k, v in self.headers.items() if k.lower() not in AUTH_HEADERS},
+            response_format=(body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None,
         )
         wait = srv._admit(record)
         fault = None if wait is not None else srv.faults.draw()
         record.fault = "rpm_limit" if wait is not None else fault
+        self._judged = False
         try:
             status, payload, headers, raw = self._answer(body, anthropic, wait, fault)
         except Exception as exc:  # a brain bug or an odd request: answer 500, keep serving
@@ -320,6 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload, headers, raw = 500, _error(f"{type(exc).__name__}: {exc}", "api_error"), None, None
         # Filled in before replying, so a client that has its answer always finds the record whole.
         record.status = status
+        record.judge = self._judged
         record.retry_after_s = _announced(headers) if status == 429 else None
         record.answered = time.monotonic()
         if status is None:
@@ -357,8 +382,11 @@ class _Handler(BaseHTTPRequestHandler):
             system = "\n\n".join(m.get("content") or "" for m in msgs if m.get("role") == "system")
             messages = [m for m in msgs if m.get("role") != "system"]
             tools = body.get("tools") or []
-        request = BrainRequest(model=str(body.get("model", "")), system=system, messages=messages, tools=tools, seed=body.get("seed"))
-        reply = srv.brain(request)
+        request = BrainRequest(model=str(body.get("model", "")), system=system, messages=messages, tools=tools,
+                               seed=body.get("seed"), response_format=body.get("response_format"))
+        judged = is_judge_request(request)
+        self._judged = judged
+        reply = srv.judge(request) if judged else srv.brain(request)
         reply = _apply_reply_fault(reply, fault)
         usage_in = _tokens(body.get("messages", [])) + _tokens(tools)
         usage_out = _tokens([reply.text, [(c.name, c.arguments_text()) for c in reply.tool_calls], reply.reasoning])

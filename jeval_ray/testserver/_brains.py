@@ -50,6 +50,7 @@ class BrainRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     seed: int | None = None
+    response_format: dict[str, Any] | None = None  # OpenAI structured output, as sent
 
     def tool_names(self) -> list[str]:
         """Names of the tools offered (OpenAI function format)."""
