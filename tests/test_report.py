@@ -207,3 +207,16 @@ def test_an_episode_page_replays_steps_dispositions_and_judge_comments():
     assert "look &lt;first&gt;" in page and "(error observation)" in page and "show all" in page
     assert "the entry is an exception" in page and "clarity 3 - cites the entry" in page and "clear" in page
     assert "<script" not in page
+
+
+def test_the_manifest_juries_agreement_and_calibration_are_reported():
+    eps = _table(_grid("m", "full", {"JE-1": [0.5] * 5}))
+    judging = {"juries": {"j1": {
+        "rubric": "global_rubric_v1", "ok": 10, "unscored": 2, "failed": 0, "unscored_reasons": {"invalid_answer": 2},
+        "agreement": {"episodes": 4, "items": {"clarity": {"alpha": 0.743, "ci_low": 0.5, "ci_high": 0.9},
+                                               "scepticism": {"alpha": None}}},
+        "reference_confusion": {"gpt-x": {"criterion_identified": {"n": 20, "agreement": 0.85, "table": []}}}}}}
+    notes = build_report(eps, manifest={"judging": judging}).table("judges").notes
+    assert any("jury j1" in n and "2 unscored (invalid_answer: 2)" in n for n in notes)
+    assert any("Krippendorff's alpha" in n and "clarity 0.74 [0.50, 0.90]" in n and "scepticism n/a" in n for n in notes)
+    assert any("gpt-x agrees with the reference judge on criterion_identified 0.85 of 20" in n for n in notes)

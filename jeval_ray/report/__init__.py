@@ -19,10 +19,13 @@ from jeval_ray.report.tables import DEFAULT_SEED, DEFAULT_THRESHOLD, Report, Tab
 
 
 def load_report(run_dir: str, **options) -> Report:
-    """Read a run's deduplicated episodes and judgments and compute every table (``build_report`` options)."""
+    """Read a run's deduplicated episodes and judgments (and its manifest's judging block) and compute
+    every table (``build_report`` options)."""
+    from jeval_ray.report.runs import read_manifest
     from jeval_ray.store.reader import read_dataset
 
-    return build_report(read_dataset(run_dir, "episodes"), read_dataset(run_dir, "judgments"), run=run_dir, **options)
+    return build_report(read_dataset(run_dir, "episodes"), read_dataset(run_dir, "judgments"), run=run_dir,
+                        manifest=read_manifest(run_dir), **options)
 
 
 def print_leaderboard(run_dir: str, console=None) -> Report:

@@ -39,6 +39,12 @@ def _manifest(fs: pafs.FileSystem, path: str) -> dict:
         return {}
 
 
+def read_manifest(run: str) -> dict:
+    """A run's ``manifest.json`` ({} when it has none or it cannot be read)."""
+    fs, path = resolve_fs(run)
+    return _manifest(fs, path)
+
+
 def list_runs(root: str) -> list[dict]:
     """The runs directly under ``root``: ``run_id``, ``path``, ``status``, ``episodes`` (grid size), ``created_at``."""
     fs, path = resolve_fs(root)

@@ -100,8 +100,9 @@ def _paired(a_rows: list[dict], b_rows: list[dict], alpha: float) -> tuple[stats
 
 def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: str = "",
                  threshold: float = DEFAULT_THRESHOLD, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
-                 alpha: float = stats.ALPHA) -> Report:
-    """All tables of the report (see the module doc); ``seed`` seeds every resampling."""
+                 alpha: float = stats.ALPHA, manifest: dict | None = None) -> Report:
+    """All tables of the report (see the module doc); ``seed`` seeds every resampling. ``manifest``:
+    the run's manifest, whose ``judging`` block carries the juries' agreement and calibration."""
     rows = episodes.to_pylist()
     by: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -191,7 +192,7 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("judge_cost_usd", "judge $ (mean/ep)", "usd"),
             Column("judge_s", "judge s (mean/ep, summed over judges)", "seconds"),
             Column("total_cost_usd", "$ (total)", "usd")], costs),
-        _judge_table(judgments, episodes),
+        _judge_table(judgments, episodes, (manifest or {}).get("judging")),
     ]
     return Report(run, meta, tables)
 
@@ -318,7 +319,7 @@ def _judge_sums(judgments: pa.Table | None) -> dict[str, tuple[int, int, float]]
 def _cost_row(cond: str, model: str, rs: list[dict], sums: dict[str, tuple[int, int, float]]) -> dict:
     def judge(r: dict, i: int):
         col = ("judge_tokens_in", "judge_tokens_out", None)[i]
-        if col in r:  # the episodes row carries the judges' tokens (newer runs)
+        if r.get(col) is not None:  # the episodes row carries the judges' tokens (newer runs)
             return r[col]
         got = sums.get(r["episode_id"])
         return None if got is None else got[i]
@@ -331,7 +332,36 @@ def _cost_row(cond: str, model: str, rs: list[dict], sums: dict[str, tuple[int, 
             "total_cost_usd": sum((r["cost_usd"] or 0) + (r["judge_cost_usd"] or 0) for r in rs)}
 
 
-def _judge_table(judgments: pa.Table | None, episodes: pa.Table) -> Table:
+def _jury_notes(judging: dict | None) -> list[str]:
+    """The juries' agreement (Krippendorff's alpha, ordinal, per rubric item, with its bootstrap interval)
+    and each LLM judge's agreement with the reference judge, as the sweep or rescore recorded them."""
+    notes: list[str] = []
+    for jury, j in sorted(((judging or {}).get("juries") or {}).items()):
+        head = f"jury {jury} ({j.get('rubric')}): {j.get('ok', 0)} ok, {j.get('unscored', 0)} unscored"
+        reasons = j.get("unscored_reasons") or {}
+        if reasons:
+            head += " (" + ", ".join(f"{k}: {v}" for k, v in reasons.items()) + ")"
+        notes.append(head + f", {j.get('failed', 0)} failed")
+        items = ((j.get("agreement") or {}).get("items")) or {}
+        parts = []
+        for item, a in items.items():
+            if a.get("alpha") is None:
+                parts.append(f"{item} n/a")
+            elif a.get("ci_low") is None:
+                parts.append(f"{item} {a['alpha']:.2f}")
+            else:
+                parts.append(f"{item} {a['alpha']:.2f} [{a['ci_low']:.2f}, {a['ci_high']:.2f}]")
+        if parts:
+            notes.append(f"jury {jury}: Krippendorff's alpha (ordinal) between its judges over "
+                         f"{(j.get('agreement') or {}).get('episodes', 0)} episodes: " + "; ".join(parts))
+        for model, per_item in sorted((j.get("reference_confusion") or {}).items()):
+            cells = [f"{item} {c['agreement']:.2f} of {c['n']}" for item, c in per_item.items() if c.get("n")]
+            if cells:
+                notes.append(f"jury {jury}: {model} agrees with the reference judge on " + "; ".join(cells))
+    return notes
+
+
+def _judge_table(judgments: pa.Table | None, episodes: pa.Table, judging: dict | None = None) -> Table:
     cols = [Column("judge", "judge"), Column("rubric", "rubric"), Column("judgments", "judgments", "int"),
             Column("ok", "ok", "int"), Column("failed", "failed", "int"), Column("unscored", "unscored", "int"),
             Column("rationale_score", "rationale score (mean)", "score"),
@@ -367,6 +397,7 @@ def _judge_table(judgments: pa.Table | None, episodes: pa.Table) -> Table:
                        if r["status"] == "completed" and not r["judges_ok"])
     if unscored_eps:
         notes.append(f"{unscored_eps} completed episode(s) have no successful judgment (rationale unscored)")
+    notes += _jury_notes(judging)
     return Table("judges", "Judges: judgments, failures, agreement", cols, rows, notes)
 
 
