@@ -63,3 +63,25 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 300, cwd: Path
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "jeval_ray.sweep", *args], capture_output=True, text=True,
                           timeout=timeout, env=e, cwd=str(cwd or ROOT))
+
+
+def check_naive_and_careful(task: str, seeds=range(500, 504), withheld_seeds=range(0)) -> None:
+    """The task's built-in agents as its tests expect them: ``naive`` flags every candidate its
+    surface rule selects (recall 1, every decoy a false positive); ``careful`` reads the evidence
+    (outcome ≥ 0.95 and rationale ≥ 0.9, also with the withheld-tool variant on ``withheld_seeds``)
+    and beats naive by at least 0.15."""
+    import statistics
+
+    from jeval_ray.episode import play
+    from jeval_ray.tasks import get_task
+    from jeval_ray.world import generate_world
+
+    naive = [play(task, "naive", seed=s) for s in seeds]
+    careful = [play(task, "careful", seed=s) for s in seeds]
+    withheld = [play(task, "careful", seed=s, tools_withheld=get_task(task).withheld_variant) for s in withheld_seeds]
+    for o in naive:
+        v = o.score.verification
+        assert v.recall == 1.0 and v.fp == len(generate_world(task, o.seed).decoys), (task, o.seed)
+    for o in careful + withheld:
+        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9, (task, o.seed)
+    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15

@@ -14,8 +14,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
+from conftest import check_naive_and_careful
 
 TASK = "JE-5"
 SEEDS = range(5)
@@ -198,10 +198,4 @@ def test_base_population_never_trips_the_rule(knobs):
 
 
 def test_naive_is_the_surface_rule_and_careful_reads_the_documents():
-    naive = [play(TASK, "naive", seed=s) for s in range(500, 504)]
-    careful = [play(TASK, "careful", seed=s) for s in range(500, 504)]
-    for o in naive:
-        assert o.score.verification.recall == 1.0 and o.score.verification.fp == len(generate_world(TASK, o.seed).decoys)
-    for o in careful:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9
-    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15
+    check_naive_and_careful(TASK)

@@ -12,8 +12,8 @@ import statistics
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
+from conftest import check_naive_and_careful
 
 SEEDS = range(5)
 
@@ -129,10 +129,4 @@ def test_defects_and_decoys_share_one_surface():
 
 
 def test_naive_is_the_surface_rule_and_careful_reads_the_vouchers():
-    naive = [play("JE-7", "naive", seed=s) for s in range(500, 504)]
-    careful = [play("JE-7", "careful", seed=s) for s in range(500, 504)]
-    for o in naive:
-        assert o.score.verification.recall == 1.0 and o.score.verification.fp == len(generate_world("JE-7", o.seed).decoys)
-    for o in careful:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9
-    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15
+    check_naive_and_careful("JE-7")

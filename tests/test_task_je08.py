@@ -11,8 +11,8 @@ from collections import Counter
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
+from conftest import check_naive_and_careful
 
 SEEDS = range(5)
 
@@ -142,11 +142,4 @@ def test_near_miss_traps_do_not_support():
 
 
 def test_naive_is_the_surface_rule_and_careful_reads_the_support():
-    naive = [play("JE-8", "naive", seed=s) for s in range(500, 504)]
-    careful = [play("JE-8", "careful", seed=s) for s in range(500, 504)]
-    careful += [play("JE-8", "careful", seed=s, tools_withheld=("search_documents",)) for s in range(500, 502)]
-    for o in naive:
-        assert o.score.verification.recall == 1.0 and o.score.verification.fp == len(generate_world("JE-8", o.seed).decoys)
-    for o in careful:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9
-    assert statistics.fmean(o.score.score for o in careful[:4]) - statistics.fmean(o.score.score for o in naive) >= 0.15
+    check_naive_and_careful("JE-8", withheld_seeds=range(500, 502))
