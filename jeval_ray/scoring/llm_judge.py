@@ -34,7 +34,7 @@ import statistics
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from jeval_ray.models._client import ChatClient, make_client
 from jeval_ray.models.config import ModelConfig

@@ -48,7 +48,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAY_DATES, month_close_dates, month_end
+from jeval_ray.world._base import HOLIDAY_DATES, month_end
 
 SPEC = spec(
     "JE-9",

@@ -327,7 +327,7 @@ def plant(b) -> None:
         m0 = int(rng.integers(1, 13 - len(members) + 1))
         day = int(rng.integers(2, 9))
         start = f"2025-{m0:02d}-01"
-        doc = b.add_document(
+        b.add_document(
             "contract", f"{title} - {vendor['name']}",
             f"{title} between {COMPANY_NAME} and {vendor['name']} (vendor {vendor_id}). Scope: {service}. "
             f"Term: 12 months from {start}, renewing annually unless terminated with 60 days' notice. "

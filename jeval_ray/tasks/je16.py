@@ -291,7 +291,6 @@ def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
     staff = e["manual"] & np.isin(e["preparer"], [u for u in PREPARERS]) & ~np.isin(e["template"], AR_TEMPLATES)
     defects, decoys = _split(b, n_def, n_dec, staff & (e["debit_cents"] < 60_000_00), "manual entries")
     outages = _outage_days(rng, 1 + int(n_def + n_dec > 3))
-    logs: list[list[str]] = [[] for _ in outages]
     where: dict[int, int] = {}
     for idx in defects + decoys:
         k = int(rng.integers(0, len(outages)))
