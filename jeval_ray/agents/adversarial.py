@@ -186,11 +186,10 @@ def flag_key(world) -> Strategy:
     """Flags every defect and every decoy with the right criteria and amount, after opening its evidence."""
 
     def strategy(kit: Kit):
-        crit_of = {d.decoy_type: None for d in world.decoys}
-        default_crit = world.defects[0].criteria if world.defects else (kit.criteria() or ["X"])[0]
+        # a decoy is flagged under the code of the defects it imitates (the first defect's, or the brief's first)
+        decoy_crit = world.defects[0].criteria if world.defects else (kit.criteria() or ["X"])[0]
         targets = [(d.entry_id, d.criteria, d.required_evidence, d.misstatement, d.facts) for d in world.defects]
-        targets += [(d.entry_id, crit_of.get(d.decoy_type) or default_crit, d.clearing_evidence, None, d.facts)
-                    for d in world.decoys]
+        targets += [(d.entry_id, decoy_crit, d.clearing_evidence, None, d.facts) for d in world.decoys]
         opened: set[str] = set()
         for eid, crit, evidence, amount, facts in sorted(targets):
             for ev in evidence:

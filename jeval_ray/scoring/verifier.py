@@ -51,6 +51,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+import pyarrow.compute as pc
+
 from jeval_ray.env._tools import Disposition, EpisodeState
 from jeval_ray.tasks import TaskSpec
 from jeval_ray.tasks import task_module as _task_module
@@ -125,67 +127,56 @@ def _f1(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
 
+def _evidence_of(rec) -> tuple[str, ...]:
+    """A key record's evidence: a defect's required evidence, a decoy's clearing evidence."""
+    return rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
+
+
+def _index(world: World) -> dict:
+    """What the scorer looks up in a world, built once per world (the world is frozen; ``_memo`` is
+    its scorer-side cache): the key records by entry, the master tables any planted entry needs,
+    the vendors' names, the hidden entries, each document's lower-cased text, and the memo of
+    ``bearing_evidence``."""
+    idx = world._memo.get("scoring")
+    if idx is None:
+        key = {d.entry_id: d for d in world.decoys}
+        key.update({d.entry_id: d for d in world.defects})
+        idx = world._memo["scoring"] = {
+            "key": key,
+            "masters": frozenset(e for r in key.values() for e in _evidence_of(r) if e.startswith("master:")),
+            "vendor_names": {v["vendor_id"]: v.get("name") or "" for v in world.master["vendors"].to_pylist()},
+            "hidden": frozenset(world.hidden_entries),
+            "texts": [(d.doc_id, f"{d.title}\n{d.body}".lower()) for d in world.documents],
+            "bears": {},
+        }
+    return idx
+
+
 def needed_evidence(world: World, entry_id: str) -> tuple[str, ...]:
     """The evidence a planted entry needs (required for a defect, clearing for a decoy), less what
     cannot be opened (an entry missing from the listing)."""
-    rec = _key(world).get(entry_id)
-    if rec is None:
-        return ()
-    ids = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
-    hidden = set(world.hidden_entries)
-    return tuple(e for e in ids if e not in hidden)
-
-
-def _key(world: World) -> dict:
-    cache = world._memo.setdefault("key", {})
-    if not cache:
-        cache.update({d.entry_id: d for d in world.decoys})
-        cache.update({d.entry_id: d for d in world.defects})
-    return cache
+    idx = _index(world)
+    rec = idx["key"].get(entry_id)
+    return () if rec is None else tuple(e for e in _evidence_of(rec) if e not in idx["hidden"])
 
 
 def bearing_evidence(world: World, entry_id: str) -> frozenset[str]:
     """Evidence ids that bear on an entry (see the module docstring); memoised per world."""
-    memo = world._memo.setdefault("bears", {})
+    idx = _index(world)
+    memo = idx["bears"]
     if entry_id in memo:
         return memo[entry_id]
-    ids = {entry_id}
-    rec = _key(world).get(entry_id)
-    if rec is not None:
-        ids.update(rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence)
-    masters = world._memo.setdefault("masters", set())
-    if not masters:
-        masters.update(e for r in _key(world).values()
-                       for e in (r.required_evidence if hasattr(r, "required_evidence") else r.clearing_evidence)
-                       if e.startswith("master:"))
-        masters.add("master:none")
-    ids.update(masters)
+    rec = idx["key"].get(entry_id)
+    ids = {entry_id, *idx["masters"], *(_evidence_of(rec) if rec is not None else ())}
     words = {entry_id}
-    led = world.ledger
-    if entry_id in world.hidden_entries:
-        head = None
-    else:
-        import pyarrow.compute as pc
-
-        t = led.filter(pc.equal(led.column("entry_id"), entry_id)).slice(0, 1).to_pylist()
-        head = t[0] if t else None
-    if head is not None:
-        if head.get("reference"):
-            words.add(head["reference"])
-        vid = head.get("vendor_id") or ""
-        if vid:
-            words.add(vid)
-            names = world._memo.setdefault("vendor_names", {})
-            if not names:
-                names.update({v["vendor_id"]: v.get("name") or "" for v in world.master["vendors"].to_pylist()})
-                names["__filled__"] = ""
-            if names.get(vid):
-                words.add(names[vid])
+    if entry_id not in idx["hidden"]:
+        led = world.ledger
+        head = led.filter(pc.equal(led.column("entry_id"), entry_id)).slice(0, 1).to_pylist()
+        if head:
+            vid = head[0].get("vendor_id") or ""
+            words.update((head[0].get("reference") or "", vid, idx["vendor_names"].get(vid, "")))
     low = [w.lower() for w in words if w]
-    for d in world.documents:
-        text = f"{d.title}\n{d.body}".lower()
-        if any(w in text for w in low):
-            ids.add(d.doc_id)
+    ids.update(doc_id for doc_id, text in idx["texts"] if any(w in text for w in low))
     memo[entry_id] = frozenset(ids)
     return memo[entry_id]
 
@@ -216,7 +207,7 @@ def correct_final(world: World, final: dict[str, Disposition]) -> dict[str, Disp
     """The planted entries whose final disposition is right: a flagged defect, a cleared decoy."""
     defects = {d.entry_id for d in world.defects}
     out = {}
-    for rec in _key(world).values():
+    for rec in _index(world)["key"].values():
         d = final.get(rec.entry_id)
         if d is None:
             continue
