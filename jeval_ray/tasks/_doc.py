@@ -32,6 +32,46 @@ off by default, recorded in the episode row so its effect is a condition of its 
 """
 
 
+#: the seed of the worked examples (a task module may name another with ``WORKED_SEED``)
+WORKED_SEED = 7
+
+
+def key_rationale_markdown(task_id: str, rationale, seed: int) -> str:
+    """The key rationale table of a task and a worked example from one fixed seed."""
+    from jeval_ray.world import generate_world
+
+    out = ["\n### Key rationale\n", "| key | type | decisive evidence | facts in it | conclusion | standard |",
+           "|---|---|---|---|---|---|"]
+    for r in rationale:
+        out.append(f"| {r.kind} | `{r.type}` | {r.evidence} | {r.facts} | {r.conclusion} | {r.standard or '-'} |")
+    w = generate_world(task_id, seed)
+    out.append(f"\nWorked example (seed {seed}, default knobs): the key holds {len(w.defects)} defects and "
+               f"{len(w.decoys)} decoys.\n")
+    shown = [("defect", d) for d in w.defects[:1]] + [("decoy", d) for d in w.decoys[:1]]
+    seen = {d.defect_type for _, d in shown if hasattr(d, "defect_type")} | {d.decoy_type for _, d in shown
+                                                                           if hasattr(d, "decoy_type")}
+    shown += [("defect", d) for d in w.defects if d.defect_type not in seen and not seen.add(d.defect_type)]
+    shown += [("decoy", d) for d in w.decoys if d.decoy_type not in seen and not seen.add(d.decoy_type)]
+    for kind, d in shown:
+        typ = d.defect_type if kind == "defect" else d.decoy_type
+        ev = d.required_evidence if kind == "defect" else d.clearing_evidence
+        lines = _entry_lines(w, d.entry_id)
+        out.append(f"- {kind} `{typ}`, entry {d.entry_id}"
+                   + (f" ({'; '.join(lines)})" if lines else "")
+                   + f": evidence {', '.join(ev) or '-'}; facts: {'; '.join(d.facts) or '-'}"
+                   + (f"; criteria `{d.criteria}`" if kind == "defect" else "")
+                   + (f"; misstatement {d.misstatement:,.2f}" if kind == "defect" and d.misstatement else "") + ".")
+    return "\n".join(out)
+
+
+def _entry_lines(w, entry_id: str) -> list[str]:
+    """``Dr 6200 1,234.00`` for each line of a listed entry (nothing for an entry left out of the listing)."""
+    import pyarrow.compute as pc
+
+    t = w.ledger.filter(pc.equal(w.ledger.column("entry_id"), entry_id)).to_pylist()
+    return [f"Dr {r['account']} {r['debit']:,.2f}" if r["debit"] else f"Cr {r['account']} {r['credit']:,.2f}" for r in t]
+
+
 def catalogue_markdown() -> str:
     from jeval_ray.env import JEEnv
 
@@ -57,6 +97,9 @@ def catalogue_markdown() -> str:
         body = doc.split("\n", 1)[1].strip() if "\n" in doc else ""
         if body:
             parts.append("\n" + body)
+        rationale = getattr(mod, "KEY_RATIONALE", ())
+        if rationale:
+            parts.append(key_rationale_markdown(t.id, rationale, getattr(mod, "WORKED_SEED", WORKED_SEED)))
         if t.available:
             env = JEEnv(t.id)
             brief, _ = env.reset(seed=0)

@@ -136,6 +136,28 @@ class TaskSpec(BaseModel):
         return d
 
 
+class KeyRationale(BaseModel):
+    """Why one kind of planted entry is keyed as it is: what an auditor reads and concludes.
+
+    ``kind`` is ``defect`` or ``decoy``; ``type`` is the defect or decoy type as it appears in the
+    world's key; ``evidence`` names the decisive evidence; ``facts`` the facts in it that decide;
+    ``conclusion`` the sentence an auditor would write in the working papers; ``standard`` the
+    paragraph of the auditing standards the procedure comes from (AS 2401, ISA 240)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["defect", "decoy"]
+    type: str
+    evidence: str
+    facts: str
+    conclusion: str
+    standard: str = ""
+
+
+def key(kind: str, type: str, *, evidence: str, facts: str, conclusion: str, standard: str = "") -> KeyRationale:
+    """One entry of a task module's ``KEY_RATIONALE``."""
+    return KeyRationale(kind=kind, type=type, evidence=evidence, facts=facts, conclusion=conclusion, standard=standard)
+
+
 def spec(
     id: str,
     tier: Tier,

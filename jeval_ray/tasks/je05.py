@@ -47,7 +47,8 @@ import numpy as np
 from jeval_ray.agents._script import Kit
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import APPROVERS, PERIOD_END, PERIOD_START, VENDOR_NAMES, business_days
+from jeval_ray.world._base import APPROVERS, PERIOD_END, PERIOD_START, business_days
+VENDOR_NAMES: tuple = ()  # MIGRATION: vendors now come from the books (b.vendors)
 
 SPEC = spec(
     "JE-5",

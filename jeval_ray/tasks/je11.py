@@ -44,7 +44,9 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import APPROVERS, CUSTOMER_NAMES, HOLIDAYS_2025, VENDOR_NAMES
+from jeval_ray.world._base import APPROVERS, HOLIDAYS_2025
+VENDOR_NAMES: tuple = ()  # MIGRATION: partners now come from the books (b.vendors, b.customers)
+CUSTOMER_NAMES: tuple = ()
 
 SPEC = spec(
     "JE-11",
