@@ -131,14 +131,19 @@ def plant(b) -> None:
     e = b.e
     near = b.knobs.near_miss
     closes = {p: np.datetime64(c) for p, c in month_close_dates()}
-    post_month = e["post_date"].astype("datetime64[M]").astype(str)
-    close_of = np.array([closes.get(m, np.datetime64("1970-01-01")) for m in post_month.tolist()], dtype="datetime64[D]")
+    # candidates: the (few) manual postings of the pool's document types, checked one by one below
+    cand = np.flatnonzero(e["manual"] & np.isin(e["doc_code"], POOL_CODES))
     # the profit-and-loss side of each posting (bank interest and allowance releases credit it)
-    pnl_side = np.where(np.isin(e["debit_account"], list(CHANGED)), "debit_account", "credit_account")
-    pnl = np.where(pnl_side == "debit_account", e["debit_account"], e["credit_account"])
+    pnl_side = np.full(b.n, "credit_account", dtype="<U14")
+    pnl_side[cand[np.isin(e["debit_account"][cand], list(CHANGED))]] = "debit_account"
+    pnl = np.full(b.n, "", dtype="<U6")
+    pnl[cand] = np.where(pnl_side[cand] == "debit_account", e["debit_account"][cand], e["credit_account"][cand])
     # keyed after the posting date, within that month's close: the ERP checks the account at keying
-    pool = (e["manual"] & np.isin(e["doc_code"], POOL_CODES) & np.isin(pnl, list(CHANGED))
-            & (e["entry_date"] > e["post_date"]) & (e["entry_date"] <= close_of))
+    close_of = np.array([closes.get(str(m), np.datetime64("1970-01-01"))
+                         for m in e["post_date"][cand].astype("datetime64[M]").astype(str).tolist()], dtype="datetime64[D]")
+    pool = np.zeros(b.n, dtype=bool)
+    pool[cand] = (np.isin(pnl[cand], list(CHANGED)) & (e["entry_date"][cand] > e["post_date"][cand])
+                  & (e["entry_date"][cand] <= close_of))
     free = {base: [CHANGED[base][i] for i in rng.permutation(len(CHANGED[base]))] for base in CHANGED}
     k = b.n_defects + b.n_decoys
     roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
