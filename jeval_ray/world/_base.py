@@ -552,6 +552,9 @@ class WorldBuilder:
 
         ts = e["entry_date"].astype("datetime64[s]") + e["time_s"].astype("timedelta64[s]")
         yc_ts = yc_entry.astype("datetime64[s]") + np.timedelta64(yc_time, "s")
+        if self.n and ts.max() >= yc_ts:
+            # the year is closed (and the closing entry run) after the last entry of the year was keyed
+            yc_ts = (ts.max() + np.timedelta64(1, "h")).astype("datetime64[h]").astype("datetime64[s]")
         v = np.concatenate([val[rows], cl_val])
         yc_no = int(entry_no.max()) + 1 if self.n else md.YEAR_END
         cols = {
