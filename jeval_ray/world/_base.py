@@ -72,6 +72,16 @@ _PNL = np.array([not a.balance_sheet for a in chart.ACCOUNTS])
 _RETAINED = chart.CODE["3100"]
 
 
+def materiality(books) -> dict:
+    """The engagement's materiality from the books: overall 1% of the year's revenue (rounded to two
+    significant figures), performance materiality 75% of it, clearly trivial 5% of it (USD)."""
+    rev = [chart.CODE[c] for c in ("4000", "4100")]
+    revenue = -int(books.lines.value[np.isin(books.lines.account, rev) & (books.period_of_line != 13)].sum())
+    overall = float(f"{max(revenue, 1) / 100 * 0.01:.2g}")
+    return {"revenue": round(revenue / 100, 2), "materiality": overall,
+            "performance_materiality": round(overall * 0.75, 2), "clearly_trivial": round(overall * 0.05, 2)}
+
+
 @functools.lru_cache(maxsize=4)
 def books_for(seed: int, n_entries: int):
     """The simulated year behind every world of ``seed`` at about ``n_entries`` entries (cached:
@@ -164,6 +174,7 @@ class WorldBuilder:
             "currency": CURRENCY,
             "period": "FY2025 (2025-01-01 to 2025-12-31)",
             "year_end_close": YEAR_END_CLOSE,
+            **materiality(self.books),
         }
         self.accounts = [
             {"account": a.code, "name": a.name, "type": a.type, "normal_balance": "debit" if a.normal > 0 else "credit",
