@@ -80,6 +80,72 @@ def _first_max(v: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarr
     return hit[np.concatenate([[True], g[1:] != g[:-1]])]
 
 
+def year_entries(bk) -> dict:
+    """The year's entries as per-entry arrays and their lines, computed once per books (cached on
+    them: the books are immutable, and every world of the seed starts from these arrays)."""
+    cached = bk._arrow.get("world_entries")
+    if cached is not None:
+        return cached
+    L, d = bk.lines, bk.docs
+    first = np.concatenate([[True], L.doc[1:] != L.doc[:-1]])
+    entry_of_line = np.cumsum(first) - 1
+    edoc_all = L.doc[first]
+    closing = d.type[edoc_all] == TYPE["YC"]
+    keep_line = ~closing[entry_of_line]
+    edoc = edoc_all[~closing]
+    n = len(edoc)
+    # lines of the kept entries, with entry indices renumbered 0..n-1 (lines stay grouped by entry)
+    le = (np.cumsum(~closing) - 1)[entry_of_line[keep_line]]
+    acct = L.account[keep_line]
+    val = L.value[keep_line].astype(np.int64)
+    per_entry = np.bincount(le, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(per_entry)[:-1]])
+    # the main line of each side: the largest (first on ties)
+    main_dr = _first_max(np.where(val > 0, val, -1), le, starts)
+    main_cr = _first_max(np.where(val < 0, -val, -1), le, starts)
+    t = d.type[edoc]
+    kind = PARTNER_KIND[t]
+    m = bk.master
+    partner = d.partner[edoc]
+    vend_ids = np.array([""] + [m.vendor_id(i) for i in range(m.n_vendors)])
+    cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)])
+    user_ids = np.concatenate([md.USER_IDS, [""]])
+    desc = descriptions(bk, edoc)
+    out = {
+        "n": n,
+        "closing_doc": int(edoc_all[closing][0]) if closing.any() else -1,
+        "line_entry": le, "line_account": acct, "line_value": val, "line_no": L.line_no[keep_line].astype(np.int32),
+        "lines_per_entry": per_entry, "main_dr": main_dr, "main_cr": main_cr, "books_no": bk.entry_no[edoc],
+        "description": desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc,
+        "reference": doc_numbers(d, edoc),
+        "e": {
+            "template": _TEMPLATE_NAMES[t].astype("<U20"),
+            "doc_code": TYPE_CODES[t].astype("<U4"),
+            "books_doc": edoc.astype(np.int64),
+            "manual": MANUAL[t],
+            "doc_date": d.doc_date[edoc].astype("datetime64[D]"),
+            "post_date": d.post_date[edoc].astype("datetime64[D]"),
+            "entry_date": d.entry_date[edoc].astype("datetime64[D]"),
+            "time_s": d.entry_time[edoc].astype(np.int64),
+            "preparer": user_ids[d.preparer[edoc]].astype("<U16"),
+            "approver": user_ids[d.approver[edoc]].astype("<U16"),
+            "doc_type": TYPE_CODES[t].astype("<U4"),
+            "debit_account": _CODES[acct[main_dr]].astype("<U6"),
+            "credit_account": _CODES[acct[main_cr]].astype("<U6"),
+            "debit_cents": np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64),
+            "credit_cents": np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64),
+            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)].astype("<U8"),
+            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)].astype("<U8"),
+            "n_lines": per_entry,
+        },
+    }
+    for a in [out[k] for k in ("line_entry", "line_account", "line_value", "line_no", "lines_per_entry", "main_dr",
+                               "main_cr", "books_no")] + list(out["e"].values()):
+        a.flags.writeable = False  # shared by every world of the seed: nothing may write into them
+    bk._arrow["world_entries"] = out
+    return out
+
+
 def materiality(books) -> dict:
     """The engagement's materiality from the books: overall 1% of the year's revenue (rounded to two
     significant figures), performance materiality 75% of it, clearly trivial 5% of it (USD)."""
@@ -229,68 +295,20 @@ class WorldBuilder:
 
     def _load_entries(self) -> None:
         """Per-entry arrays of the year's entries (the closing entry aside: ``build`` derives it again)."""
-        bk = self.books
-        L, d = bk.lines, bk.docs
-        first = np.concatenate([[True], L.doc[1:] != L.doc[:-1]])
-        entry_of_line = np.cumsum(first) - 1
-        edoc_all = L.doc[first]
-        closing = d.type[edoc_all] == TYPE["YC"]
-        self._closing_doc = int(edoc_all[closing][0]) if closing.any() else -1
-        keep_line = ~closing[entry_of_line]
-        edoc = edoc_all[~closing]
-        n = len(edoc)
-        self.n = n
-        # lines of the kept entries, with entry indices renumbered 0..n-1
-        remap = np.cumsum(~closing) - 1
-        le = remap[entry_of_line[keep_line]]
-        acct = L.account[keep_line]
-        val = L.value[keep_line].astype(np.int64)
-        self._line_entry, self._line_account, self._line_value = le, acct, val
-        self._line_no = L.line_no[keep_line].astype(np.int32)
-        dr = np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64)
-        cr = np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64)
-        # the main line of each side: the largest (first on ties); lines are grouped by entry
-        self._lines_per_entry = np.bincount(le, minlength=n)
-        starts = np.concatenate([[0], np.cumsum(self._lines_per_entry)[:-1]])
-        self._main_dr = _first_max(np.where(val > 0, val, -1), le, starts)
-        self._main_cr = _first_max(np.where(val < 0, -val, -1), le, starts)
-        t = d.type[edoc]
-        manual = MANUAL[t]
-        kind = PARTNER_KIND[t]
-        m = bk.master
-        partner = d.partner[edoc]
-        vend_ids = np.array([""] + [m.vendor_id(i) for i in range(m.n_vendors)])
-        cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)])
-        user_ids = np.concatenate([md.USER_IDS, [""]])
-        desc = descriptions(bk, edoc)
-        desc = desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc
-        terse = (self.rng.random(n) >= self.knobs.description_quality) & manual
+        y = year_entries(self.books)
+        self.n = n = y["n"]
+        self._closing_doc = y["closing_doc"]
+        self._line_entry, self._line_account, self._line_value = y["line_entry"], y["line_account"], y["line_value"]
+        self._line_no, self._lines_per_entry = y["line_no"], y["lines_per_entry"]
+        self._main_dr, self._main_cr, self._books_no = y["main_dr"], y["main_cr"], y["books_no"]
+        desc = y["description"]
+        terse = (self.rng.random(n) >= self.knobs.description_quality) & y["e"]["manual"]
         if terse.any():
             desc = pc.replace_with_mask(desc, pa.array(terse),
                                         pa.array(_TERSE[self.rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
-        self._books_no = bk.entry_no[edoc]
-        self.e = {
-            "template": _TEMPLATE_NAMES[t].astype("<U20"),
-            "doc_code": TYPE_CODES[t].astype("<U4"),
-            "books_doc": edoc.astype(np.int64),
-            "manual": manual,
-            "doc_date": d.doc_date[edoc].astype("datetime64[D]"),
-            "post_date": d.post_date[edoc].astype("datetime64[D]"),
-            "entry_date": d.entry_date[edoc].astype("datetime64[D]"),
-            "time_s": d.entry_time[edoc].astype(np.int64),
-            "preparer": user_ids[d.preparer[edoc]].astype("<U16"),
-            "approver": user_ids[d.approver[edoc]].astype("<U16"),
-            "doc_type": TYPE_CODES[t].astype("<U4"),
-            "debit_account": _CODES[acct[self._main_dr]].astype("<U6"),
-            "credit_account": _CODES[acct[self._main_cr]].astype("<U6"),
-            "debit_cents": dr,
-            "credit_cents": cr,
-            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)].astype("<U8"),
-            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)].astype("<U8"),
-            "n_lines": self._lines_per_entry.copy(),
-            "reference": TextColumn(doc_numbers(d, edoc)),
-            "description": TextColumn(desc),
-        }
+        self.e = {k: a.copy() for k, a in y["e"].items()}
+        self.e["reference"] = TextColumn(y["reference"])
+        self.e["description"] = TextColumn(desc)
         self._orig = {k: self.e[k].copy() for k in ("debit_account", "credit_account", "debit_cents", "credit_cents")}
 
     def source_document(self, idx: int) -> int:
