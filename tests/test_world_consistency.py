@@ -22,6 +22,9 @@ TASKS = [t.id for t in available_tasks()]
 SEEDS = range(10)
 #: balance-sheet accounts whose balance may sit on either side (a clearing account)
 EITHER_SIDE = {"2050"}
+#: tasks whose decoys carry planted ERP approval fields (JE-2: released under the preparer's own id,
+#: the approval of record being a journal voucher signed by an independent approver)
+APPROVAL_DECOY_TASKS = {"JE-2"}
 
 
 def _built(task_id: str, seed: int):
@@ -160,7 +163,7 @@ def test_manual_entries_are_approved_by_someone_else_whose_limit_covers_them_exc
     task, built = worlds
     for b, w in built:
         users = {u["user_id"]: u for u in w.master["users"].to_pylist()}
-        planted = _planted(w)
+        planted = _planted(w, decoys=task in APPROVAL_DECOY_TASKS)
         for eid, e in _entries(w).items():
             if e["source"] != "manual" or eid in planted:
                 continue
