@@ -32,7 +32,9 @@ closed during the period). The books post only to the standing chart and the cha
 are new rows, so the rule catches no unplanted entry (0 of the 25,408 unplanted listed entries of
 seeds 0-49 at default knobs; ``tests/test_key_audit_je03.py`` checks it); ``plant`` re-checks
 that no base entry uses a changed account. Required evidence: ``master:accounts``. ``near_miss``
-raises the share of decoy accounts opened on the first day of the posting month itself.
+raises the share of decoy accounts opened on the first day of the posting month itself. One
+posting per changed account limits ``n_defects + n_decoys`` to the year's room (about 22; more
+raises a ``ConfigError``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import month_close_dates
 
@@ -146,6 +149,11 @@ def plant(b) -> None:
                   & (e["entry_date"][cand] <= close_of))
     free = {base: [CHANGED[base][i] for i in rng.permutation(len(CHANGED[base]))] for base in CHANGED}
     k = b.n_defects + b.n_decoys
+    room = sum(min(int((pool & (pnl == base)).sum()), len(names)) for base, names in CHANGED.items())
+    if k > room:
+        raise ConfigError(f"impossible knobs for JE-3: n_defects + n_decoys = {k}, but the year has room for {room} "
+                          "postings to changed accounts (one per account, from its month-end bank, allowance and "
+                          "top-side postings); lower n_defects/n_decoys")
     roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
     rows: list[dict] = []
     log: list[tuple[str, str]] = []
