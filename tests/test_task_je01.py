@@ -26,7 +26,7 @@ def unbalanced(world) -> dict[str, dict]:
 
 
 def policy_terms(world) -> tuple[float, float]:
-    """(the upload tool's tolerance, the rounding limit per converted line) stated by the policy."""
+    """(the upload tool's tolerance, the rounding limit per rounded line) stated by the policy."""
     body = next(d.body for d in world.documents if "balancing and rounding" in d.title)
     tol = float(re.search(r"differ by more than USD ([\d.]+)\.", body).group(1))
     per_line = float(re.search(r"at most USD ([\d.]+) \(half a cent\) per rounded line", body).group(1))
