@@ -45,6 +45,10 @@ def test_key_audit_chart_dates_decide_every_posting_to_a_changed_account():
         closes = {r["description"][-7:]: r["date"] for r in w.master["calendar"].to_pylist() if r["kind"] == "period_close"}
         log = next(d for d in w.documents if d.title == "Chart of accounts maintenance log")
         key = {r.entry_id: r for r in (*w.defects, *w.decoys)}
+        # change requests are numbered in the order they were processed
+        processed = re.findall(r"^(\d{4}-\d\d-\d\d)  CR-\d{4}-(\d+)  ", log.body, flags=re.M)
+        assert len(processed) == len(key) and processed == sorted(processed)
+        assert [int(n) for _, n in processed] == sorted(int(n) for _, n in processed)
         users = {u["user_id"]: u for u in w.master["users"].to_pylist()}
         # nothing outside the key posts to a changed account
         assert set(ents) == set(key), seed

@@ -97,8 +97,9 @@ UPLOAD_TITLE = "GL upload file"
 PER_LINE = 0.005
 #: spreadsheet journals: month-end accruals and top-side adjustments (one debited expense, Cr 2100)
 UPLOAD_CODES = ("AC", "TS")
-#: what an allocation is spread over
-BASES = ("headcount by cost centre", "floor space by cost centre", "hours by project", "budget share by cost centre and project")
+#: what an allocation of the debited account is spread over (utilities by floor space, fees by project hours …)
+BASES = {"6000": "headcount by cost centre", "6200": "floor space by cost centre", "6400": "hours by project",
+         "6700": "budget share by cost centre and campaign"}
 
 
 def plant(b) -> None:
@@ -167,7 +168,7 @@ def _upload(b, idx: int, kind: str, d: int, near: float, policy: int) -> None:
         # too few lines: at most half a cent each cannot make the difference
         share = rng.uniform(0.15 + 0.6 * near, 0.2 + 0.7 * near)
         n = max(2, min(int(d / (PER_LINE * 100) * share), math.ceil(d / (PER_LINE * 100)) - 1))
-    basis = BASES[int(rng.integers(0, len(BASES)))]
+    basis = BASES.get(dr, "headcount by cost centre")
     body = (head + f"Debit: account {dr}, the credited {credit / 100:,.2f} allocated by {basis}, each allocated line "
             f"rounded to the cent. Basis: allocation. Lines: {n}.\n"
             f"File totals: amount allocated {credit / 100:,.2f}; sum of the rounded lines {debit / 100:,.2f}." + posted)

@@ -166,7 +166,7 @@ def plant(b) -> None:
         code, name = free[base].pop()
         e[pnl_side[idx]][idx] = code
         posted = e["post_date"][idx]
-        cr = f"CR-{str(posted)[:4]}-{int(rng.integers(10, 99)):03d}"
+        cr = "{CR}"  # numbered below, in the order the changes were processed
         row = {"account": code, "name": name, "type": base_row[base]["type"],
                "normal_balance": base_row[base]["normal_balance"], "contra_of": None}
         month = int(str(posted)[5:7])
@@ -202,10 +202,13 @@ def plant(b) -> None:
         a.pop("blocked_on", None)
     b.accounts.extend(rows)
     b.accounts.sort(key=lambda r: r["account"])
+    # change requests are numbered in the order they were processed, with other requests between them
+    numbers = np.cumsum(rng.integers(3, 15, size=len(log)))
+    lines = [f"{d}  {text.replace('{CR}', f'CR-{d[:4]}-{int(no):03d}')}" for (d, text), no in zip(sorted(log), numbers)]
     b.add_document(
         "memo", LOG_TITLE,
         "Chart of accounts changes processed by the General Ledger team in FY2025 (date processed, change request, "
-        "change):\n" + "\n".join(f"{d}  {text}" for d, text in sorted(log))
+        "change):\n" + "\n".join(lines)
         + "\nThe ERP checks that an account exists and is open when an entry is keyed; the posting date typed by the "
         "preparer must also fall within the account's validity in the chart of accounts, which is authoritative.",
         "2025-12-31",
