@@ -7,7 +7,8 @@ preparer, release date) and is dated no earlier than the document it approves an
 the release; a decoy's voucher is signed by someone else, no later than the release, whose limit
 covers the amount; each defect's voucher fails exactly the condition its type names; and nothing
 outside the key breaks the policy (every other manual entry approved by another person whose
-limit covers it; automated postings carry no approver but the payroll register's).
+limit covers it, for a vendor invoice its total payable; automated postings carry no approver but
+the payroll register's).
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ def test_key_audit_vouchers_and_limits_decide_every_self_release():
             ["entry_id", "document_type", "source", "preparer", "approver", "reference", "document_date",
              "entry_timestamp"]).to_pylist()}
         for t in led.group_by("entry_id").aggregate([("debit", "sum")]).to_pylist():
-            heads[t["entry_id"]]["total_debit"] = round(t["debit_sum"], 2)
+            heads[t["entry_id"]]["total_debit"] = heads[t["entry_id"]]["approved"] = round(t["debit_sum"], 2)
+        # a vendor invoice's approval covers its total payable (a favourable price variance adds a debit)
+        ap = led.filter(pc.and_(pc.equal(led["account"], "2000"), pc.greater(led["credit"], 0)))
+        for t in ap.group_by("entry_id").aggregate([("credit", "sum")]).to_pylist():
+            if heads[t["entry_id"]]["document_type"] in ("VI", "VN"):
+                heads[t["entry_id"]]["approved"] = round(t["credit_sum"], 2)
         # the key entries' main debit and credit accounts: each side's largest line
         main = {}
         key_ids = pa.array(sorted(w.defect_ids | {d.entry_id for d in w.decoys}))
@@ -51,7 +57,7 @@ def test_key_audit_vouchers_and_limits_decide_every_self_release():
                 continue
             if h["source"] == "manual":
                 assert h["approver"] not in ("", h["preparer"]), (seed, eid)
-                assert users[h["approver"]]["approval_limit"] >= h["total_debit"] - 1e-9, (seed, eid)
+                assert users[h["approver"]]["approval_limit"] >= h["approved"] - 1e-9, (seed, eid)
             elif h["document_type"] != "PR":
                 assert h["approver"] == "", (seed, eid)
         assert {k for k, h in heads.items() if h["approver"] and h["approver"] == h["preparer"]} == set(key)
