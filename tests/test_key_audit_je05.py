@@ -90,6 +90,15 @@ def test_key_audit_je05():
         for u in md.USERS:
             if u.approval_limit_cents and u.role not in ("AR Clerk",):
                 assert f"{u.role} " in policy.body and f"USD {u.approval_limit_cents // 100:,}" in policy.body
+        # the books' payments of the re-used invoices: to the invoice's vendor, after it, never above it
+        vp = w.ledger.filter(pc.and_(pc.equal(w.ledger["document_type"], "VP"), pc.equal(w.ledger["line_no"], 1)))
+        for p in vp.to_pylist():
+            ref = p["description"].rsplit(" ", 1)[-1]
+            for eid in key:
+                e = ents[eid]
+                if e["reference"] == ref:
+                    assert p["vendor_id"] == e["vendor_id"] and vendors[e["vendor_id"]]["name"] in p["description"]
+                    assert p["posting_date"] > e["posting_date"] and round(p["debit"] * 100) <= e["cents"], (seed, eid)
         runs = _runs(ents, limit)
         in_run = {e["entry_id"] for g in runs for e in g}
         assert set(key) <= in_run, seed  # every planted entry is caught by the rule

@@ -12,14 +12,18 @@ Red-flag rule (what ``naive`` applies): two or more manual vendor invoices keyed
 for one vendor, each posted at most three days after the one before, that together exceed the
 preparer's approval limit. Every planted entry is such a run (a *unit* of two or three invoices),
 drawn from one process for defects and decoys: a vendor bought from under purchase orders
-(freight, maintenance, marketing), an AP preparer, parts of 34-86 % of an approval tier (25,000,
+(freight, maintenance, marketing), an AP preparer, parts of 36-86 % of an approval tier (25,000,
 or 100,000 one time in five) that together exceed it, each part released by the approver of
 that tier (whose limit covers the part but not the total), posted on the same or adjacent
 business days. Planting is a perturbation of the books: each part is one of the books' own manual
 vendor invoices without a goods receipt (``VN``, two lines: Dr the vendor's cost account,
-Cr 2000) moved to the unit's vendor, preparer, approver, date and amount; its reference stays.
-Each part's vendor invoice (titled like the books' own, citing its purchase order) and the
-purchase orders are added to the support pack; only those documents tell the kinds apart.
+Cr 2000) for an ad-hoc purchase (freight, maintenance, marketing, office, travel: no rent,
+subscription, premium or accrued service whose schedule would show the gap), moved to the unit's
+vendor, preparer, approver, date and amount; its reference stays. The books' payment of a re-used
+invoice stays as it was (amount, date, cash) and now pays the planted invoice on account: it is
+dated after it, never above it, and names its vendor. Each part's vendor invoice (titled like the
+books' own, citing its purchase order) and the purchase orders are added to the support pack;
+only those documents tell the kinds apart.
 
 * Defect ``split_purchase`` (criteria ``LIMIT_AVOIDANCE``): the unit's purchase orders were raised
   the same day under one requisition and one vendor quotation whose total (the sum of the parts)
@@ -39,12 +43,12 @@ near-limit amounts by statements of work that the ledger contradicted).
 Unplanted look-alikes: the rule also catches runs in the books themselves (an AP clerk, limit
 5,000, keying two invoices of one supplier within three days). Over seeds 0-49 at default knobs
 it returns 36 unplanted entries in 17 of 50 worlds (5.9 % of its 610 hits; 0.9 % of the 4,024
-unplanted manual vendor invoices). None is an exception: in most, the user
-who approved each invoice holds a limit covering the whole run (``master:users`` clears them);
-for the others (12 entries) the books' own invoices and purchase orders are added to the pack,
-and they show separate purchase orders or one order approved by a user whose limit covers it. ``plant`` keeps
-planted units from running into the books' invoices (no other invoice of the unit's preparer and
-vendor within three days of it).
+unplanted manual vendor invoices). None is an exception: in most, the user who approved each
+invoice holds a limit covering the whole run (``master:users`` clears them); for the others
+(12 entries) the books' own invoices and purchase orders are added to the pack, and they show
+separate purchase orders raised on different days or one order approved by a user whose limit
+covers it. ``plant`` keeps planted units from running into the books' invoices (no other invoice
+of the unit's preparer and vendor within three days of it).
 """
 
 from __future__ import annotations
@@ -112,6 +116,10 @@ POLICY_TITLE = "Approval authority matrix - purchases and manual journal entries
 RUN_GAP_DAYS = 3
 #: vendor categories bought under purchase orders without a goods receipt (the books' two-way flow)
 UNIT_CATEGORIES = ("freight", "maintenance", "marketing")
+#: categories whose ad-hoc invoices a unit may re-use (no schedule, accrual or recurring fee shows the gap)
+REUSED_CATEGORIES = ("freight", "maintenance", "marketing", "office", "travel")
+#: the smallest part, as a share of the tier (``_parts``)
+MIN_PART_SHARE = 0.36
 #: users who key vendor invoices in the books
 INVOICE_PREPARERS = tuple(u.user_id for u in md.USERS if "VN" in u.posts)
 #: the approval tiers a unit's parts sit under (their weights), and who releases a part of each
@@ -272,19 +280,34 @@ def plant(b) -> None:
     limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users}
     units = [(k, True) for k in _units(rng, b.n_defects)] + [(k, False) for k in _units(rng, b.n_decoys)]
     units = [units[int(i)] for i in rng.permutation(len(units))]
-    pool = e["manual"] & (e["doc_code"] == "VN")
-    idxs = [int(i) for i in rng.permutation(b.pick(b.n_defects + b.n_decoys, where=pool,
-                                                   what="manual vendor invoices without a goods receipt"))]
+    # the books' manual invoices without a goods receipt that a unit re-uses: of vendors bought from
+    # ad hoc (not rent, subscriptions, insurance premiums or accrued services, whose schedules would
+    # show the gap), below the smallest part, so the books' payment of one never exceeds its new amount
+    category = np.array([{v["vendor_id"]: v["category"] for v in b.vendors}.get(x, "") for x in e["vendor_id"].tolist()])
+    pool = (e["manual"] & (e["doc_code"] == "VN") & np.isin(category, REUSED_CATEGORIES)
+            & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0]))
+    payments = _payments_of(b)
+    first_paid = np.full(b.n, np.iinfo(np.int64).max, dtype=np.int64)
+    for inv_idx, pays in payments.items():
+        first_paid[inv_idx] = int(e["post_date"][pays].astype(np.int64).min())
     invoices = e["manual"] & np.isin(e["doc_code"], ("VI", "VN"))
     first, last = np.datetime64("2025-02-03"), np.datetime64("2025-12-10")
-    span = int((last - first).astype(np.int64))
     for k, defect in units:
-        group = [idxs.pop() for _ in range(k)]
-        # a preparer, vendor and days with no other invoice of that preparer and vendor within the run's gap
+        # k re-usable invoices, then a preparer, vendor and days before the books pay any of them,
+        # with no other invoice of that preparer and vendor within the run's gap
+        group: list[int] = []
         for _attempt in range(500):
+            free = np.flatnonzero(pool & ~b.used)
+            if len(free) < k:
+                break
+            group = [int(i) for i in rng.choice(free, size=k, replace=False)]
+            latest = min(last, np.datetime64(int(first_paid[group].min()) - 1 - RUN_GAP_DAYS, "D")) \
+                if first_paid[group].min() < np.iinfo(np.int64).max else last
+            if latest < first:
+                continue
             prep = str(INVOICE_PREPARERS[int(rng.integers(0, len(INVOICE_PREPARERS)))])
             vendor = vendors[int(rng.integers(0, len(vendors)))]
-            days = [_busday(first + int(rng.integers(0, span)))]
+            days = [_busday(first + int(rng.integers(0, int((latest - first).astype(np.int64)) + 1)))]
             for _p in range(k - 1):
                 nxt = _busday(days[-1], int(rng.random() < 0.5))
                 # the next business day, unless a long weekend puts it beyond the run's gap
@@ -293,19 +316,22 @@ def plant(b) -> None:
             day = e["post_date"].astype(np.int64)  # as moved by the units placed so far
             others = invoices & (e["preparer"] == prep) & (e["vendor_id"] == vendor["vendor_id"])
             others[group] = False
-            if not (others & (day >= lo - RUN_GAP_DAYS - 1) & (day <= hi + RUN_GAP_DAYS + 1)).any():
+            if hi < first_paid[group].min() and \
+                    not (others & (day >= lo - RUN_GAP_DAYS - 1) & (day <= hi + RUN_GAP_DAYS + 1)).any():
+                b.used[group] = True
                 break
-        else:
-            raise ConfigError("impossible knobs for JE-5: no room left for another planted run; lower n_defects/n_decoys")
+        if len(group) < k or not b.used[group].all():
+            raise ConfigError(f"impossible knobs for JE-5: the slice has too few manual vendor invoices of ad-hoc "
+                              f"purchases to re-use for {b.n_defects + b.n_decoys} planted entries; lower "
+                              "n_defects/n_decoys or raise n_entries")
         tier = TIERS[0][0] if rng.random() < TIERS[0][1] else TIERS[1][0]
         parts = _parts(rng, tier, k, near)
         total = sum(parts)
         approver = _approver_for(max(parts), prep, rng)
         if _USER[approver].approval_limit_cents >= total:
             approver = _approver_for(tier, prep, rng)  # the tier's own approver: covers each part, not the total
-        category = vendor["category"]
-        account = chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[category]].account)].code
-        goods = [str(g) for g in rng.permutation(_GOODS[category])]
+        account = chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[vendor["category"]]].account)].code
+        goods = [str(g) for g in rng.permutation(_GOODS[vendor["category"]])]
         requesters = [str(r) for r in rng.permutation(_REQUESTERS)]
         inv_dates = []
         for idx, d, cents in zip(group, days, parts):
@@ -324,6 +350,11 @@ def plant(b) -> None:
                                      f"{chart.ACCOUNTS[chart.CODE[account]].name.lower()}"
                                      if rng.random() < b.knobs.description_quality else
                                      str(rng.choice(["Adj", "Per JV", "See file", "Entry"])))
+        for idx in group:
+            # the books' payment of the re-used invoice stays (amount, date, cash): a payment on account
+            for pay in payments.get(idx, ()):
+                e["vendor_id"][pay] = vendor["vendor_id"]
+                e["description"][pay] = f"Payment run {vendor['name']} invoice {e['reference'][idx]}"
         # the orders: dated before the first invoice, approved on their own date
         ordered_by = min(inv_dates) - int(rng.integers(6, 30))
         base_ev = [policy, "master:users"]
@@ -361,6 +392,21 @@ def plant(b) -> None:
                 inv_doc = docs.invoice(idx, vendor, po, ext, account, _approval_day(rng, idx, e))
                 b.add_decoy(idx, "separate_purchases", [*base_ev, inv_doc, po_doc], facts=[po, quote[0], cents / 100])
     _document_book_runs(b, limit)
+
+
+def _payments_of(b) -> dict[int, list[int]]:
+    """Entry index of each manual vendor invoice -> the entries of the books' payments of it."""
+    e, parent = b.e, b.books.docs.parent
+    vp = np.flatnonzero(e["doc_code"] == "VP")
+    docs = e["books_doc"]
+    order = np.argsort(docs, kind="stable")
+    paid = parent[docs[vp]]
+    pos = np.clip(np.searchsorted(docs[order], paid), 0, len(order) - 1)
+    found = docs[order][pos] == paid
+    out: dict[int, list[int]] = {}
+    for inv, pay in zip(order[pos[found]].tolist(), vp[found].tolist()):
+        out.setdefault(inv, []).append(pay)
+    return out
 
 
 def _approval_day(rng, idx: int, e) -> np.datetime64:
