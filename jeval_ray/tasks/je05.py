@@ -18,8 +18,9 @@ that tier (whose limit covers the part but not the total), posted on the same or
 business days. Planting is a perturbation of the books: each part is one of the books' own manual
 vendor invoices without a goods receipt (``VN``, two lines: Dr the vendor's cost account,
 Cr 2000) for an ad-hoc purchase (freight, maintenance, marketing, office, travel: no rent,
-subscription, premium or accrued service whose schedule would show the gap), moved to the unit's
-vendor, preparer, approver, date and amount; its reference stays. The books' payment of a re-used
+subscription, premium or accrued service whose schedule would show the gap; in a year too small
+for the planted count, 4 of seeds 0-99 at default knobs, bills of accrued services as well),
+moved to the unit's vendor, preparer, approver, date and amount; its reference stays. The books' payment of a re-used
 invoice stays as it was (amount, date, cash) and now pays the planted invoice on account: it is
 dated after it, never above it, and names its vendor. Each part's vendor invoice (titled like the
 books' own, citing its purchase order) and the purchase orders are added to the support pack;
@@ -118,6 +119,8 @@ RUN_GAP_DAYS = 3
 UNIT_CATEGORIES = ("freight", "maintenance", "marketing")
 #: categories whose ad-hoc invoices a unit may re-use (no schedule, accrual or recurring fee shows the gap)
 REUSED_CATEGORIES = ("freight", "maintenance", "marketing", "office", "travel")
+#: categories re-used only when a small year lacks ad-hoc invoices
+FALLBACK_CATEGORIES = ("professional", "utilities")
 #: the smallest part, as a share of the tier (``_parts``)
 MIN_PART_SHARE = 0.36
 #: users who key vendor invoices in the books
@@ -261,6 +264,11 @@ class _Docs:
                               str(doc_date))
 
 
+def _workday_on_or_before(d) -> np.datetime64:
+    """The buyer raises orders on business days."""
+    return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=HOLIDAY_DATES)
+
+
 def _busday(d, offset: int = 0) -> np.datetime64:
     return np.busday_offset(np.datetime64(d, "D"), offset, roll="forward", holidays=HOLIDAY_DATES)
 
@@ -284,8 +292,12 @@ def plant(b) -> None:
     # ad hoc (not rent, subscriptions, insurance premiums or accrued services, whose schedules would
     # show the gap), below the smallest part, so the books' payment of one never exceeds its new amount
     category = np.array([{v["vendor_id"]: v["category"] for v in b.vendors}.get(x, "") for x in e["vendor_id"].tolist()])
-    pool = (e["manual"] & (e["doc_code"] == "VN") & np.isin(category, REUSED_CATEGORIES)
-            & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0]))
+    reusable = e["manual"] & (e["doc_code"] == "VN") & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0])
+    pool = reusable & np.isin(category, REUSED_CATEGORIES)
+    if int(pool.sum()) < b.n_defects + b.n_decoys + 4:
+        # a small year with few ad-hoc invoices: bills of accrued services too (their accrual then
+        # reverses without the month's invoice)
+        pool |= reusable & np.isin(category, FALLBACK_CATEGORIES)
     payments = _payments_of(b)
     first_paid = np.full(b.n, np.iinfo(np.int64).max, dtype=np.int64)
     for inv_idx, pays in payments.items():
@@ -356,7 +368,7 @@ def plant(b) -> None:
                 e["vendor_id"][pay] = vendor["vendor_id"]
                 e["description"][pay] = f"Payment run {vendor['name']} invoice {e['reference'][idx]}"
         # the orders: dated before the first invoice, approved on their own date
-        ordered_by = min(inv_dates) - int(rng.integers(6, 30))
+        ordered_by = _workday_on_or_before(min(inv_dates) - int(rng.integers(6, 30)))
         base_ev = [policy, "master:users"]
         if defect:
             req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[0], str(ordered_by - int(rng.integers(1, 6))))
@@ -382,7 +394,7 @@ def plant(b) -> None:
         else:
             # each part its own requisition, quotation and order, on dates weeks apart (closer as near_miss rises)
             gap = 5 + int(round((1 - near) * 25))
-            dates = sorted({ordered_by - p * (gap + int(rng.integers(0, gap))) for p in range(k)})
+            dates = sorted({_workday_on_or_before(ordered_by - p * (gap + int(rng.integers(0, gap)))) for p in range(k)})
             for p, (idx, cents, ext) in enumerate(zip(group, parts, exts)):
                 od = dates[p]
                 req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[p], str(od - int(rng.integers(1, 6))))
