@@ -171,7 +171,9 @@ def plant(b) -> None:
             kind = "termination"
         else:
             new_role, new_dept = NEW_ROLES[int(rng.integers(0, len(NEW_ROLES)))]
-            row.update(role=new_role, department=new_dept, posting_rights=False, may_post="", approval_limit=0.0,
+            # may_post keeps the posting profile the user held until rights_withdrawn_on (the
+            # document types of the entries keyed before it); posting_rights says it is withdrawn
+            row.update(role=new_role, department=new_dept, posting_rights=False, approval_limit=0.0,
                        rights_withdrawn_on=str(ended))
             report.append((str(ended), f"{name} ({uid}) moved from {role}, {dept} to {new_role}, {new_dept} on "
                                        f"{ended}; posting rights withdrawn with effect from that date."))
