@@ -394,7 +394,10 @@ def plant(b) -> None:
         else:
             # each part its own requisition, quotation and order, on dates weeks apart (closer as near_miss rises)
             gap = 5 + int(round((1 - near) * 25))
-            dates = sorted({_workday_on_or_before(ordered_by - p * (gap + int(rng.integers(0, gap)))) for p in range(k)})
+            dates = [ordered_by]
+            for _p in range(k - 1):
+                dates.append(_workday_on_or_before(dates[-1] - gap - int(rng.integers(0, gap))))
+            dates.reverse()
             for p, (idx, cents, ext) in enumerate(zip(group, parts, exts)):
                 od = dates[p]
                 req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[p], str(od - int(rng.integers(1, 6))))
