@@ -26,7 +26,7 @@ tell them apart; the user master does.
 HR's year-end starters, leavers and transfers report (one document) corroborates the dates.
 Red-flag rule: the preparer has no posting rights or is terminated (the user master). The books'
 users without posting rights (the treasury analyst, the buyer) prepare no journal entry, so the
-rule catches no unplanted look-alike: 0 of 25,970 unplanted entries over seeds 0-49 (default
+rule catches no unplanted look-alike: 0 of the 25,410 unplanted entries over seeds 0-49 (default
 knobs); every hit is a planted defect or decoy, and the decoys are the look-alikes a real filter
 returns (leavers' and transferees' earlier postings). Required evidence: ``master:users``.
 ``near_miss`` brings the change dates closer to the entries.
