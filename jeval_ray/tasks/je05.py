@@ -169,8 +169,9 @@ def flagged_runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, cents: n
 
 # ---------------------------------------------------------------------------- planting
 def _policy_body() -> str:
-    roles = "\n".join(f"   {u.role} {'.' * (30 - len(u.role))} USD {u.approval_limit_cents // 100:,}"
-                      for u in md.USERS if u.kind == "human" and u.approval_limit_cents and u.role not in ("AR Clerk",))
+    limits = {u.role: u.approval_limit_cents for u in md.USERS
+              if u.kind == "human" and u.approval_limit_cents and u.role != "AR Clerk"}
+    roles = "\n".join(f"   {r} {'.' * (30 - len(r))} USD {c // 100:,}" for r, c in limits.items())
     return (
         "Policy FIN-07 Approval authority for purchases and manual journal entries. Effective 2024-07-01. "
         "Owner: Controller.\n\n"
@@ -359,7 +360,7 @@ def plant(b) -> None:
         requesters = [str(r) for r in rng.permutation(_REQUESTERS)]
         inv_dates = []
         for idx, d, cents in zip(group, days, parts):
-            doc_date = max(d - int(rng.integers(0, 5)), np.datetime64("2025-01-02"))
+            doc_date = _workday_on_or_before(max(d - int(rng.integers(0, 5)), np.datetime64("2025-01-02")))
             inv_dates.append(doc_date)
             e["vendor_id"][idx] = vendor["vendor_id"]
             e["preparer"][idx], e["approver"][idx] = prep, approver
@@ -437,7 +438,7 @@ def _payments_of(b) -> tuple[np.ndarray, np.ndarray]:
 def _approval_day(rng, idx: int, e) -> np.datetime64:
     """The invoice's approval: on or after its document date, by the day it was keyed."""
     lo, hi = e["doc_date"][idx], e["entry_date"][idx]
-    return lo + int(rng.integers(0, int((hi - lo).astype(np.int64)) + 1))
+    return _workday_on_or_before(lo + int(rng.integers(0, int((hi - lo).astype(np.int64)) + 1)))
 
 
 def _document_book_runs(b, limit: dict[str, int]) -> None:
