@@ -5,7 +5,8 @@ can take weeks; entries keyed under such a user after the date the rights ended 
 someone without the right to post (the user master is authoritative, the ERP's late removal is
 the control failure). Two kinds of change are planted, each a new row of the user master with
 the date it took effect: leavers (``status`` terminated, ``termination_date``) and staff moved
-to a role without posting rights (``posting_rights`` false, ``rights_withdrawn_on``).
+to a role without posting rights (``posting_rights`` false, ``rights_withdrawn_on``; ``may_post``
+keeps the posting profile they held until then).
 
 Planting is a perturbation of the books: each changed user is a former AP clerk or GL accountant
 and takes over a group of one or two of the books' own manual entries of the kinds that role keys
