@@ -606,11 +606,13 @@ def careful(kit: Kit):
                     f"amount (section 3 of {policy}). Not a split.")
                 n_clear += 1
             elif ok:
+                own = (f"under its own requisition {order['requisition']} and quotation {order['quote']} "
+                       if order.get("quote") else "")
+                basis = (f"bills purchase order {po_no}, raised on {order.get('date')} {own}for "
+                         f"USD {order.get('amount') or 0:,.2f}" if po_doc else "cites no purchase order")
                 yield from kit.clear(eid, ev,
-                    f"Entry {eid} (USD {amt:,.2f}) bills purchase order {po_no}, raised on {order.get('date')} under "
-                    f"its own requisition {order.get('requisition')} and quotation {order.get('quote')} for "
-                    f"USD {order.get('amount') or 0:,.2f}; the other invoices of the run bill other orders: separate "
-                    f"purchases (section 3 of {policy}). Not a split.")
+                    f"Entry {eid} (USD {amt:,.2f}) {basis}; the other invoices of the run bill other orders: separate "
+                    f"purchases, each approved within its approver's limit (section 3 of {policy}). Not a split.")
                 n_clear += 1
             else:
                 lim = limits.get(r["approver"], 0.0)
