@@ -39,6 +39,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.tasks._spec import key, spec
+from jeval_ray.tasks.je03 import split_in_groups
 
 SPEC = spec(
     "JE-4",
@@ -113,17 +114,6 @@ LEAVER_SHARE = 0.6
 #: candidates are posted in this window, so every change date falls inside FY2025
 WINDOW = (np.datetime64("2025-02-15"), np.datetime64("2025-11-15"))
 FY_START, FY_END = np.datetime64("2025-01-01"), np.datetime64("2025-12-31")
-
-
-def split_in_groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (the entries of one user): a
-    group is all defects or all decoys, so no order within a user gives the key away."""
-    out = []
-    while n > 0:
-        g = min(n, int(rng.integers(least, least + 2)))
-        out.append(g)
-        n -= g
-    return out
 
 
 def plant(b) -> None:
