@@ -22,13 +22,14 @@ GAP = 3  # the brief's "within days": the red-flag rule's run gap
 
 
 def _invoices(w) -> dict[str, dict]:
-    """Manual vendor-invoice entries with their total debits in cents."""
+    """Manual vendor-invoice entries with their total payable (the credit to 2000) in cents."""
     led = w.ledger
     led = led.filter(pc.and_(pc.equal(led["source"], "manual"), pc.is_in(led["document_type"], pa.array(["VI", "VN"]))))
     out: dict[str, dict] = {}
     for r in led.to_pylist():
         e = out.setdefault(r["entry_id"], {**r, "cents": 0, "accounts": set()})
-        e["cents"] += round(r["debit"] * 100)
+        # the invoice's amount is its total payable (a favourable price variance raises its debits)
+        e["cents"] += round(r["credit"] * 100) if r["account"] == "2000" else 0
         e["accounts"].add(r["account"])
     return out
 
