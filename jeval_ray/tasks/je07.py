@@ -157,6 +157,7 @@ def plant(b) -> None:
     seconds = b.copy_entries(originals)
     payments = _payments(b)
     next_doc = len(d)
+    pay_jobs: list[tuple] = []
     for k, (o, c) in enumerate(zip(originals.tolist(), seconds.tolist())):
         vid = str(e["vendor_id"][o])
         name = vendor_names[vid]
@@ -181,11 +182,7 @@ def plant(b) -> None:
         for p in payments.get(bd, []):
             run = _next_thursday(max(e["post_date"][p], post + 2))
             if run <= PERIOD_END:
-                (q,) = b.copy_entries([p])
-                e["post_date"][q] = e["doc_date"][q] = e["entry_date"][q] = run
-                e["description"][q] = str(e["description"][p]).replace(str(e["reference"][o]), ref2)
-                e["reference"][q] = f"VP-{next_doc:07d}"
-                next_doc += 1
+                pay_jobs.append((p, run, str(e["reference"][o]), ref2))
         po1 = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
         po2 = po1 if is_defect[k] or not po1 else f"PO-{next_doc:07d}"
         next_doc += 1
@@ -204,6 +201,13 @@ def plant(b) -> None:
                          facts=[str(number), f"{{E:{o}}}", cents / 100])
         else:
             b.add_decoy(c, "same_day_separate_invoice", [doc_c, doc_o], facts=[str(printed), str(number)])
+
+    # the second postings' payments, copies of the originals' payments in a later run
+    for (p, run, ref1, ref2), q in zip(pay_jobs, b.copy_entries([j[0] for j in pay_jobs]).tolist()):
+        e["post_date"][q] = e["doc_date"][q] = e["entry_date"][q] = run
+        e["description"][q] = str(e["description"][p]).replace(ref1, ref2)
+        e["reference"][q] = f"VP-{next_doc:07d}"
+        next_doc += 1
 
     # ---- vouchers of ordinary invoices in the pack, so that a voucher alone points at nothing
     pool = np.flatnonzero((e["doc_code"] == "VN") & ~b.used & (e["post_date"] >= PERIOD_START))
