@@ -157,8 +157,11 @@ def plant(b) -> None:
     originals = b.pick(n, ok, what="vendor invoices without a goods receipt to post a second time")
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
-    seconds = b.copy_entries(originals)
     payments = _payments(b, e["books_doc"][originals])
+    # the second postings (and their payments) are copies appended in one go after this loop, at
+    # these indices; what differs from the original is set on them then
+    seconds = b.n + np.arange(n)
+    sets: list[tuple[str, int, object]] = []
     next_doc = len(d)
     pay_jobs: list[tuple] = []
     for k, (o, c) in enumerate(zip(originals.tolist(), seconds.tolist())):
@@ -172,14 +175,14 @@ def plant(b) -> None:
         ref2 = f"VN-{next_doc:07d}"
         next_doc += 1
         post = bdays[min(int(np.searchsorted(bdays, e["post_date"][o] + int(rng.integers(1, 10)))), len(bdays) - 1)]
-        e["post_date"][c] = e["entry_date"][c] = post
-        e["time_s"][c] = int(rng.integers(BUSINESS_HOURS[0] + 1800, BUSINESS_HOURS[1] - 1800))
-        e["reference"][c] = ref2
-        e["description"][c] = str(e["description"][o]).replace(f"Invoice {number} ", f"Invoice {keyed} ", 1)
+        sets += [("post_date", c, post), ("entry_date", c, post),
+                 ("time_s", c, int(rng.integers(BUSINESS_HOURS[0] + 1800, BUSINESS_HOURS[1] - 1800))),
+                 ("reference", c, ref2),
+                 ("description", c, str(e["description"][o]).replace(f"Invoice {number} ", f"Invoice {keyed} ", 1))]
         prep = AP_KEYERS[int(rng.integers(0, len(AP_KEYERS)))]
         cents = int(e["credit_cents"][o])
         appr = next(a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents)
-        e["preparer"][c], e["approver"][c] = prep, appr
+        sets += [("preparer", c, prep), ("approver", c, appr)]
         approved2 = str(max(e["doc_date"][o], post - int(rng.integers(0, 3))))
         # its payment: the run after it was keyed, when that is within the year
         for p in payments.get(bd, []):
@@ -205,8 +208,12 @@ def plant(b) -> None:
         else:
             b.add_decoy(c, "same_day_separate_invoice", [doc_c, doc_o], facts=[str(printed), str(number)])
 
-    # the second postings' payments, copies of the originals' payments in a later run
-    for (p, run, ref1, ref2), q in zip(pay_jobs, b.copy_entries([j[0] for j in pay_jobs]).tolist()):
+    # the copies: the second postings, then their payments (copies of the originals' payments in a later run)
+    new = b.copy_entries(np.concatenate([originals, np.array([j[0] for j in pay_jobs], dtype=np.int64)]))
+    assert new[0] == seconds[0]
+    for col, i, v in sets:
+        e[col][i] = v
+    for (p, run, ref1, ref2), q in zip(pay_jobs, new[n:].tolist()):
         e["post_date"][q] = e["doc_date"][q] = e["entry_date"][q] = run
         e["description"][q] = str(e["description"][p]).replace(ref1, ref2)
         e["reference"][q] = f"VP-{next_doc:07d}"
