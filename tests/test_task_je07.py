@@ -127,7 +127,7 @@ def test_decoys_are_separate_invoices_of_the_same_amount(world):
 def test_defects_and_decoys_share_one_surface():
     """Every listing fact of a second posting, and its relation to the original, comes from one
     distribution: same vendor, amount and invoice date as the original, a new voucher number, a
-    keyed invoice number differing in its last digit, a gap of 1-9 business days, a manual posting."""
+    keyed invoice number differing in its last digit, a gap of 1-9 days (to a business day), a manual posting."""
     gaps = {"defect": [], "decoy": []}
     for s in range(20):
         w = generate_world("JE-7", 100 + s)

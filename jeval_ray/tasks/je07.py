@@ -4,11 +4,11 @@ The red-flag rule: a vendor invoice (document type VI or VN) whose vendor and in
 credit to accounts payable) repeat an earlier invoice's. Planted as perturbations of the books:
 an ordinary invoice of the year (the *original*: a vendor billed without a goods receipt, from
 freight, maintenance, marketing, office or travel, the only invoice of its vendor and amount) gets
-a second posting, a new entry keyed 1-9 business days later by an AP clerk under its own voucher
-number, with the original's vendor, amount, accounts and invoice (document) date, and a vendor
-invoice number in the description that differs from the original's in its last digit; where the
-original was paid in the year, the second posting is paid too, in the Thursday payment run after
-it was keyed. Each second posting is then made a defect or a decoy at random; only the vendor
+a second posting, a new entry keyed on the first business day 1-9 days later by an AP clerk under
+its own voucher number, with the original's vendor, amount, accounts and invoice (document) date,
+and a vendor invoice number in the description that differs from the original's in its last digit;
+where the original was paid in the year, the second posting is paid too, in the Thursday payment
+run after it was keyed. Each second posting is then made a defect or a decoy at random; only the vendor
 documents scanned with the two vouchers differ.
 
 Planted defects (criteria ``DUPLICATE``), ``duplicate_invoice_posting``: the document scanned with
