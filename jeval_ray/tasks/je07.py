@@ -3,13 +3,14 @@
 The red-flag rule: a vendor invoice (document type VI or VN) whose vendor and invoice total (its
 credit to accounts payable) repeat an earlier invoice's. Planted as perturbations of the books:
 an ordinary invoice of the year (the *original*: a vendor billed without a goods receipt, from
-freight, maintenance, marketing, office or travel, the only invoice of its vendor and amount) gets
-a second posting, a new entry keyed on the first business day 1-9 days later by an AP clerk under
-its own voucher number, with the original's vendor, amount, accounts and invoice (document) date,
-and a vendor invoice number in the description that differs from the original's in its last digit;
+freight, maintenance, marketing, office or travel, in a small year that has too few of those also
+professional services or utilities; the only invoice of its vendor and amount) gets a second
+posting, a new entry keyed on the first business day 1-9 days later by an AP clerk under its own
+voucher number, with the original's vendor, amount, accounts and invoice (document) date, and a
+vendor invoice number in the description that differs from the original's in its last digit;
 where the original was paid in the year, the second posting is paid too, in the Thursday payment
-run after it was keyed. Each second posting is then made a defect or a decoy at random; only the vendor
-documents scanned with the two vouchers differ.
+run after it was keyed. Each second posting is then made a defect or a decoy at random; only the
+vendor documents scanned with the two vouchers differ.
 
 Planted defects (criteria ``DUPLICATE``), ``duplicate_invoice_posting``: the document scanned with
 the second voucher is the original's vendor invoice (the same printed invoice number, purchase
@@ -91,6 +92,8 @@ def _usd(cents: int) -> str:
 #: vendors whose invoices are planted on: billed one invoice per order or purchase, without a goods
 #: receipt (monthly service bills and recurring fees are billed once a month by nature)
 CATEGORIES = ("freight", "maintenance", "marketing", "office", "travel")
+#: vendors billed monthly for a service, planted on only when a small year has too few of the above
+MORE_CATEGORIES = ("professional", "utilities")
 AP_KEYERS = ("AKIM", "BOKAFOR", "GSILVA")
 _CHANNELS = ("e-mail (PDF)", "post (paper original)", "supplier portal")
 _DELIVERY = ("Denver plant, 1200 Industrial Way, Denver, CO", "Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO",
@@ -150,10 +153,13 @@ def plant(b) -> None:
     key = ((partner + 1).astype(np.int64) << 40) | e["credit_cents"]
     keys, counts = np.unique(key[invoice], return_counts=True)
     unique = np.isin(key, keys[counts == 1])
-    fits_cat = np.isin(np.arange(len(md.CATEGORIES)), [md.CATEGORY[c] for c in CATEGORIES])
-    fits = (partner >= 0) & fits_cat[b.books.master.vendor_category[np.maximum(partner, 0)]]
-    ok = (invoice & (e["doc_code"] == "VN") & unique & fits
-          & (e["post_date"] >= PERIOD_START) & (e["post_date"] <= PERIOD_END - np.timedelta64(12, "D")))
+    cat_of = b.books.master.vendor_category[np.maximum(partner, 0)]
+    base = (invoice & (e["doc_code"] == "VN") & unique & (partner >= 0)
+            & (e["post_date"] >= PERIOD_START) & (e["post_date"] <= PERIOD_END - np.timedelta64(12, "D")))
+    ok = base & np.isin(cat_of, [md.CATEGORY[c] for c in CATEGORIES])
+    if int((ok & ~b.used).sum()) < n:
+        # a small year with few such invoices: the monthly service bills too
+        ok = base & np.isin(cat_of, [md.CATEGORY[c] for c in CATEGORIES + MORE_CATEGORIES])
     originals = b.pick(n, ok, what="vendor invoices without a goods receipt to post a second time")
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
