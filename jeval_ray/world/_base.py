@@ -456,6 +456,46 @@ class WorldBuilder:
     def amount(self, idx: int) -> float:
         return int(self.e["debit_cents"][idx]) / 100
 
+    def copy_entries(self, idxs) -> np.ndarray:
+        """Append a copy of each entry of ``idxs`` (every field as planted so far, and the books'
+        lines behind it) as a new entry; returns the new indices, reserved as planted.
+
+        For a defect that *adds* a document of the same kind as one the books hold: the same vendor
+        invoice keyed a second time, a second payment, another top-side adjustment. The caller then
+        changes what differs (dates, reference, amount); ``build`` moves the copy's main lines by
+        those changes as for any entry, and numbers it by its entry time."""
+        src = np.asarray(idxs, dtype=np.int64).reshape(-1)
+        k = len(src)
+        if not k:
+            return np.zeros(0, dtype=np.int64)
+        n = self.n
+        new = np.arange(n, n + k)
+        # the books' lines of each source entry (lines of an entry are contiguous), renumbered to its copy
+        starts = np.searchsorted(self._line_entry, src, side="left")
+        counts = self._lines_per_entry[src]
+        pos = np.concatenate([np.arange(s, s + c) for s, c in zip(starts.tolist(), counts.tolist())])
+        base = len(self._line_entry)
+        first_new = base + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self._main_dr = np.concatenate([self._main_dr, first_new + (self._main_dr[src] - starts)])
+        self._main_cr = np.concatenate([self._main_cr, first_new + (self._main_cr[src] - starts)])
+        self._line_entry = np.concatenate([self._line_entry, np.repeat(new, counts)])
+        self._line_account = np.concatenate([self._line_account, self._line_account[pos]])
+        self._line_value = np.concatenate([self._line_value, self._line_value[pos]])
+        self._line_no = np.concatenate([self._line_no, self._line_no[pos]])
+        self._lines_per_entry = np.concatenate([self._lines_per_entry, counts])
+        self._books_no = np.concatenate([self._books_no, self._books_no[src]])
+        for col, a in self.e.items():
+            if isinstance(a, TextColumn):
+                a._values = pa.concat_arrays([a._values, pa.array([a[int(i)] for i in src], a._values.type)])
+            else:
+                self.e[col] = np.concatenate([a, a[src]])
+        for col, a in self._orig.items():
+            self._orig[col] = np.concatenate([a, a[src]])
+        self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
+        self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
+        self.n = n + k
+        return new
+
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
         n = self.n
