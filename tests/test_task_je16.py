@@ -167,7 +167,7 @@ def _check_decoys(w) -> None:
             body = w.document(d.clearing_evidence[0]).body
             # a prior authorisation whose purpose fits the entry (issue 15: a memo for another purpose clears nothing)
             assert re.search(r"Date: (\S+)", body).group(1) < h["entry_timestamp"][:10]
-            assert f"reclassifications of period {h['posting_date'][:7]}" in body
+            assert f"accruals of period {h['posting_date'][:7]}" in body
         else:
             assert d.decoy_type == "recorded_within_close_extension"
             rec = h["entry_timestamp"][:10]
