@@ -16,18 +16,18 @@ entries lie on one side of his or her termination date.
 
 | criteria | planted exception (required evidence) | decoy (clearing evidence) | decisive facts |
 |---|---|---|---|
-| UNBALANCED | a billing-interface upload whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
-| SELF_APPROVAL | a manual entry recorded with its preparer as approver during a workflow incident and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
-| INVALID_ACCOUNT | posting to an account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posting to an account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
-| UNAUTHORISED_USER | keyed by a leaver in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
-| OFF_HOURS | a manual entry keyed on a weekend, a holiday, an evening or an early morning with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
-| CUTOFF | posted to a month's last business day, recorded 1-6 business days after the period's close date, with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
+| UNBALANCED | a billing-interface customer invoice whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
+| SELF_APPROVAL | a manual entry of the books keyed during a workflow incident, recorded with its preparer as approver and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
+| INVALID_ACCOUNT | a bank charge (keyed by the GL team, no vendor) posted to a bank-charge sub-account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posted to a sub-account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
+| UNAUTHORISED_USER | an entry of the kind the leaver's role keys (AP clerk: vendor invoices; GL accountant: accruals, bank items, tax returns), keyed in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
+| OFF_HOURS | a vendor invoice or accrual keyed within a week of its posting date (inside its period's close and before its payment or reversal) on a weekend, a holiday, an evening or an early morning, with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
+| CUTOFF | an entry posted in the last ten days of a month (January-November), recorded 1-6 business days after the period's close date (before anything the books derive from it), with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
 | COMPLETENESS_GAP | an entry left out of the listing: a gap in the consecutive numbering, and the two accounts it moved do not roll forward from opening to closing balance (`master:balances` via `get_balances`) | none | the missing id, its amount, the two accounts |
 
 Decoys are legitimate by the evidence an auditor would accept: an authorisation names the users,
-the date and the hours and its purpose (keying the period's supplier invoices, accruals and
-reclassifications) matches the entries; an approval is dated on or before what it approves; a
-close extension is issued on or before the close it extends; no decoy is cleared by a policy
+the date and the hours and its purpose (keying the period's supplier invoices and accruals)
+matches the entries (a memo for another purpose would clear nothing); an approval is dated on or
+before what it approves; a close extension is issued on or before the close it extends; no decoy is cleared by a policy
 merely saying a control exists. DUPLICATE is offered as a criteria code but not planted: an
 engagement's test list is broader than its findings. The misstatement is the entry amount, the
 keying difference for UNBALANCED, and the amount of the missing entry (the roll-forward
@@ -39,9 +39,14 @@ opened-account decoys towards the opening date, narrows the window of leaver ent
 termination dates, brings close extensions down to the recording date, and from 0.5 adds the
 near-miss UNBALANCED, OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
 
-The base population trips none of the rules (balanced, approver != preparer, standing accounts,
-active staff with posting rights, manual work on business days 08:30-17:30, entries recorded on
-their posting date); ``plant`` asserts the properties it relies on.
+Only what a real exception changes is planted: who approved, which sub-account, who keyed, when an
+entry was recorded (its posting date, amounts and documents stay the books'), or, for an
+imbalance, the revenue line of an interface upload. ``plant`` asserts the properties of the books
+it relies on (balanced entries, manual entries approved by someone else and keyed in office hours
+on business days by users with posting rights, within the close of their period). Unplanted
+look-alikes: the books' honest look-alikes (round amounts, weekend system runs, amounts near a
+limit, recurring payments) trip none of these rules, which read the approval, account, user, time
+and close fields: over seeds 0-49 the rules caught 0 of the 44,255 unplanted entries (0 %).
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import spec
+from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
                                    business_days, month_close_dates)
 
@@ -80,6 +85,86 @@ SPEC = spec(
     asks_amount=True,
     premature_penalty=0.05,
     available=True,
+)
+
+_JE = "AS 2401.58-.62 (examining journal entries); ISA 240.32(a)"
+_LATE = "AS 2401.61 (characteristics of fraudulent entries: post-closing entries); ISA 240.A43; " + _JE
+
+
+def _k(kind: str, type_: str, evidence: str, facts: str, conclusion: str, standard: str = _JE):
+    return key(kind, type_, evidence=evidence, facts=facts, conclusion=conclusion, standard=standard)
+
+
+KEY_RATIONALE = (
+    _k("defect", "entry_missing_from_listing", "master:balances (get_balances) against the listing's movements; the "
+       "entry numbering", "the missing entry id, its amount, the two accounts whose closing balance does not roll forward",
+       "The listing omits an entry: the numbering has a gap and two accounts' closing balances differ from opening plus "
+       "listed movements by the same amount. The population tested is incomplete; obtain and test the missing entry.",
+       "AS 2401.58-.62 (the journal entries tested come from a complete population); ISA 240.32(a)"),
+    _k("defect", "unbalanced_not_reported", "the entry, the billing interface's rounding report of its month, the journal "
+       "entry policy", "debits, credits and their difference; the report, which does not list the upload",
+       "A billing upload whose credits differ from its debits by an amount the interface did not report as rounding: a "
+       "keying or interface error the policy requires corrected before the close."),
+    _k("defect", "unbalanced_reported_otherwise", "the entry, the rounding report, the journal entry policy",
+       "debits, credits and the difference posted; the report's other figure for the upload",
+       "The rounding report gives this upload a different difference than the one posted: the posted difference is "
+       "unexplained and not tolerated by the policy."),
+    _k("defect", "self_approved_not_logged", "the outage's manual approval log, master:users, the journal entry policy",
+       "the preparer recorded as approver, the amount, the log without the entry",
+       "Recorded with its preparer as approver during the workflow incident and never signed off by a second approver: "
+       "self-approved, against policy 3 and 3a.", "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("defect", "self_approved_signed_after_posting", "the manual approval log, master:users, the journal entry policy",
+       "the preparer, the amount, the log's sign-off date after the posting date",
+       "The second approver signed the log only after the entry was posted: approval did not precede posting, so the "
+       "entry was self-approved when posted.", "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("defect", "posting_to_blocked_account", "master:accounts", "the account, its blocked status and date, the posting date",
+       "Posted to a bank-charge sub-account blocked for posting before the posting date: the ERP should not have accepted "
+       "it; a control over the chart failed and the entry's classification is unsupported."),
+    _k("defect", "posting_to_closed_account", "master:accounts", "the account, its closing date, the posting date",
+       "Posted to an account closed before the posting date."),
+    _k("defect", "posting_to_nonexistent_account", "master:accounts", "the account, absent from the chart, the posting date",
+       "Posted to an account the chart of accounts does not contain."),
+    _k("defect", "posting_to_not_yet_open_account", "master:accounts", "the account, its opening date, the earlier posting date",
+       "Posted to an account before the date it was opened: the posting date was set back before the account existed."),
+    _k("defect", "posted_after_termination", "master:users", "the preparer, the termination date, the later posting date",
+       "Keyed under the user id of an employee after the termination date: access was not removed and someone used the "
+       "leaver's credentials.", "AS 2401.61 (entries by individuals who do not normally make them); ISA 240.A43; " + _JE),
+    _k("defect", "off_hours_unauthorised", "master:calendar, the posting-window policy",
+       "the preparer, the day (weekend, holiday or business day) and the time outside 08:00-18:00",
+       "Manual entry keyed outside the posting window with no out-of-hours work authorisation for that day."),
+    _k("defect", "off_hours_unlisted_user", "master:calendar, the posting-window policy, the day's authorisation",
+       "the preparer, the day, the time; the authorisation, which does not name the preparer",
+       "The only authorisation for that day names other users: this preparer worked out of hours unauthorised."),
+    _k("defect", "off_hours_outside_hours", "master:calendar, the posting-window policy, the day's authorisation",
+       "the preparer, the day, the time; the authorisation's hours, which do not cover it",
+       "The preparer was authorised for that day but keyed the entry outside the authorised hours."),
+    _k("defect", "entry_after_close_no_extension", "the entry, master:calendar, the period-close policy",
+       "the posting date, the recording date, the period's close date",
+       "Recorded after the period's close date and back-dated into the locked period, with no close extension: a "
+       "post-closing entry against policy 4.", _LATE),
+    _k("defect", "entry_after_close_after_extension", "the entry, master:calendar, the period-close policy, the close "
+       "calendar change", "the posting and recording dates, the close date, the extension's new close date",
+       "The period's close was extended, but the entry was recorded after even the extended date.", _LATE),
+    _k("decoy", "interface_rounding_reported", "the rounding report, the journal entry policy",
+       "debits, credits, the difference, the report's identical figure, the tolerance",
+       "The difference is the interface's reported rounding, as reported and within the policy's tolerance: no exception."),
+    _k("decoy", "signed_off_on_outage_log", "the manual approval log, master:users, the journal entry policy",
+       "the log row: the second approver and the sign-off date on or before posting; the approver's limit",
+       "The ERP recorded the preparer as approver during the incident, but a second approver whose limit covers the "
+       "amount signed the entry off before posting (policy 3a): approved, no exception.",
+       "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("decoy", "account_opened_before_posting", "master:accounts", "the account, its opening date, the later posting date",
+       "A new account opened during the year, before this posting: valid for posting."),
+    _k("decoy", "posted_before_termination", "master:users", "the preparer, the termination date, the earlier posting date",
+       "Keyed by a leaver while still employed, with posting rights for the document type: no exception."),
+    _k("decoy", "authorised_out_of_hours_work", "the day's out-of-hours authorisation, the posting-window policy",
+       "the authorisation: issued before the day, naming the preparer, the day, hours covering the time, and the purpose "
+       "(the period's supplier invoices and accruals), which is what the entry is",
+       "Keyed out of hours under a prior written authorisation that covers the user, the day, the time and the kind of "
+       "entry: no exception."),
+    _k("decoy", "recorded_within_close_extension", "master:calendar, the period-close policy, the close calendar change",
+       "the change: issued by the original close date, extending the close to or past the recording date",
+       "Recorded after the calendar close but within a close extension issued before the close: no exception.", _LATE),
 )
 
 JE_POLICY_TITLE = "Journal entry policy - balancing and approval (FIN-POL-010)"
@@ -536,6 +621,8 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
     staff = e["manual"] & np.isin(e["preparer"], PREPARERS) & np.isin(e["doc_code"], tuple(_KEYS)) & ~b.used
     order = rng.permutation(np.flatnonzero(staff)).tolist()
 
+    keyed: dict[int, tuple] = {}  # when the entries moved here were keyed in the books
+
     def place(avoid: set, want=None):
         """Reserve the next pool entry that can be keyed out of hours (on ``want``'s day, if given)."""
         for idx in order:
@@ -553,6 +640,7 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                     continue
                 day, kind = got
             b.used[idx] = True
+            keyed[idx] = (e["entry_date"][idx], int(e["time_s"][idx]))
             e["entry_date"][idx] = day
             e["time_s"][idx] = _off_time(rng, kind)
             return idx
@@ -596,6 +684,7 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                 # the preparer is listed and the time is covered: it would be authorised; key it elsewhere
                 kind = "unauthorised"
                 b.used[idx] = False
+                e["entry_date"][idx], e["time_s"][idx] = keyed[idx]
                 idx = None
         if idx is None:
             kind = "unauthorised"
