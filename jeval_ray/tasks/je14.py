@@ -59,7 +59,7 @@ SPEC = spec(
     "JE-14",
     "L4",
     'Estimate releases',
-    objective='Find top-side, post-closing releases of estimates (such as the bad-debt allowance) that the AR subledger and the estimate policy do not support; state the misstatement.',
+    objective='Find top-side, post-closing releases of estimates (such as the bad-debt allowance) that the evidence does not support; state the misstatement.',
     defect='top-side post-closing release of an estimate that the documents do not support',
     decoys='a documented, supported estimate change',
     required_evidence='management memo, AR open items, estimate policy',
