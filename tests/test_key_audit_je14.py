@@ -98,3 +98,25 @@ def test_key_audit_nothing_outside_the_key_is_a_post_closing_release_and_the_all
                 assert not after_close(e, close), (w.seed, eid)
         assert all(v <= 0.005 for p, v in _tb(w, ALLOWANCE).items() if p <= 12), w.seed
     assert books_releases > 0  # the review's own releases exist: the surface rule "any release" catches them
+
+
+def test_key_audit_no_specific_reserve_outlives_its_invoices(worlds):
+    """Per dispute, what the release leaves is released by the review (keyed within the close) at the
+    first month end by which the disputed invoices are all paid; never by a post-closing entry."""
+    n_follow = 0
+    for w in worlds:
+        ents, close = entries(w), closes(w)
+        for rec in (*w.defects, *w.decoys):
+            memo = rec.required_evidence[0] if hasattr(rec, "required_evidence") else rec.clearing_evidence[0]
+            held, inv, release = memo_terms(w, memo)
+            left = round(held - release, 2)
+            customer = re.search(r"held against (.+?) \(C\d+\)", w.document(memo).body).group(1)
+            later = [e for e in ents.values() if (e["description"] or "").startswith(f"Release specific provision {customer} ")]
+            mine = [e for e in later if e["amount"] == pytest.approx(left)]
+            if left <= 0:
+                continue
+            for e in mine:
+                n_follow += 1
+                assert (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT) and not after_close(e, close)
+                assert e["posting_date"] > ents[rec.entry_id]["posting_date"]
+    assert n_follow > 0

@@ -26,7 +26,9 @@ collected, credited or written off by the period end. The AR open-items report o
   what is left still covers the invoices still open (with ``near_miss`` >= 0.5 some releases leave
   exactly the open amount).
 
-The release's basis in the memo (a settlement, a payment plan, a credit improvement ...) is drawn
+Whatever reserve a release leaves is released by the senior accountant's review (within the close)
+at the first month end by which all the disputed invoices are paid, so no reserve outlives its
+invoices. The release's basis in the memo (a settlement, a payment plan, a credit improvement ...) is drawn
 from one list for both: only the figures decide. Release months (February-November), amounts,
 preparer, approver, keying lag and wording come from one distribution.
 
@@ -34,12 +36,13 @@ Decisive facts (the key's ``facts``): the reserve held (memo), the open amount o
 invoices at the period end (open-items report), the release, and for a defect the shortfall.
 
 Unplanted look-alikes: the books' own allowance review releases the reserve (Dr 1190 / Cr 6500, a
-manual ``AL`` entry by the senior accountant) whenever the required allowance falls: 284 such
-entries over seeds 0-49 (5.7 a world), all keyed within the close. The red-flag filter (manual
-allowance releases keyed after the close of the period they are posted to) caught none of the
-45,417 unplanted entries of those worlds (0 %); a wider surface rule, "every manual release of the
-allowance", catches those 5.7 a world, and they are not exceptions: the review's own adjustments,
-keyed before the close, leaving the allowance at the policy's requirement.
+manual ``AL`` entry by the senior accountant) whenever the required allowance falls, and releases
+what a planted release left once the disputed invoices are paid: 369 such entries over seeds 0-49
+(7.4 a world), all keyed within the close. The red-flag filter (manual allowance releases keyed
+after the close of the period they are posted to) caught none of the 45,502 unplanted entries of
+those worlds (0 %); a wider surface rule, "every manual release of the allowance", catches those
+7.4 a world, and they are not exceptions: the review's own adjustments, keyed before the close,
+leaving the allowance at the policy's requirement.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ MEMO_TITLE = "Memo: release of specific reserve {ref} - {customer} ({period})"
 NOTE_TITLE = "Credit committee note: disputed invoices {ref} - {customer} ({period})"
 RELEASE_TEXT = "Release specific reserve {customer} - {month} close"
 PROVISION_TEXT = "Specific provision disputed invoices {customer} {month}"
+PAID_TEXT = "Release specific provision {customer} {month} - disputed invoices paid"
 #: what management gives as the basis for a release (the same wording for supported and unsupported ones)
 REASONS = (
     "the dispute was settled with the customer's purchasing team and the invoices are being paid",
@@ -249,7 +253,7 @@ def plant(b) -> None:
             raise ConfigError(f"impossible knobs for JE-14: no disputed invoices left for a {kind}; lower n_defects/n_decoys "
                               "or raise n_entries")
     # the entries: one provision and one release per dispute
-    rows_e, meta = [], []
+    rows_e, meta, rows_later = [], [], []
     for kind, c, m0, mm, its, a0, am, x in planted:
         s0 = int(a0.sum())
         cname = m.customer_name[c]
@@ -276,7 +280,21 @@ def plant(b) -> None:
                        "reference": r_ref, "description": RELEASE_TEXT.format(customer=cname, month=MONTH_ABBR[mm - 1]),
                        "lines": [(ALLOWANCE, x), (BAD_DEBT, -x)]})
         meta.append((p_ref, p_entered, p_app, r_ref, r_entered, r_app))
+        # what the release leaves is released by the senior accountant's review at the first month end by
+        # which the invoices are all paid (within that close), so no reserve outlives its invoices
+        left = s0 - x
+        paid_by = [k for k in range(mm + 1, 13) if left > 0 and int(oi.amount(int(ends[k - 1]), its).sum()) == 0]
+        if paid_by:
+            k = paid_by[0]
+            rows_later.append({**common, "post_date": md.iso(int(ends[k - 1])),
+                               "entry_date": md.iso(int(md.business_offset(int(ends[k - 1]) + 1, int(rng.integers(0, 3))))),
+                               "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "FNGUYEN",
+                               "approver": _approver_for(left, "FNGUYEN"), "reference": doc_number("AL", ref_no),
+                               "description": PAID_TEXT.format(customer=cname, month=MONTH_ABBR[k - 1]),
+                               "lines": [(ALLOWANCE, left), (BAD_DEBT, -left)]})
+            ref_no += 1
     idx = b.add_entries(rows_e)
+    b.add_entries(rows_later)
     by_month: dict[int, list[int]] = {}
     for j, (kind, c, m0, mm, its, a0, am, x) in enumerate(planted):
         p_ref, p_entered, p_app, r_ref, r_entered, r_app = meta[j]
