@@ -18,7 +18,7 @@ entries lie on one side of his or her termination date.
 |---|---|---|---|
 | UNBALANCED | a billing-interface customer invoice whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
 | SELF_APPROVAL | a manual entry of the books keyed during a workflow incident, recorded with its preparer as approver and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
-| INVALID_ACCOUNT | a bank charge (keyed by the GL team, no vendor) posted to a bank-charge sub-account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posted to a sub-account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
+| INVALID_ACCOUNT | a month's bank charges (keyed by the GL team a few business days after the month end, no vendor) posted to a bank-charge sub-account opened after the posting date and on or before the keying day: back-dated before the account existed (`master:accounts`; an ERP rejects postings to blocked, closed or unknown accounts, so none are planted) | posted to a sub-account opened during the year before the posting date (`master:accounts`) | the account, its opening date, the posting date |
 | UNAUTHORISED_USER | an entry of the kind the leaver's role keys (AP clerk: vendor invoices; GL accountant: accruals, bank items, tax returns), keyed in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
 | OFF_HOURS | a vendor invoice or accrual keyed within a week of its posting date (inside its period's close and before its payment or reversal) on a weekend, a holiday, an evening or an early morning, with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
 | CUTOFF | an entry posted in the last ten days of a month (January-November), recorded 1-6 business days after the period's close date (before anything the books derive from it), with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
@@ -117,15 +117,12 @@ KEY_RATIONALE = (
        "the preparer, the amount, the log's sign-off date after the posting date",
        "The second approver signed the log only after the entry was posted: approval did not precede posting, so the "
        "entry was self-approved when posted.", "AS 2201 (segregation of duties over journal entries); " + _JE),
-    _k("defect", "posting_to_blocked_account", "master:accounts", "the account, its blocked status and date, the posting date",
-       "Posted to a bank-charge sub-account blocked for posting before the posting date: the ERP should not have accepted "
-       "it; a control over the chart failed and the entry's classification is unsupported."),
-    _k("defect", "posting_to_closed_account", "master:accounts", "the account, its closing date, the posting date",
-       "Posted to an account closed before the posting date."),
-    _k("defect", "posting_to_nonexistent_account", "master:accounts", "the account, absent from the chart, the posting date",
-       "Posted to an account the chart of accounts does not contain."),
-    _k("defect", "posting_to_not_yet_open_account", "master:accounts", "the account, its opening date, the earlier posting date",
-       "Posted to an account before the date it was opened: the posting date was set back before the account existed."),
+    _k("defect", "posting_to_not_yet_open_account", "master:accounts; the entry's timestamp",
+       "the account, its opening date after the posting date, the posting date; the entry keyed on or after the opening",
+       "A month's bank charges keyed after the month end to a sub-account created after it and dated back to the month "
+       "end: the account was not open on the posting date, so the ERP's check at keying did not stop a back-dated "
+       "posting; the classification and period of the charges are unsupported.",
+       "AS 2401.61 (entries to unusual or new accounts, back-dated entries); ISA 240.A43; " + _JE),
     _k("defect", "posted_after_termination", "master:users", "the preparer, the termination date, the later posting date",
        "Keyed under the user id of an employee after the termination date: access was not removed and someone used the "
        "leaver's credentials.", "AS 2401.61 (entries by individuals who do not normally make them); ISA 240.A43; " + _JE),
@@ -450,87 +447,71 @@ def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
         b.add_defect(idx, f"self_approved_{kind}", "SELF_APPROVAL", ev, facts=facts)
 
 
-#: bank-charge sub-accounts that may change during FY2025: (code, name). Each seed gives two of them
-#: an opening date in the year, blocks one, closes one and leaves one out of the chart, so a code on
-#: the listing says nothing until the chart is read. Bank charges are keyed by the GL team from the
-#: bank statement without a vendor, so a sub-account changes nothing else in the books.
+#: bank-charge sub-accounts that may open during FY2025: (code, name). Each seed blocks one, closes
+#: one and opens others during the year, so a code on the listing says nothing until the chart is
+#: read. Bank charges are keyed by the GL team from the bank statement without a vendor, so a
+#: sub-account changes nothing else in the books.
 CHANGING_ACCOUNTS = (
-    ("6945", "Bank Charges - Payroll Account"), ("6955", "Bank Charges - Card Processing"),
-    ("6960", "Bank Charges - Lockbox Fees"), ("6965", "Bank Charges - Foreign Payments"),
-    ("6970", "Bank Charges - Cash Management"), ("6975", "Bank Charges - Wire Transfers"),
-    ("6980", "Bank Charges - Former Operating Bank"), ("6985", "Bank Charges - Letters of Credit"),
-    ("6990", "Bank Charges - Merchant Services"),
+    ("6945", "Bank Charges - Payroll Account"), ("6951", "Bank Charges - Card Processing"),
+    ("6952", "Bank Charges - Lockbox Fees"), ("6953", "Bank Charges - Foreign Payments"),
+    ("6954", "Bank Charges - Cash Management"), ("6955", "Bank Charges - Wire Transfers"),
+    ("6956", "Bank Charges - Former Operating Bank"), ("6957", "Bank Charges - Letters of Credit"),
+    ("6958", "Bank Charges - Merchant Services"), ("6959", "Bank Charges - Sweep Account"),
+    ("6961", "Bank Charges - Positive Pay"), ("6962", "Bank Charges - ACH Origination"),
+    ("6963", "Bank Charges - Remote Deposit"), ("6964", "Bank Charges - Account Analysis"),
+    ("6966", "Bank Charges - Returned Items"),
 )
 
 
 def _plant_accounts(b, n_def: int, n_dec: int) -> None:
-    """Add changed accounts to the chart; plant postings to invalid ones and to newly opened ones."""
+    """Bank-charge sub-accounts opened during the year. A decoy is a month's bank charges posted to a
+    sub-account opened before the posting date; a defect is a month's bank charges keyed (as the books
+    key them, a few business days after the month end) to a sub-account opened after the month end
+    and back-dated to it: the ERP accepted the account because it existed when the entry was keyed,
+    but it was not open on the posting date. Two sub-accounts blocked or closed before the year stand
+    in the chart untouched (an ERP rejects postings to them)."""
     rng = b.rng
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
-    pool = e["doc_code"] == "BC"
+    keyed = e["entry_date"].astype("datetime64[D]")
+    pool = (e["doc_code"] == "BC") & (post >= np.datetime64("2025-02-01")) & (keyed > post)
     gap_max = 2 + int(round((1 - b.knobs.near_miss) * 45))
     codes = [CHANGING_ACCOUNTS[i] for i in rng.permutation(len(CHANGING_ACCOUNTS))]
-    opened, (blk_code, blk_name), (cl_code, cl_name), (absent, _) = codes[:2], codes[2], codes[3], codes[4]
+    (blk_code, blk_name), (cl_code, cl_name) = codes[0], codes[1]
     rows = []
-    window = pool & (post >= np.datetime64("2025-02-01"))
-    defects, decoys = _split(b, n_def, n_dec, window, "bank charge entries")
-    open_dates = {}
-    # the earlier decoys go to the first opened account, the later ones to the second: the second
-    # opens late enough that a posting before its opening (a defect) can come from the same window
-    by_date = sorted(decoys, key=lambda i: (post[i], i))
-    half = (len(by_date) + 1) // 2
-    for k, (code, name) in enumerate(opened):
-        share = by_date[:half] if k == 0 else by_date[half:]
-        opened_on = (min(post[i] for i in share) - int(rng.integers(1, gap_max + 1))) if share else \
-            np.datetime64("2025-03-01") + int(rng.integers(0, 180))
-        open_dates[code] = opened_on
+    defects, decoys = _split(b, n_def, n_dec, pool, "bank charge entries keyed after the month end")
+    free = iter(codes[2:])
+    if decoys:
+        # the earlier decoys go to one opened account, the later ones to another
+        by_date = sorted(decoys, key=lambda i: (post[i], i))
+        half = (len(by_date) + 1) // 2
+        for share in (by_date[:half], by_date[half:]):
+            if not share:
+                continue
+            code, name = next(free)
+            opened_on = max(np.datetime64("2025-01-02"), min(post[i] for i in share) - int(rng.integers(1, gap_max + 1)))
+            rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+                         "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
+            for idx in share:
+                e["debit_account"][idx] = code
+                b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
+                            facts=[code, str(opened_on), str(post[idx])])
+    for idx in defects:
+        code, name = next(free)
+        # opened after the posting date, on or before the day the entry was keyed
+        span = int((keyed[idx] - post[idx]).astype(int))
+        opened_on = post[idx] + int(rng.integers(1, span + 1))
         rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
                      "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
-        for idx in share:
-            e["debit_account"][idx] = code
-            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
-                        facts=[code, str(opened_on), str(post[idx])])
-    blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 360)))
-    cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 270)))
+        e["debit_account"][idx] = code
+        b.add_defect(idx, "posting_to_not_yet_open_account", "INVALID_ACCOUNT", ["master:accounts"],
+                     facts=[code, str(opened_on), str(post[idx])])
+    blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 300)))
+    cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 240)))
     rows.append({"account": blk_code, "name": blk_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
                  "status": "blocked", "opened": "2015-01-01", "closed": "", "blocked_on": blk_on})
     rows.append({"account": cl_code, "name": cl_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
                  "status": "closed", "opened": "2015-01-01", "closed": cl_on, "blocked_on": ""})
-    kinds = ("blocked", "closed", "nonexistent", "not_yet_open")
-    first = int(rng.integers(0, len(kinds)))
-    plan = sorted(kinds[(first + i) % len(kinds)] for i in range(len(defects)))
-    early = plan.count("not_yet_open")
-    rest = [k for k in plan if k != "not_yet_open"]
-    # the earliest postings are the ones that can precede an opening
-    by_date = sorted(defects, key=lambda i: (post[i], i))
-    for idx, kind in zip(by_date, ["not_yet_open"] * early + [rest[j] for j in rng.permutation(len(rest))]):
-        day = str(post[idx])
-        if kind == "not_yet_open":
-            code = next((c for c, d in sorted(open_dates.items()) if post[idx] < d), None)
-            if code is None:
-                # the posting precedes no opening: open the later account after it, unless that would
-                # put one of its decoys before the opening
-                code = max(open_dates, key=lambda c: open_dates[c])
-                later = max(open_dates[code], post[idx] + int(rng.integers(1, gap_max + 1)))
-                if any(later > post[j] for j in decoys if e["debit_account"][j] == code):
-                    kind = "blocked"
-                else:
-                    open_dates[code] = later
-                    next(r for r in rows if r["account"] == code)["opened"] = str(later)
-        if kind == "blocked":
-            code, facts = blk_code, [blk_code, "blocked", blk_on, day]
-        elif kind == "closed":
-            code, facts = cl_code, [cl_code, "closed", cl_on, day]
-        elif kind == "nonexistent":
-            code, facts = absent, [absent, "does not exist", day]
-        else:
-            facts = [code, str(open_dates[code]), day]
-        e["debit_account"][idx] = code
-        b.add_defect(idx, f"posting_to_{kind}_account", "INVALID_ACCOUNT", ["master:accounts"], facts=facts)
-    # an opening date may have moved: the decoys' facts name the final one
-    b.decoys = [(i, t, ev, [fx[0], str(open_dates[fx[0]]), fx[2]] if t == "account_opened_before_posting" else fx)
-                for i, t, ev, fx in b.decoys]
     for a in b.accounts:
         a["closed"] = a["closed"] or ""
         a["blocked_on"] = a["blocked_on"] or ""
