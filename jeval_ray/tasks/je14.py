@@ -28,8 +28,8 @@ collected, credited or written off by the period end. The AR open-items report o
 
 Whatever reserve a release leaves is released by the senior accountant's review (within the close)
 at the first month end by which all the disputed invoices are paid, so no reserve outlives its
-invoices. The release's basis in the memo (a settlement, a payment plan, a credit improvement ...) is drawn
-from one list for both: only the figures decide. Release months (February-November), amounts,
+invoices. The release's basis in the memo (a settlement, a payment plan, a credit improvement ...)
+is drawn from one list for both: only the figures decide. Release months (February-November), amounts,
 preparer, approver, keying lag and wording come from one distribution.
 
 Decisive facts (the key's ``facts``): the reserve held (memo), the open amount of the disputed
@@ -53,7 +53,7 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit
 from jeval_ray.books import master as md
-from jeval_ray.books.documents import TYPE, doc_number
+from jeval_ray.books.documents import doc_number
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import COMPANY_NAME, MONTH_ABBR, month_close_dates
@@ -357,7 +357,7 @@ def _open_items_report(b, oi: _OpenItems, day: int, detail_for: list[int]) -> in
         lines.append(" | ".join((f"{m.customer_name[c]} ({m.customer_id(c)})", *(_money(v) for v in vals),
                                  _money(sum(vals)))))
     total = int(amt.sum())
-    lines.append(f"Total | " + " | ".join(_money(int(amt[buck == k].sum())) for k in range(5)) + f" | {_money(total)}")
+    lines.append("Total | " + " | ".join(_money(int(amt[buck == k].sum())) for k in range(5)) + f" | {_money(total)}")
     detail = ["Open invoices of customers under specific review (invoice | customer | invoice date | due date | days past "
               "due | open amount USD):"]
     for c in detail_for:

@@ -925,9 +925,9 @@ def _docs(kit: Kit):
     authorisations, extensions, rounding reports)."""
     pol = yield from kit.documents("policy")
     ids = {}
-    for key, words in (("je", "balancing and approval"), ("close", "period-close")):
+    for name, words in (("je", "balancing and approval"), ("close", "period-close")):
         doc = next((d for d in pol if words in d["title"].lower()), None)
-        ids[key] = doc["doc_id"] if doc else None
+        ids[name] = doc["doc_id"] if doc else None
     tol = 0.0
     if ids["je"]:
         body = (yield from kit.open(ids["je"])).get("body", "")
