@@ -150,7 +150,7 @@ def test_release_amounts_overlap_between_defects_and_decoys():
         dfx += [amount[d.entry_id] for d in w.defects]
         dcx += [amount[d.entry_id] for d in w.decoys]
     auc = sum((a > b) + 0.5 * (a == b) for a in dfx for b in dcx) / (len(dfx) * len(dcx))
-    assert 0.35 <= auc <= 0.65, auc
+    assert 0.4 <= auc <= 0.6, auc
 
 
 @pytest.mark.parametrize("seed", SEEDS)
