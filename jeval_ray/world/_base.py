@@ -457,10 +457,13 @@ class WorldBuilder:
             "n_lines": np.array([len(r["lines"]) for r in rows]),
         }
         assert all(c in t_of for c in code.tolist())
+        # read without copying (``peek``): the concatenation is the world's own array
         for name, v in vals.items():
-            self.e[name] = np.concatenate([self.e[name], v.astype(self.e[name].dtype)])
-        for name in self._orig:
-            self._orig[name] = np.concatenate([self._orig[name], vals[name].astype(self._orig[name].dtype)])
+            old = self.e.peek(name)
+            self.e[name] = np.concatenate([old, v.astype(old.dtype)])
+        for name in list(self._orig.keys()):
+            old = self._orig.peek(name)
+            self._orig[name] = np.concatenate([old, vals[name].astype(old.dtype)])
         for name in ("reference", "description"):
             col = self.e[name]
             grown = TextColumn(pa.concat_arrays([col._values, pa.array([str(r[name]) for r in rows], pa.string())]))
