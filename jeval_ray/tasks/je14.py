@@ -293,8 +293,7 @@ def plant(b) -> None:
                                "description": PAID_TEXT.format(customer=cname, month=MONTH_ABBR[k - 1]),
                                "lines": [(ALLOWANCE, left), (BAD_DEBT, -left)]})
             ref_no += 1
-    idx = b.add_entries(rows_e)
-    b.add_entries(rows_later)
+    idx = b.add_entries(rows_e + rows_later)  # one batch: the releases stay at odd positions of rows_e
     by_month: dict[int, list[int]] = {}
     for j, (kind, c, m0, mm, its, a0, am, x) in enumerate(planted):
         p_ref, p_entered, p_app, r_ref, r_entered, r_app = meta[j]
