@@ -409,6 +409,71 @@ class WorldBuilder:
         self.used[chosen] = True
         return chosen
 
+    def add_entries(self, rows: list[dict]) -> np.ndarray:
+        """Add new journal entries (documents the books did not have, e.g. a provision or a release a
+        task plants) and return their indices, reserved like picked ones. Each row gives ``doc_code``,
+        ``post_date``, ``entry_date``, ``time_s``, ``preparer``, ``approver``, ``reference``,
+        ``description`` and ``lines`` [(account code, signed cents)], which must balance unless
+        planted so; optional ``doc_date`` (default the posting date), ``manual`` (default True),
+        ``vendor_id``, ``customer_id``. One batch: the arrays are extended once."""
+        if not rows:
+            return np.zeros(0, dtype=np.int64)
+        n0, k = self.n, len(rows)
+        new = np.arange(n0, n0 + k)
+        le = np.concatenate([np.full(len(r["lines"]), n0 + j) for j, r in enumerate(rows)]).astype(self._line_entry.dtype)
+        acct = np.array([chart.CODE[a] for r in rows for a, _ in r["lines"]], dtype=self._line_account.dtype)
+        val = np.array([int(v) for r in rows for _, v in r["lines"]], dtype=np.int64)
+        lno = np.concatenate([np.arange(1, len(r["lines"]) + 1) for r in rows]).astype(np.int32)
+        base = len(self._line_entry)
+        pos = np.arange(len(le))
+        main_dr = np.array([base + int(pos[le == i][np.argmax(np.where(val[le == i] > 0, val[le == i], -1))]) for i in new])
+        main_cr = np.array([base + int(pos[le == i][np.argmin(np.where(val[le == i] < 0, val[le == i], 1))]) for i in new])
+        self._line_entry = np.concatenate([self._line_entry, le])
+        self._line_account = np.concatenate([self._line_account, acct])
+        self._line_value = np.concatenate([self._line_value, val])
+        self._line_no = np.concatenate([self._line_no, lno])
+        self._main_dr = np.concatenate([self._main_dr, main_dr])
+        self._main_cr = np.concatenate([self._main_cr, main_cr])
+        self._lines_per_entry = np.concatenate([self._lines_per_entry, [len(r["lines"]) for r in rows]])
+        self._books_no = np.concatenate([self._books_no, int(self._books_no.max(initial=0)) + 1 + np.arange(k)])
+        code = np.array([r["doc_code"] for r in rows])
+        t_of = {c: i for i, c in enumerate(TYPE_CODES.tolist())}
+        post = np.array([r["post_date"] for r in rows], dtype="datetime64[D]")
+        vals = {
+            "template": np.array([TEMPLATE_OF_TYPE[c] for c in code.tolist()]),
+            "doc_code": code, "doc_type": code,
+            "books_doc": np.full(k, -1),
+            "manual": np.array([r.get("manual", True) for r in rows], dtype=bool),
+            "doc_date": np.array([r.get("doc_date", r["post_date"]) for r in rows], dtype="datetime64[D]"),
+            "post_date": post,
+            "entry_date": np.array([r["entry_date"] for r in rows], dtype="datetime64[D]"),
+            "time_s": np.array([r["time_s"] for r in rows]),
+            "preparer": np.array([r["preparer"] for r in rows]), "approver": np.array([r["approver"] for r in rows]),
+            "debit_account": _CODES[acct[main_dr - base]], "credit_account": _CODES[acct[main_cr - base]],
+            "debit_cents": np.array([int(sum(v for _, v in r["lines"] if v > 0)) for r in rows]),
+            "credit_cents": np.array([int(-sum(v for _, v in r["lines"] if v < 0)) for r in rows]),
+            "vendor_id": np.array([r.get("vendor_id", "") for r in rows]),
+            "customer_id": np.array([r.get("customer_id", "") for r in rows]),
+            "n_lines": np.array([len(r["lines"]) for r in rows]),
+        }
+        assert all(c in t_of for c in code.tolist())
+        # read without copying (``peek``): the concatenation is the world's own array
+        for name, v in vals.items():
+            old = self.e.peek(name)
+            self.e[name] = np.concatenate([old, v.astype(old.dtype)])
+        for name in list(self._orig.keys()):
+            old = self._orig.peek(name)
+            self._orig[name] = np.concatenate([old, vals[name].astype(old.dtype)])
+        for name in ("reference", "description"):
+            col = self.e[name]
+            grown = TextColumn(pa.concat_arrays([col._values, pa.array([str(r[name]) for r in rows], pa.string())]))
+            grown._over = dict(col._over)
+            self.e[name] = grown
+        self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
+        self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
+        self.n = n0 + k
+        return new
+
     def add_document(self, doc_type: str, title: str, body: str, date: str) -> int:
         """Add a document; returns a handle. Bodies may say ``{E:idx}`` / ``{D:handle}`` for ids."""
         self.docs.append({"doc_type": doc_type, "title": title, "body": body, "date": str(date)})
