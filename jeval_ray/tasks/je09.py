@@ -42,7 +42,7 @@ marketing campaign) are keyed in January by the accounting manager or the contro
 compensation committee, the audit engagement letter, outside counsel's letter, the agency's
 statement), which states the one figure the accrual rests on.
 * defect ``topside_unsupported`` (criteria ``UNSUPPORTED``): the support states a smaller figure
-  (30-85 % of what was booked, closer as ``near_miss`` rises): the excess is a management
+  (30 % of what was booked up to 70 % at the default ``near_miss``, 85 % at 1): the excess is a management
   cushion. Misstatement: booked less supported. Decisive facts: the support, the amount booked,
   the amount supported, the excess.
 * decoy ``topside_supported``: the support states exactly the amount booked. Decisive facts: the
@@ -56,8 +56,8 @@ January 2026, so the pack holds each accrued vendor's statement of account at 20
   no later invoice for the accrual to meet. Decisive facts: the statement, the date the service
   ended, the accrual.
 * decoy ``year_end_accrual_supported``: the statement shows the January invoice for the December
-  service within the policy's 10 % estimate tolerance (within 3-8 %, wider as ``near_miss``
-  rises). Decisive facts: the statement and the invoice amount.
+  service within the policy's 10 % estimate tolerance (within 3 % at ``near_miss`` 0, 5.5 % at
+  the default, 8 % at 1). Decisive facts: the statement and the invoice amount.
 
 **Unplanted look-alikes.** Nothing of the books is sanitised. Every product sale billed in the window
 gets its (true) delivery note; every top-side entry and December accrual not drawn gets support
@@ -407,8 +407,9 @@ def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked
 
 
 def _customer_name(b, idx: int) -> str:
+    names = b.__dict__.setdefault("_je09_customer_names", {c["customer_id"]: c["name"] for c in b.customers})
     cid = str(b.e["customer_id"][idx])
-    return next((c["name"] for c in b.customers if c["customer_id"] == cid), cid)
+    return names.get(cid, cid)
 
 
 def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
@@ -466,7 +467,8 @@ def _statement(b, idx: int, invoice_cents: int | None) -> tuple[int, str]:
     document and the date the service ended ("" when it did not)."""
     rng, e = b.rng, b.e
     vid = str(e["vendor_id"][idx])
-    vendor = next(v for v in b.vendors if v["vendor_id"] == vid)
+    vendors = b.__dict__.setdefault("_je09_vendors", {v["vendor_id"]: v for v in b.vendors})
+    vendor = vendors[vid]
     service = "utility supply" if vendor["category"] == "utilities" else "professional services"
     lines = [f"{STATEMENT_TITLE} at 2026-01-31", f"From: {vendor['name']} ({vid})",
              f"To: {b.facts['company_name']}, Accounts Payable", f"Service: {service}, billed monthly in arrears"]
