@@ -27,7 +27,7 @@ write-offs) are recorded 2-11 business days after the year-end close date of
 ``master:calendar`` (2026-01-09), still posted to December. The policy allows this only under a
 post-closing adjustment request approved by the Controller and the CFO before the entry is
 recorded, for the amount posted.
-* defect ``post_closing_entry_unauthorised`` (``CUTOFF``, misstatement = the entry's total): no
+* defect ``post_closing_entry_unauthorised`` (``CUTOFF``, reported at the entry's total): no
   request, or (with probability ``near_miss``) one that was rejected, approved only after the
   entry was recorded, or approved for a smaller amount. Decisive facts: the recording date, the
   close date, the amount (and the request, with its approval date, "rejected" or the amount it
@@ -117,7 +117,7 @@ KEY_RATIONALE = (
     key("defect", "post_closing_entry_unauthorised",
         evidence="the entry (its entry timestamp), master:calendar (year-end close 2026-01-09), the close policy, and the post-closing request where one exists",
         facts="recorded after 2026-01-09 but posted to December 2025; no request, or a request rejected, approved only after the entry was recorded, or approved for less than posted",
-        conclusion="An entry was posted into the closed FY2025 period without the required authorisation: the amount posted is recorded in the wrong period and the override of the close control is reported.",
+        conclusion="An entry was posted into the closed FY2025 period after the close without the required authorisation: an override of the close control that changed the closed year's figures, reported at the amount posted.",
         standard=_STD_CLOSE),
     key("decoy", "post_closing_entry_approved",
         evidence="the post-closing adjustment request, master:calendar, the close policy",
@@ -207,8 +207,9 @@ def _policy_body() -> str:
         f"{ACCRUAL_TOLERANCE:.0%} of the invoice that follows is an acceptable estimate. For the year end, the "
         "statements of account of the accrued vendors at 2026-01-31 are retained in the audit support pack.\n"
         "7. Cut-off errors are corrected in the period to which the transaction belongs; the misstatement is the "
-        "amount recorded in the wrong period. An adjustment or accrual above its support is misstated by the "
-        "amount it exceeds the support."
+        "amount recorded in the wrong period. An entry posted into a closed period without authorisation is "
+        "reported at the amount posted. An adjustment or accrual above its support is misstated by the amount it "
+        "exceeds the support."
     )
 
 
@@ -615,8 +616,8 @@ def careful(kit: Kit):
         yield from kit.flag(
             eid, "CUTOFF", [eid, "master:calendar", *pol, *([req[0]] if req else [])],
             f"Entry {eid} is posted into the closed period {h['posting_date'][:7]} but was recorded on {rec}, after that "
-            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} is recorded in the wrong "
-            f"period. {why}", amount=amount)
+            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} was posted into the closed "
+            f"year without authorisation. {why}", amount=amount)
         n_flag += 1
 
     for eid, h in topside:
