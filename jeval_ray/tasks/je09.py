@@ -4,15 +4,17 @@ An annual audit tests cut-off and the entries of the close at the year end (AS 2
 made at the end of a reporting period and post-closing entries; ISA 240.32(a)): a misstatement
 between two months of the same year does not change the year's figures, so everything here sits at
 the FY2025 year end, in the simulated company's own books. Four procedures, one per kind of
-planted entry; each candidate's kind is drawn first and its label (defect or decoy) independently,
-so defects and decoys of a kind share one listing surface and only the documents tell them apart.
+planted entry; each candidate's kind is drawn first (sales 35 %, post-closing 35 %, top-side 20 %,
+accruals 10 %, within what the books hold: four top-side entries, the December accruals) and its
+label (defect or decoy) independently, so defects and decoys of a kind share one listing surface
+and only the documents tell them apart.
 
 **Sales cut-off.** Product sales are billed by the interface the evening their goods issue
 (shipment, COGS) posts. The policy keeps, for every product sale billed in the last ten days of
 the year (2025-12-22 to 2025-12-31), the delivery note the carrier signs when it takes the goods:
 its ship date is when control passes (FCA warehouse). Candidates are December sales still unpaid at
 the year end, moved with their goods issue to a later day of the window (nothing else of the
-chain moves).
+chain moves). Delivery notes of a few ordinary sales earlier in the year complete the shipping file.
 * defect ``revenue_before_shipment`` (criteria ``CUTOFF``): the carrier took the goods in January
   2026 (first business days, closer to 1 January as ``near_miss`` rises): the goods issue and the
   billing were recorded before the goods left. Misstatement: the product revenue line (the net
@@ -42,15 +44,16 @@ marketing campaign) are keyed in January by the accounting manager or the contro
 compensation committee, the audit engagement letter, outside counsel's letter, the agency's
 statement), which states the one figure the accrual rests on.
 * defect ``topside_unsupported`` (criteria ``UNSUPPORTED``): the support states a smaller figure
-  (30 % of what was booked up to 70 % at the default ``near_miss``, 85 % at 1): the excess is a management
-  cushion. Misstatement: booked less supported. Decisive facts: the support, the amount booked,
+  (30 % of what was booked up to 70 % at the default ``near_miss``, 85 % at 1): the excess is a
+  management cushion. Misstatement: booked less supported. Decisive facts: the support, the amount booked,
   the amount supported, the excess.
 * decoy ``topside_supported``: the support states exactly the amount booked. Decisive facts: the
   support and the amount.
 
 **Year-end accruals reversed in the next period.** Services billed a month late are accrued at
-each month end and reversed on 1 January; the December accrual's reversal and invoice fall in
-January 2026, so the pack holds each accrued vendor's statement of account at 2026-01-31.
+each month end and reversed on the first day of the next month, when the invoice comes; the
+December accrual's reversal (1 January) and invoice fall in January 2026, so the pack holds each
+accrued vendor's statement of account at 2026-01-31.
 * defect ``year_end_accrual_unsupported`` (``UNSUPPORTED``, misstatement = the accrual): the
   statement shows no December service: the engagement or supply ended in November, so there is
   no later invoice for the accrual to meet. Decisive facts: the statement, the date the service
