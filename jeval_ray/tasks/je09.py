@@ -165,13 +165,13 @@ _USD = re.compile(r"USD ([\d,]+\.\d\d)")
 _HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
 _REASONS = {
     "VN": ("vendor invoice for December services received after the close",
-           "audit adjustment proposed by the external auditors: unrecorded December liability"),
+           "unrecorded December liability found in the January invoice review"),
     "VI": ("vendor invoice for goods received in December, matched after the close",
-           "audit adjustment proposed by the external auditors: December receipt not invoiced at the close"),
+           "December goods receipt not invoiced at the close, found in the GR/IR review"),
     "BC": ("December bank charges from the statement received late",),
     "BI": ("December interest credited by the bank, advice received late",),
     "AL": ("allowance review of the December receivables completed after the close",
-           "audit adjustment proposed by the external auditors: specific provision for a doubtful receivable"),
+           "specific provision for a doubtful receivable identified after the close"),
     "TX": ("December sales tax remittance recorded from the bank statement after the close",),
     "WO": ("write-off of an uncollectible receivable approved in December, recorded after the close",),
 }
