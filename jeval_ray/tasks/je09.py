@@ -410,10 +410,18 @@ def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked
     return b.add_document("memo", f"{REQUEST_TITLE} PCA-26-{no}", body, b.date_str(asked))
 
 
+def _by_id(b, rows: str, key: str) -> dict:
+    """``b.<rows>`` (customers, vendors) by id, built once per world."""
+    memo = b.__dict__.setdefault("_je09_by_id", {})
+    if rows not in memo:
+        memo[rows] = {r[key]: r for r in getattr(b, rows)}
+    return memo[rows]
+
+
 def _customer_name(b, idx: int) -> str:
-    names = b.__dict__.setdefault("_je09_customer_names", {c["customer_id"]: c["name"] for c in b.customers})
     cid = str(b.e["customer_id"][idx])
-    return names.get(cid, cid)
+    row = _by_id(b, "customers", "customer_id").get(cid)
+    return row["name"] if row else cid
 
 
 def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
@@ -471,8 +479,7 @@ def _statement(b, idx: int, invoice_cents: int | None) -> tuple[int, str]:
     document and the date the service ended ("" when it did not)."""
     rng, e = b.rng, b.e
     vid = str(e["vendor_id"][idx])
-    vendors = b.__dict__.setdefault("_je09_vendors", {v["vendor_id"]: v for v in b.vendors})
-    vendor = vendors[vid]
+    vendor = _by_id(b, "vendors", "vendor_id")[vid]
     service = "utility supply" if vendor["category"] == "utilities" else "professional services"
     lines = [f"{STATEMENT_TITLE} at 2026-01-31", f"From: {vendor['name']} ({vid})",
              f"To: {b.facts['company_name']}, Accounts Payable", f"Service: {service}, billed monthly in arrears"]
