@@ -213,17 +213,22 @@ def test_key_audit_documents_are_dated_with_what_they_support(seed):
 
 
 def test_key_audit_sales_cutoff_moves_the_goods_issue_with_the_billing():
-    """A planted sale keeps its chain: its goods issue (COGS) posts the same day, and no receipt
-    for it is in the year (it was picked among December sales still unpaid at the year end)."""
+    """A planted sale keeps its chain: the goods issue it bills posts the same day, a minute before
+    the billing (as the interface does), and no customer receipt for it is in the year (it was
+    picked among December sales still unpaid at the year end)."""
     for seed in KEY_SEEDS:
         w = _world(seed)
         heads = _heads(seed)
-        goods_issues = {(_posted(x), x["entry_timestamp"]) for x in heads.values()
-                        if x["document_type"] == "SH" and "5000" in x["accounts"]}
+        goods_issues = {(x["reference"], _posted(x), x["entry_timestamp"]) for x in heads.values()
+                        if x["document_type"] == "SH"}
+        receipts = " ".join(x["description"] for x in heads.values() if x["document_type"] == "CR")
         for rec in (*w.defects, *w.decoys):
             h = heads[rec.entry_id]
-            if _in_window(h):  # the interface bills a minute after it posts the goods issue
-                assert (_posted(h), h["entry_timestamp"] - dt.timedelta(seconds=60)) in goods_issues, (seed, rec.entry_id)
+            if not _in_window(h):
+                continue
+            shipment = re.search(r"ref (SH-\d+)", h["description"]).group(1)  # the billing names its goods issue
+            assert (shipment, _posted(h), h["entry_timestamp"] - dt.timedelta(seconds=60)) in goods_issues, (seed, rec.entry_id)
+            assert h["reference"] not in receipts, (seed, rec.entry_id)
 
 
 #: the documented rate of unplanted look-alikes the naive filter catches (the module docstring)
