@@ -112,6 +112,8 @@ def test_key_audit_defects_are_proved_by_their_evidence(seed):
     for d in w.defects:
         h = heads[d.entry_id]
         assert d.entry_id in d.required_evidence and policy in d.required_evidence
+        if d.defect_type != "post_closing_entry_unauthorised":  # a control deviation counts whatever its amount
+            assert d.misstatement >= w.facts["clearly_trivial"], (d.defect_type, d.misstatement)
         if d.defect_type == "revenue_before_shipment":
             assert d.criteria == "CUTOFF" and _in_window(h) and h["source"] == "automated"
             doc, ship = _note_of(w, h["reference"])

@@ -7,7 +7,9 @@ the FY2025 year end, in the simulated company's own books. Four procedures, one 
 planted entry; each candidate's kind is drawn first (sales 35 %, post-closing 35 %, top-side 20 %,
 accruals 10 %, within what the books hold: four top-side entries, the December accruals) and its
 label (defect or decoy) independently, so defects and decoys of a kind share one listing surface
-and only the documents tell them apart.
+and only the documents tell them apart. Every misstatement in the key is above the brief's clearly
+trivial amount (sales and accruals are drawn among those above it, a top-side excess is kept above
+it); an unauthorised post-closing entry is a control deviation, reported whatever its amount.
 
 **Sales cut-off.** Product sales are billed by the interface the evening their goods issue
 (shipment, COGS) posts. The policy keeps, for every product sale billed in the last ten days of
@@ -247,11 +249,15 @@ def plant(b) -> None:
     safe_sh = np.zeros(b.n, dtype=bool)
     safe_sh[is_sale] = sh_of[is_sale] >= 0
     safe_sh[is_sale & safe_sh] = post[sh_of[is_sale & safe_sh]] == post[is_sale & safe_sh]
+    # a misstatement the key reports is above clearly trivial (a post-closing entry is a control
+    # deviation, reported whatever its amount)
+    trivial = int(round(b.facts["clearly_trivial"] * 100))
+    above_trivial = d.amount[e["books_doc"]] >= trivial
     pools = {
-        "rev": is_sale & december & ~followed_e & safe_sh,
+        "rev": is_sale & december & ~followed_e & safe_sh & above_trivial,
         "late": e["manual"] & december & ~followed_e & np.isin(code, list(_REASONS)),
         "topside": code == "TS",
-        "accrual": (code == "AC") & (post == year_end),
+        "accrual": (code == "AC") & (post == year_end) & above_trivial,
     }
     weights = {"rev": 0.35, "late": 0.35, "topside": 0.2, "accrual": 0.1}
     # one surface per kind: each candidate's kind is drawn first (within what the books hold), its label independently
@@ -271,8 +277,8 @@ def plant(b) -> None:
 
     _plant_sales(b, *picked["rev"], sh_of, policy, near)
     _plant_post_closing(b, *picked["late"], policy, near, close)
-    _plant_topside(b, *picked["topside"], np.flatnonzero(pools["topside"]), policy, near)
-    _plant_accruals(b, *picked["accrual"], np.flatnonzero(pools["accrual"]), policy, near)
+    _plant_topside(b, *picked["topside"], np.flatnonzero(pools["topside"]), policy, near, trivial)
+    _plant_accruals(b, *picked["accrual"], np.flatnonzero((code == "AC") & (post == year_end)), policy, near)
 
     # every product sale billed in the window has its delivery note; so do a few ordinary sales earlier in the year
     window_sales = np.flatnonzero(is_sale & (e["post_date"] >= window_start) & ~b.used)
@@ -346,7 +352,8 @@ def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
 
 
-def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float) -> None:
+def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float,
+                   trivial: int) -> None:
     """Support for every top-side entry; a defect's support states less than was booked."""
     rng, e = b.rng, b.e
     label = {int(i): bool(x) for i, x in zip(idx_all, bad_all)}
@@ -357,6 +364,8 @@ def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarra
         if bad:
             share = rng.uniform(0.30, 0.55 + 0.30 * near)
             supported = int(min(booked - 10_000, max(10_000, round(booked * share / 100_000) * 100_000)))
+            # the excess is more than clearly trivial (whole thousands below what was booked)
+            supported = min(supported, max(0, (booked - trivial) // 100_000 * 100_000))
         doc = _topside_support(b, idx, supported)
         if int(idx) not in label:
             continue
