@@ -253,3 +253,42 @@ def test_key_audit_lookalike_rate_is_the_documented_one():
     assert unplanted / hits == pytest.approx(DOCUMENTED_SHARE, abs=0.005)
     assert f"{DOCUMENTED_PER_WORLD} unplanted look-alikes per world, {DOCUMENTED_SHARE:.0%}".replace("%", " %") in \
         " ".join(je09.__doc__.split())
+
+
+def test_key_audit_planting_changes_only_what_each_defect_changes():
+    """Against the books as simulated, planting changes only the key's entries (and a planted sale's
+    own goods issue), and only the fields its kind changes: a sale moves its dates within December,
+    a post-closing entry its entry date and time, a top-side entry or accrual nothing at all (its
+    defect is in the documents)."""
+    from jeval_ray.tasks import get_task, resolve_knobs
+    from jeval_ray.tasks.je09 import plant
+    from jeval_ray.world import WorldBuilder
+
+    fields = ("doc_date", "post_date", "entry_date", "time_s", "preparer", "approver", "debit_account",
+              "credit_account", "debit_cents", "credit_cents")
+    allowed = {"revenue_before_shipment": {"doc_date", "post_date", "entry_date"},
+               "year_end_revenue_shipped": {"doc_date", "post_date", "entry_date"},
+               "post_closing_entry_unauthorised": {"entry_date", "time_s"},
+               "post_closing_entry_approved": {"entry_date", "time_s"},
+               "topside_unsupported": set(), "topside_supported": set(),
+               "year_end_accrual_unsupported": set(), "year_end_accrual_supported": set()}
+    spec = get_task("JE-9")
+    for seed in range(8):
+        base = WorldBuilder(spec, seed, resolve_knobs("JE-9", None))
+        b = WorldBuilder(spec, seed, resolve_knobs("JE-9", None))
+        plant(b)
+        kinds = {int(i): t for i, t, *_ in b.defects} | {int(i): t for i, t, *_ in b.decoys}
+        changed = {f: np.flatnonzero(b.e[f] != base.e[f]) for f in fields}
+        changed["description"] = np.array([i for i in range(b.n) if b.e["description"][i] != base.e["description"][i]])
+        sales = [i for i, t in kinds.items() if allowed[t] and "post_date" in allowed[t]]
+        goods_issues = {int(base.books.docs.parent[b.e["books_doc"][i]]) for i in sales}
+        late = [i for i, t in kinds.items() if t.startswith("post_closing")]
+        assert set(late) <= set(changed["entry_date"].tolist()), seed  # every post-closing entry was moved
+        for f, rows in changed.items():
+            for i in rows.tolist():
+                if int(b.e["books_doc"][i]) in goods_issues:  # the sale's goods issue moves with it
+                    assert b.e["doc_code"][i] == "SH" and f in {"doc_date", "post_date", "entry_date"}, (seed, i, f)
+                    continue
+                assert i in kinds and f in allowed[kinds[i]], (seed, i, f, kinds.get(i))
+                if f == "post_date":  # within December, never earlier than the books had it
+                    assert base.e["post_date"][i] <= b.e["post_date"][i] <= np.datetime64(YEAR_END), (seed, i)
