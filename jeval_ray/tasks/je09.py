@@ -246,9 +246,11 @@ def plant(b) -> None:
     december = post >= np.datetime64("2025-12-01")
 
     is_sale = (code == "CI") & (e["credit_account"] == REVENUE_ACCOUNT)
+    # a sale the planting may move: billed the day its goods issue (its parent) posted
     safe_sh = np.zeros(b.n, dtype=bool)
     safe_sh[is_sale] = sh_of[is_sale] >= 0
-    safe_sh[is_sale & safe_sh] = post[sh_of[is_sale & safe_sh]] == post[is_sale & safe_sh]
+    has = is_sale & safe_sh
+    safe_sh[has] = (post[sh_of[has]] == post[has]) & (code[sh_of[has]] == "SH")
     # a misstatement the key reports is above clearly trivial (a post-closing entry is a control
     # deviation, reported whatever its amount)
     trivial = int(round(b.facts["clearly_trivial"] * 100))
