@@ -53,7 +53,7 @@ def _entries(w) -> dict[str, dict]:
 
 def _hidden_lines(b) -> list[tuple[int, str, int]]:
     """(fiscal month, account, cents) of every line of the entries left out of the listing."""
-    le, acct, val = b._final_lines()
+    le, acct, val = b.final_lines()
     hid = b.hidden[le]
     month = b.e["post_date"].astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1
     return [(int(np.clip(month[i], 1, 12)), str(a), int(v)) for i, a, v in zip(le[hid], acct[hid], val[hid])]
@@ -176,7 +176,7 @@ def test_manual_entries_are_approved_by_someone_else_whose_limit_covers_them_exc
 def test_a_world_without_planting_is_the_books_themselves():
     """Before planting, the builder's lines are the books' own: same entries, same lines, same totals."""
     b = WorldBuilder(get_task("JE-2"), 3, resolve_knobs("JE-2", None))
-    le, acct, val = b._final_lines()
+    le, acct, val = b.final_lines()
     books = b.books
     yc = books.docs.type[books.lines.doc] == __import__("jeval_ray.books.documents", fromlist=["TYPE"]).TYPE["YC"]
     assert len(val) == int((~yc).sum())
