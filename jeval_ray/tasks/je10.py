@@ -30,7 +30,7 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   never received. Required evidence: invoice, purchase order (its history), policy. Misstatement:
   the units billed but not received at the order price. Decisive facts: the PO (document), the
   quantity billed and the quantity received.
-* **bank account mismatch** (any sampled invoice): the invoice asks for payment to an account that
+* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for payment to an account that
   is not the vendor's in the vendor master, and no change is logged: a payment-diversion (vendor
   impersonation) red flag. The expense and the payable are not misstated (the key records a
   misstatement of 0); the exposure is a fraudulent payment of the invoice total. Required evidence:
@@ -49,21 +49,27 @@ Decoys:
   but within the tolerance (``near_miss`` moves it towards the limit), posted to 5100 as the policy
   allows. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
   invoice total, the order value and the tolerance.
-* **bank change verified** (a sampled invoice of a vendor that appears once in the sample): the
+* **short delivery invoiced as received** (a matched invoice whose order came in one delivery):
+  the delivery came short (its goods receipt is for fewer units than ordered) and the vendor billed,
+  and AP posted and paid, only what arrived; the PO history shows the shortage, as for a quantity
+  defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
+  quantity ordered and the quantity received and billed.
+* **bank change verified** (a two-way invoice of a vendor that appears once in the sample): the
   invoice asks for payment to an account that differs from the vendor master, because the vendor
   moved banks after issuing it; ``master:vendor_changes`` logs the change (old account = the one on
   the invoice, dated after the invoice, verified by call-back) and the vendor master holds the new
   account. Cleared by the invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts:
   the invoice (document), the old and the new account and the date of the change.
 
-A few clean invoices (exact matches, price differences in the company's favour, partial deliveries
-invoiced for what arrived, two-way invoices below their PO) complete the sample; the change log
-also holds verified bank changes of vendors outside the sample.
+A few clean invoices (exact matches, price differences in the company's favour, orders delivered
+in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
+change log also holds verified bank changes of vendors outside the sample.
 
 Unplanted look-alikes: the ledger filter for this procedure, vendor invoices posted with a purchase
 price variance debit (5100), also returns the books' own price differences, every one within the
-tolerance (the policy is set above them): over seeds 0-49 at the default size, {LOOKALIKES}. No
-unplanted entry breaks a rule of the policy (``tests/test_key_audit_je10.py``).
+tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.0
+entries per world, 3.6 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
+breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 """
 
 from __future__ import annotations
@@ -85,7 +91,7 @@ SPEC = spec(
                'receipts and the vendor master under the procurement and accounts payable policy, and report the '
                'invoices that should not have been posted or paid as they were.'),
     defect='an invoice posted or payable against the policy: price or quantity beyond what was ordered and received, payee not the vendor, or coded to an account its vendor may not post',
-    decoys='price differences the policy tolerates; invoices issued before a verified change of the vendor\'s bank',
+    decoys='price differences the policy tolerates; short deliveries billed as received; invoices issued before a verified change of the vendor\'s bank',
     required_evidence='invoice, purchase order (with its goods receipts), vendor master, policy',
     sources=('general_ledger', 'invoices', 'purchase_orders', 'goods_receipts', 'vendor_master', 'vendor_changes',
              'procurement_policy'),
@@ -133,6 +139,12 @@ KEY_RATIONALE = (
               "does not exceed; quantity within what was received",
         conclusion="The price difference is within the tolerance the policy lets AP post to purchase price "
                    "variance without a PO change: no exception.",
+        standard="AS 1105.15 (vouching to source documents)"),
+    key("decoy", "short_delivery_invoiced_as_received",
+        evidence="the vendor's invoice and the purchase order's history of goods receipts",
+        facts="the quantity ordered; the quantity received (fewer); the quantity invoiced, equal to what was received",
+        conclusion="The order came short, but the vendor billed and AP paid only the units received at the order "
+                   "price: no exception (the open quantity is not a liability).",
         standard="AS 1105.15 (vouching to source documents)"),
     key("decoy", "bank_change_verified",
         evidence="the vendor's invoice, the vendor master and the vendor change log",
@@ -282,13 +294,18 @@ def plant(b) -> None:
     raw_vi &= vi
     # orders received whole in one goods receipt posted in the year (the receipt a short delivery changes)
     first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
-    qty_ok = (raw_vi & (var == 0) & ch.single_receipt()[po_of] & (d.quantity[po_of] >= 3)
-              & (ch.entry_of[first_gr] >= 0))
+    whole = ch.single_receipt()[po_of]
+    qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
+    # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
+    received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
+    complete = received_all == d.quantity[po_of]
     n = b.n_defects
     kinds = ("price", "qty", "bank", "mis")
     order = rng.permutation(len(kinds))
     types = [kinds[order[i % len(kinds)]] for i in range(n)]
-    n_bank_decoys = (b.n_decoys + int(rng.integers(0, 2))) // 2
+    decoy_kinds = ("price", "bank", "short")
+    order = rng.permutation(len(decoy_kinds))
+    decoy_types = [decoy_kinds[order[i % len(decoy_kinds)]] for i in range(b.n_decoys)]
     spare = (SPEC.step_budget - 10 - 3 * (n + b.n_decoys)) // 3
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
 
@@ -307,22 +324,24 @@ def plant(b) -> None:
             sampled_vendors.add(str(e["vendor_id"][i]))
         return out
 
-    bank_dec = take(n_bank_decoys, vi | two_way, "sampled vendor invoices of distinct vendors", fresh_vendor=True)
+    bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
     changed_on = {}
     for idx in bank_dec:
         when = np.busday_offset(e["doc_date"][idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
         locked |= (e["vendor_id"] == e["vendor_id"][idx]) & (e["doc_date"] <= changed_on[idx])
-    price_dec = take(b.n_decoys - n_bank_decoys, raw_vi & room & (var <= 0), "matched vendor invoices")
+    price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
+    short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
     picked = {k: take(types.count(k), where, what) for k, where, what in (
         ("price", raw_vi & room & (var <= 0), "matched vendor invoices"),
         ("qty", qty_ok, "matched invoices of orders received in one delivery"),
-        ("bank", vi | two_way, "sampled vendor invoices"),
+        ("bank", raw_vi | two_way, "sampled vendor invoices"),
         ("mis", two_way, "two-way vendor invoices"))}
-    clean = take(n_clean, (vi & (var <= 0)) | two_way, "sampled vendor invoices")
+    clean = take(n_clean, (vi & (var <= 0) & complete) | two_way, "sampled vendor invoices")
 
     remit: dict[int, str] = {}
     received: dict[int, list[tuple[int, int, int]]] = {}  # entry -> goods receipts (gr doc, quantity, cents)
+    billed: dict[int, int] = {}  # entry -> quantity invoiced, where a short delivery was planted
 
     def pay_more(idx: int, cents: int) -> None:
         """The payment run paid the invoice as posted: its last payment in the year carries the change."""
@@ -351,7 +370,8 @@ def plant(b) -> None:
         tol = _tolerance_cents(int(amt[idx]), pct, cap)
         frac = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
         reprice(idx, max(1, min(int(tol * frac), tol)))
-    for idx in picked["qty"]:
+    for idx in picked["qty"] + short_dec:
+        # the delivery came short: its goods receipt (Dr inventory / Cr GR/IR) is for fewer units
         po = int(d.parent[docs[idx]])
         gr = int(ch.receipts(po)[0])
         q = int(d.quantity[po])
@@ -361,6 +381,15 @@ def plant(b) -> None:
         e["debit_cents"][j] -= short * price
         e["credit_cents"][j] -= short * price
         received[idx] = [(gr, q - short, (q - short) * price)]
+        billed[idx] = q
+    for idx in short_dec:
+        # ... and the vendor billed, and AP posted and paid, what arrived
+        got = received[idx][0][1]
+        cut = (billed[idx] - got) * (int(amt[idx]) // billed[idx])
+        e["debit_cents"][idx] -= cut
+        e["credit_cents"][idx] -= cut
+        pay_more(idx, -cut)
+        billed[idx] = got
     for idx in picked["bank"]:
         remit[idx] = b.bank_account()
     changes = []
@@ -390,8 +419,9 @@ def plant(b) -> None:
         v["bank_account"] = new
     b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"])))
 
-    sample = sorted(set(bank_dec + price_dec + clean + [i for v in picked.values() for i in v]))
-    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx)) for idx in sample}
+    sample = sorted(set(bank_dec + price_dec + short_dec + clean + [i for v in picked.values() for i in v]))
+    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx))
+               for idx in sample}
     for idx in picked["price"]:
         inv, po = handles[idx]
         total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
@@ -417,6 +447,10 @@ def plant(b) -> None:
         total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
         b.add_decoy(idx, "price_variance_within_tolerance", [inv, po, policy],
                     facts=[f"{{D:{po}}}", total / 100, order_value / 100, tol / 100])
+    for idx in short_dec:
+        inv, po = handles[idx]
+        b.add_decoy(idx, "short_delivery_invoiced_as_received", [inv, po, policy],
+                    facts=[f"{{D:{po}}}", int(d.quantity[d.parent[docs[idx]]]), billed[idx]])
     for idx, ch_row in zip(bank_dec, changes):
         inv, _po = handles[idx]
         b.add_decoy(idx, "bank_change_verified", [inv, "master:vendors", "master:vendor_changes"],
@@ -433,7 +467,7 @@ def plant(b) -> None:
 
 
 def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
-               received: list[tuple[int, int, int]] | None) -> tuple[int, int | None]:
+               received: list[tuple[int, int, int]] | None, billed: int | None) -> tuple[int, int | None]:
     """Add the vendor's invoice behind entry ``idx`` and its purchase order with the PO history; returns their handles.
 
     Every figure is the entry's or the books' own: the invoice's order value and price adjustment are the
@@ -447,12 +481,13 @@ def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
     code = str(e["doc_code"][idx])
     ref = str(e["reference"][idx])
     variance = sum(v for a, v in b.lines_of(idx) if a == "5100") if code == "VI" else 0
-    total = int(d.amount[doc]) + variance if code == "VI" else int(e["debit_cents"][idx])
     if code == "VI":
-        q = int(d.quantity[po]) if received is not None else int(sum(int(d.quantity[g]) for g in ch.receipts(po)))
+        q = billed if billed is not None else int(sum(int(d.quantity[g]) for g in ch.receipts(po)))
         price = int(d.amount[po]) // int(d.quantity[po])
+        total = q * price + variance
         line = f"Line 1: {what} - quantity {q} at {_usd(price)} each = {_usd(q * price)}"
     else:
+        total = int(e["debit_cents"][idx])
         line = f"Line 1: {what} per order - quantity 1 at {_usd(total)} each = {_usd(total)}"
     lines = [line]
     if variance:
@@ -556,8 +591,9 @@ def _vouch(kit: Kit, inv_doc: str, pos: dict):
 
 
 def naive(kit: Kit):
-    """Flags every invoice above its PO total or payable to another bank account than the master's, reading neither
-    the policy's tolerance nor the vendor change log."""
+    """Flags every invoice whose documents disagree on their face: payable to another bank account than the
+    master's, above its PO total, or against an order received short; it reads neither the policy's tolerance,
+    the vendor change log nor the quantity invoiced."""
     _docs, refs, pos, entries = yield from _sample(kit)
     banks = {v["vendor_id"]: v["bank_account"] for v in (yield from kit.master("vendors"))}
     n = 0
@@ -572,6 +608,9 @@ def naive(kit: Kit):
             n += 1
         elif po.get("total") is not None and inv["total"] is not None and inv["total"] > po["total"] + 0.004:
             yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds PO total {po['total']:.2f}.")
+            n += 1
+        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
+            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: PO {inv['po']} received {po['received']} of {po['qty']} ordered.")
             n += 1
     yield from kit.submit(f"Flagged {n} invoices that do not match their PO or vendor master.")
 
@@ -669,6 +708,13 @@ def careful(kit: Kit):
                 f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds the order value {order_value:.2f} of PO "
                 f"{inv['po']} ({po_doc}) by {excess:.2f}, within the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
                 "whichever is lower); quantity within what was received, payee and coding agree with the master.")
+            clears += 1
+        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
+            yield from kit.clear(
+                eid, ev + [*ev_pol],
+                f"Entry {eid}: PO {inv['po']} ({po_doc}) ordered {po['qty']} units and its history shows {po['received']} "
+                f"received; invoice {ref} bills {inv['qty']} at the order price ({inv['total']:.2f}), so it pays only for "
+                "what arrived (sections 5.0 and 6): no exception.")
             clears += 1
         else:
             deferred.append((eid, ref, inv, po_doc, order_value, ev))
