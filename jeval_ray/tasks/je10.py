@@ -592,10 +592,12 @@ def _vouch(kit: Kit, inv_doc: str, pos: dict):
 
 def naive(kit: Kit):
     """Flags every invoice whose documents disagree on their face: payable to another bank account than the
-    master's, above its PO total, or against an order received short; it reads neither the policy's tolerance,
-    the vendor change log nor the quantity invoiced."""
-    _docs, refs, pos, entries = yield from _sample(kit)
-    banks = {v["vendor_id"]: v["bank_account"] for v in (yield from kit.master("vendors"))}
+    master's, coded outside its vendor's category, above its PO total, or against an order received short. It
+    reads neither the policy's tolerance, the vendor change log nor the quantity invoiced."""
+    docs, refs, pos, entries = yield from _sample(kit)
+    pol = sorted((d for d in docs if d["doc_type"] == "policy"), key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
+    allowed = (_policy_terms((yield from kit.open(pol[0]["doc_id"])).get("body", ""))[2]) if pol else {}
+    vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
     n = 0
     for ref, inv_doc in sorted(refs.items()):
         if kit.calls_left <= 4 or ref not in entries:
@@ -603,14 +605,19 @@ def naive(kit: Kit):
         inv, po_doc, po = yield from _vouch(kit, inv_doc, pos)
         eid = entries[ref]["entry_id"]
         ev = [inv_doc] + ([po_doc] if po_doc else [])
-        if inv["bank"] and inv["bank"] != banks.get(inv["vendor_id"]):
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev + ["master:vendors"], f"Entry {eid}: invoice {ref} bank account differs from the vendor master.")
-            n += 1
+        v = vendors.get(inv["vendor_id"], {})
+        off = set(entries[ref]["accounts"]) - allowed.get(v.get("category"), set(entries[ref]["accounts"]))
+        why = None
+        if inv["bank"] and inv["bank"] != v.get("bank_account"):
+            why, ev = "bank account differs from the vendor master", ev + ["master:vendors"]
+        elif off:
+            why, ev = f"posted to {', '.join(sorted(off))}, outside the vendor's category", ev + ["master:vendors"]
         elif po.get("total") is not None and inv["total"] is not None and inv["total"] > po["total"] + 0.004:
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds PO total {po['total']:.2f}.")
-            n += 1
+            why = f"total {inv['total']:.2f} exceeds PO total {po['total']:.2f}"
         elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: PO {inv['po']} received {po['received']} of {po['qty']} ordered.")
+            why = f"PO {inv['po']} received {po['received']} of {po['qty']} ordered"
+        if why:
+            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} {why}.")
             n += 1
     yield from kit.submit(f"Flagged {n} invoices that do not match their PO or vendor master.")
 
