@@ -30,18 +30,18 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   never received. Required evidence: invoice, purchase order (its history), policy. Misstatement:
   the units billed but not received at the order price. Decisive facts: the PO (document), the
   quantity billed and the quantity received.
-* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for payment to an account that
-  is not the vendor's in the vendor master, and no change is logged: a payment-diversion (vendor
-  impersonation) red flag. The expense and the payable are not misstated (the key records a
-  misstatement of 0); the exposure is a fraudulent payment of the invoice total. Required evidence:
-  invoice, ``master:vendors``, policy. Decisive facts: the invoice (document), the remittance
-  account on it and the account in the vendor master.
+* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for
+  payment to an account that is not the vendor's in the vendor master, and no change is logged: a
+  payment-diversion (vendor impersonation) red flag. The expense and the payable are not misstated
+  (the key records a misstatement of 0); the exposure is a fraudulent payment of the invoice total.
+  Required evidence: invoice, ``master:vendors``, policy. Decisive facts: the invoice (document),
+  the remittance account on it and the account in the vendor master.
 * **misclassified account** (a two-way invoice): the one document is posted to the cost account of
-  another vendor category (or capitalised to 1500), which the coding guide does not allow for its
-  vendor's category; the ERP's description names the account posted. Required evidence: invoice,
-  ``master:vendors``, policy. Misstatement: the amount posted to the wrong account. Decisive facts:
-  the invoice (document), the account posted, the vendor's category and the account the guide
-  gives it.
+  another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
+  guide does not allow for its vendor's category; the ERP's description names the account posted.
+  Required evidence: invoice, ``master:vendors``, policy. Misstatement: the amount posted to the
+  wrong account. Decisive facts: the invoice (document), the account posted, the vendor's category
+  and the account the guide gives it.
 
 Decoys:
 
@@ -112,13 +112,13 @@ KEY_RATIONALE = (
         conclusion="The invoice exceeds the approved order price by more than the policy tolerates and was posted "
                    "and paid without a PO change: the excess is an unapproved price increase charged to purchase "
                    "price variance (misstatement = the excess).",
-        standard="AS 2401.58 and .61 (journal entries and the evidence supporting them); AS 1105.15 (vouching to source documents)"),
+        standard="AS 2401.58 and .61 (examining journal entries); AS 1105.15 (inspection of records and documents)"),
     key("defect", "quantity_over_receipt",
         evidence="the vendor's invoice and the purchase order's history of goods receipts",
         facts="the quantity billed; the quantity received on the goods receipt(s)",
         conclusion="AP paid for units the warehouse never received (the invoice over-clears GR/IR); the value of "
                    "the missing units is a recoverable overpayment (misstatement = units short x order price).",
-        standard="AS 1105.15 (vouching to source documents); AS 2401.58 (journal entries)"),
+        standard="AS 1105.15 (inspection of records and documents); AS 2401.58 (examining journal entries)"),
     key("defect", "bank_account_mismatch",
         evidence="the vendor's invoice, the vendor master and the vendor change log",
         facts="the remittance account on the invoice; the vendor's account in the vendor master; no logged, "
@@ -126,33 +126,33 @@ KEY_RATIONALE = (
         conclusion="The invoice directs payment to an account that is not the vendor's, with no verified change on "
                    "file: a payment-diversion red flag. The expense is not misstated; the exposure is a fraudulent "
                    "payment of the invoice total, to be confirmed with the vendor through its number on file.",
-        standard="AS 2401.66-.67 (fraud risk responses; AS 2401.79 communicating possible fraud); ISA 240.A40"),
+        standard="AS 2401.79 (evidence that fraud may exist is brought to management's attention); AS 1105.15"),
     key("defect", "misclassified_account",
         evidence="the vendor's invoice, the vendor master (category) and the policy's coding guide",
         facts="the account the entry posted; the vendor's category; the account the coding guide gives that category",
         conclusion="The invoice is posted to an account its vendor's category may not post: the expense is "
                    "misclassified (misstatement = the amount posted to the wrong account).",
-        standard="AS 2401.58 and .61 (journal entries); AS 2201.28 (relevant assertions: presentation and classification)"),
+        standard="AS 2401.58 (examining journal entries); AS 1105.11 (assertions: presentation and disclosure)"),
     key("decoy", "price_variance_within_tolerance",
         evidence="the vendor's invoice, its purchase order and the policy's price tolerance",
         facts="the invoice total; the order value of the quantity invoiced; the tolerance, which the difference "
               "does not exceed; quantity within what was received",
         conclusion="The price difference is within the tolerance the policy lets AP post to purchase price "
                    "variance without a PO change: no exception.",
-        standard="AS 1105.15 (vouching to source documents)"),
+        standard="AS 1105.15 (inspection of records and documents)"),
     key("decoy", "short_delivery_invoiced_as_received",
         evidence="the vendor's invoice and the purchase order's history of goods receipts",
         facts="the quantity ordered; the quantity received (fewer); the quantity invoiced, equal to what was received",
         conclusion="The order came short, but the vendor billed and AP paid only the units received at the order "
                    "price: no exception (the open quantity is not a liability).",
-        standard="AS 1105.15 (vouching to source documents)"),
+        standard="AS 1105.15 (inspection of records and documents)"),
     key("decoy", "bank_change_verified",
         evidence="the vendor's invoice, the vendor master and the vendor change log",
         facts="the account on the invoice is the vendor's old account; the change log records its replacement by the "
               "master's account after the invoice date, verified by call-back",
         conclusion="The vendor changed banks after issuing the invoice; the change went through the call-back "
                    "procedure and payment follows the master: no exception.",
-        standard="AS 2401.66 (responses to fraud risks); AS 1105.15"),
+        standard="AS 1105.15 (inspection of records and documents)"),
 )
 
 POLICY_TITLE = "Procurement and accounts payable policy"
@@ -162,9 +162,9 @@ _CAPS = (500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000)
 _BANKS = ("First Coastal Bank", "Lakeshore National Bank", "Summit Trust", "Pacific Commerce Bank")
 #: categories bought on a purchase order without a goods receipt (two-way match) and their cost accounts
 _TWO_WAY = tuple(c.name for c in md.CATEGORIES if c.flow == "two_way")
-#: accounts a misclassified two-way invoice is posted to: another category's cost account, or capitalised
-_WRONG = tuple(dict.fromkeys(chart.ACCOUNTS[chart.idx(c.account)].code for c in md.CATEGORIES
-                             if c.flow in ("two_way", "bill"))) + ("1500",)
+#: accounts a misclassified two-way invoice is posted to: the cost account of another two-way category
+#: (freight booked as repairs, repairs as marketing ...), so the listing shows accounts such invoices post
+_WRONG = tuple(chart.ACCOUNTS[chart.idx(c.account)].code for c in md.CATEGORIES if c.flow == "two_way")
 _MONEY = r"USD (-?[\d,]+\.\d\d)"
 
 
