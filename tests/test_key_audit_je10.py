@@ -206,7 +206,8 @@ def test_key_audit_defects_break_exactly_the_rule_their_rationale_states(packs):
                 assert not any(r["vendor_id"] == inv["vendor_id"] and inv["bank"] in (r["old_value"], r["new_value"])
                                for r in p.changes)
                 assert d.misstatement == 0  # a payment-fraud exposure: the expense is not misstated
-                assert {inv["bank"], master} <= set(d.facts) and "master:vendors" in d.required_evidence
+                assert {inv["bank"], master} <= set(d.facts)
+                assert {"master:vendors", "master:vendor_changes"} <= set(d.required_evidence)
             else:
                 assert d.defect_type == "misclassified_account"
                 cat = p.vendors[inv["vendor_id"]]["category"]

@@ -34,8 +34,8 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   payment to an account that is not the vendor's in the vendor master, and no change is logged: a
   payment-diversion (vendor impersonation) red flag. The expense and the payable are not misstated
   (the key records a misstatement of 0); the exposure is a fraudulent payment of the invoice total.
-  Required evidence: invoice, ``master:vendors``, policy. Decisive facts: the invoice (document),
-  the remittance account on it and the account in the vendor master.
+  Required evidence: invoice, ``master:vendors``, ``master:vendor_changes``, policy. Decisive facts:
+  the invoice (document), the remittance account on it and the account in the vendor master.
 * **misclassified account** (a two-way invoice): the one document is posted to the cost account of
   another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
   guide does not allow for its vendor's category; the ERP's description names the account posted.
@@ -275,15 +275,15 @@ def plant(b) -> None:
         "2024-10-01",
     )
     vendors = {v["vendor_id"]: v for v in b.vendors}
-    cat = np.array([vendors[v]["category"] if v else "" for v in e["vendor_id"].tolist()])
-    limit = {u.user_id: u.approval_limit_cents for u in md.USERS}
-    appr_limit = np.array([limit.get(a, 0) for a in e["approver"].tolist()], dtype=np.int64)
     docs = e["books_doc"]
+    # per entry: its vendor's category (-1 without a vendor) and its approver's limit (0 without one)
+    cat = np.where(e["vendor_id"] != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
+    appr_limit = np.array([u.approval_limit_cents for u in md.USERS] + [0], dtype=np.int64)[d.approver[docs]]
     var = d.variance[docs]
     amt = d.amount[docs]
-    vi = (e["doc_code"] == "VI") & np.isin(cat, ("raw_materials", "capex"))
-    raw_vi = vi & (cat == "raw_materials")
-    two_way = (e["doc_code"] == "VN") & (d.parent[docs] >= 0) & np.isin(cat, _TWO_WAY)
+    vi = (e["doc_code"] == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
+    raw_vi = vi & (cat == md.CATEGORY["raw_materials"])
+    two_way = (e["doc_code"] == "VN") & (d.parent[docs] >= 0) & np.isin(cat, [md.CATEGORY[c] for c in _TWO_WAY])
     # room under the approver's limit for the largest price adjustment planted (30 % of the order value)
     room = appr_limit >= (amt * 13 // 10 + np.abs(var) + 100)
     parent = d.parent[docs]
@@ -310,6 +310,8 @@ def plant(b) -> None:
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
 
     sampled_vendors: set[str] = set()
+    sampled_partners: set[int] = set()
+    partner = np.where(cat >= 0, d.partner[docs], -1)  # the vendor's index, -1 for entries without one
     #: vendors whose bank changed: their invoices dated up to the change name the old account, so none joins the sample
     locked = np.zeros(b.n, dtype=bool)
 
@@ -318,10 +320,11 @@ def plant(b) -> None:
         for _ in range(k):
             mask = where & ~locked
             if fresh_vendor:
-                mask &= ~np.isin(e["vendor_id"], sorted(sampled_vendors))
+                mask &= ~np.isin(partner, sorted(sampled_partners))
             i = int(b.pick(1, mask, what=what)[0])
             out.append(i)
             sampled_vendors.add(str(e["vendor_id"][i]))
+            sampled_partners.add(int(partner[i]))
         return out
 
     bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
@@ -329,7 +332,7 @@ def plant(b) -> None:
     for idx in bank_dec:
         when = np.busday_offset(e["doc_date"][idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
-        locked |= (e["vendor_id"] == e["vendor_id"][idx]) & (e["doc_date"] <= changed_on[idx])
+        locked |= (partner == partner[idx]) & (e["doc_date"] <= changed_on[idx])
     price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
     short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
     picked = {k: take(types.count(k), where, what) for k, where, what in (
@@ -403,7 +406,7 @@ def plant(b) -> None:
         v["bank_account"] = new
     for idx in picked["mis"]:
         old = str(e["debit_account"][idx])
-        wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(str(cat[idx]))]))
+        wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(md.CATEGORIES[cat[idx]].name)]))
         e["debit_account"][idx] = wrong
         # the ERP words the entry from the account it was posted to
         e["description"][idx] = str(e["description"][idx]).replace(
@@ -435,11 +438,12 @@ def plant(b) -> None:
                      (q - got) * (int(amt[idx]) // q), facts=[f"{{D:{po}}}", q, got])
     for idx in picked["bank"]:
         inv, _po = handles[idx]
-        b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy], 0,
+        b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH",
+                     [inv, "master:vendors", "master:vendor_changes", policy], 0,
                      facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e["vendor_id"][idx])]["bank_account"]])
     for idx in picked["mis"]:
         inv, _po = handles[idx]
-        c = str(cat[idx])
+        c = md.CATEGORIES[cat[idx]].name
         b.add_defect(idx, "misclassified_account", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy],
                      int(e["debit_cents"][idx]), facts=[f"{{D:{inv}}}", str(e["debit_account"][idx]), c, cost_account(c)])
     for idx in price_dec:
@@ -670,7 +674,7 @@ def careful(kit: Kit):
                 clears += 1
             else:
                 yield from kit.flag(
-                    eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", *ev_pol],
+                    eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", "master:vendor_changes", *ev_pol],
                     f"Entry {eid}: invoice {ref} ({inv_doc}) asks for payment to bank account {inv['bank']}, but the vendor "
                     f"master holds {master_bank} for {v['vendor_id']} and no change is logged; section 5.2 forbids paying to "
                     f"it. Payment-diversion red flag: the exposure is a fraudulent payment of {inv['total']:.2f}; the "
