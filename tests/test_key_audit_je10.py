@@ -10,8 +10,6 @@ price adjustment to the purchase price variance line, the PO history to the good
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-
 import pytest
 
 from jeval_ray.books import chart

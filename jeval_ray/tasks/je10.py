@@ -54,8 +54,8 @@ Decoys:
   and AP posted and paid, only what arrived; the PO history shows the shortage, as for a quantity
   defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
   quantity ordered and the quantity received and billed.
-* **bank change verified** (a two-way invoice of a vendor that appears once in the sample): the
-  invoice asks for payment to an account that differs from the vendor master, because the vendor
+* **bank change verified** (a two-way invoice; no other invoice of its vendor dated before the
+  change is in the sample, and no two of these share a vendor): the invoice asks for payment to an account that differs from the vendor master, because the vendor
   moved banks after issuing it; ``master:vendor_changes`` logs the change (old account = the one on
   the invoice, dated after the invoice, verified by call-back) and the vendor master holds the new
   account. Cleared by the invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts:
@@ -80,7 +80,6 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.books import chart, master as md
-from jeval_ray.books.documents import TYPE
 from jeval_ray.tasks._spec import key, spec
 
 SPEC = spec(
