@@ -55,11 +55,12 @@ Decoys:
   defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
   quantity ordered and the quantity received and billed.
 * **bank change verified** (a two-way invoice; no other invoice of its vendor dated before the
-  change is in the sample, and no two of these share a vendor): the invoice asks for payment to an account that differs from the vendor master, because the vendor
-  moved banks after issuing it; ``master:vendor_changes`` logs the change (old account = the one on
-  the invoice, dated after the invoice, verified by call-back) and the vendor master holds the new
-  account. Cleared by the invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts:
-  the invoice (document), the old and the new account and the date of the change.
+  change is in the sample, and no two of these share a vendor): the invoice asks for payment to an
+  account that differs from the vendor master, because the vendor moved banks after issuing it;
+  ``master:vendor_changes`` logs the change (old account = the one on the invoice, dated after the
+  invoice, verified by call-back) and the vendor master holds the new account. Cleared by the
+  invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts: the invoice
+  (document), the old and the new account and the date of the change.
 
 A few clean invoices (exact matches, price differences in the company's favour, orders delivered
 in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
