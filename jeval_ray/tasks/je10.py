@@ -198,7 +198,7 @@ def _coding_guide() -> str:
 def natural_variances(b) -> tuple[np.ndarray, np.ndarray]:
     """(order value, price difference) in cents of every matched invoice the books posted in the year."""
     d = b.books.docs
-    docs = b.e["books_doc"][b.e["doc_code"] == "VI"]
+    docs = b.e.peek("books_doc")[b.e.peek("doc_code") == "VI"]
     return d.amount[docs].astype(np.int64), d.variance[docs].astype(np.int64)
 
 
@@ -222,7 +222,7 @@ class _Chains:
         d = b.books.docs
         self.d = d
         self.entry_of = np.full(len(d), -1, dtype=np.int64)
-        self.entry_of[b.e["books_doc"]] = np.arange(b.n)
+        self.entry_of[b.e.peek("books_doc")] = np.arange(b.n)
         gr = d.of("GR")
         self.gr = gr[np.argsort(d.parent[gr], kind="stable")]
         self.gr_parent = d.parent[self.gr]
@@ -275,15 +275,15 @@ def plant(b) -> None:
         "2024-10-01",
     )
     vendors = {v["vendor_id"]: v for v in b.vendors}
-    docs = e["books_doc"]
+    docs = e.peek("books_doc")
     # per entry: its vendor's category (-1 without a vendor) and its approver's limit (0 without one)
-    cat = np.where(e["vendor_id"] != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
+    cat = np.where(e.peek("vendor_id") != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
     appr_limit = np.array([u.approval_limit_cents for u in md.USERS] + [0], dtype=np.int64)[d.approver[docs]]
     var = d.variance[docs]
     amt = d.amount[docs]
-    vi = (e["doc_code"] == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
+    vi = (e.peek("doc_code") == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
     raw_vi = vi & (cat == md.CATEGORY["raw_materials"])
-    two_way = (e["doc_code"] == "VN") & (d.parent[docs] >= 0) & np.isin(cat, [md.CATEGORY[c] for c in _TWO_WAY])
+    two_way = (e.peek("doc_code") == "VN") & (d.parent[docs] >= 0) & np.isin(cat, [md.CATEGORY[c] for c in _TWO_WAY])
     # room under the approver's limit for the largest price adjustment planted (30 % of the order value)
     room = appr_limit >= (amt * 13 // 10 + np.abs(var) + 100)
     parent = d.parent[docs]
@@ -323,16 +323,16 @@ def plant(b) -> None:
                 mask &= ~np.isin(partner, sorted(sampled_partners))
             i = int(b.pick(1, mask, what=what)[0])
             out.append(i)
-            sampled_vendors.add(str(e["vendor_id"][i]))
+            sampled_vendors.add(str(e.peek("vendor_id")[i]))
             sampled_partners.add(int(partner[i]))
         return out
 
     bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
     changed_on = {}
     for idx in bank_dec:
-        when = np.busday_offset(e["doc_date"][idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
+        when = np.busday_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
-        locked |= (partner == partner[idx]) & (e["doc_date"] <= changed_on[idx])
+        locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
     price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
     short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
     picked = {k: take(types.count(k), where, what) for k, where, what in (
@@ -350,7 +350,7 @@ def plant(b) -> None:
         """The payment run paid the invoice as posted: its last payment in the year carries the change."""
         pays = [int(ch.entry_of[p]) for p in ch.payments(int(docs[idx])) if ch.entry_of[p] >= 0]
         if pays:
-            last = max(pays, key=lambda j: (e["post_date"][j], j))
+            last = max(pays, key=lambda j: (e.peek("post_date")[j], j))
             e["debit_cents"][last] += cents
             e["credit_cents"][last] += cents
 
@@ -397,7 +397,7 @@ def plant(b) -> None:
         remit[idx] = b.bank_account()
     changes = []
     for idx in bank_dec:
-        v = vendors[str(e["vendor_id"][idx])]
+        v = vendors[str(e.peek("vendor_id")[idx])]
         new = b.bank_account()
         remit[idx] = v["bank_account"]
         changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
@@ -440,7 +440,7 @@ def plant(b) -> None:
         inv, _po = handles[idx]
         b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH",
                      [inv, "master:vendors", "master:vendor_changes", policy], 0,
-                     facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e["vendor_id"][idx])]["bank_account"]])
+                     facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e.peek("vendor_id")[idx])]["bank_account"]])
     for idx in picked["mis"]:
         inv, _po = handles[idx]
         c = md.CATEGORIES[cat[idx]].name
@@ -478,11 +478,11 @@ def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
     entry's GR/IR (or cost) and 5100 lines, the PO's quantity and price the order's, the history the goods
     receipts as recorded (``received`` overrides them where a short delivery was planted)."""
     e, d = b.e, ch.d
-    doc = int(e["books_doc"][idx])
-    v = vendors[str(e["vendor_id"][idx])]
+    doc = int(e.peek("books_doc")[idx])
+    v = vendors[str(e.peek("vendor_id")[idx])]
     what = md.CATEGORIES[md.CATEGORY[v["category"]]].what
     po = int(d.parent[doc])
-    code = str(e["doc_code"][idx])
+    code = str(e.peek("doc_code")[idx])
     ref = str(e["reference"][idx])
     variance = sum(v for a, v in b.lines_of(idx) if a == "5100") if code == "VI" else 0
     if code == "VI":
