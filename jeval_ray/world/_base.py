@@ -561,6 +561,39 @@ class WorldBuilder:
         self.n = n + k
         return new
 
+    def set_line(self, idx: int, account: str, cents: int) -> None:
+        """Set entry ``idx``'s line on ``account`` to ``cents`` (signed, + debit), adding the line (before
+        the entry's last line) when the entry has none there: a change beside the main lines (a matched
+        invoice's price-variance line). The entry's totals follow while its main lines stay put; balance
+        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). The year's shared
+        line arrays are never written: the builder takes its own copies."""
+        start = int(self._lines_per_entry[:idx].sum())
+        stop = start + int(self._lines_per_entry[idx])
+        code = chart.CODE[account]
+        hit = np.flatnonzero(self._line_account[start:stop] == code)
+        if len(hit):
+            pos = start + int(hit[0])
+            if pos in (self._main_dr[idx], self._main_cr[idx]):
+                raise ValueError(f"line {account} of entry {idx} is a main line: change it through the entry's arrays")
+            old = int(self._line_value[pos])
+            self._line_value = self._line_value.copy()
+            self._line_value[pos] = cents
+        else:
+            old, pos = 0, stop - 1
+            self._line_entry = np.insert(self._line_entry, pos, idx)
+            self._line_account = np.insert(self._line_account, pos, code)
+            self._line_value = np.insert(self._line_value, pos, cents)
+            self._line_no = np.insert(self._line_no, pos, 0)
+            self._line_no[start:stop + 1] = np.arange(1, stop - start + 2)
+            self._main_dr = np.where(self._main_dr >= pos, self._main_dr + 1, self._main_dr)
+            self._main_cr = np.where(self._main_cr >= pos, self._main_cr + 1, self._main_cr)
+            self._lines_per_entry = self._lines_per_entry.copy()
+            self._lines_per_entry[idx] += 1
+            self.e["n_lines"][idx] += 1
+        for side, part in (("debit_cents", max(cents, 0) - max(old, 0)), ("credit_cents", max(-cents, 0) - max(-old, 0))):
+            self.e[side][idx] += part
+            self._orig[side][idx] += part
+
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
         n = self.n
