@@ -3,7 +3,7 @@
 Planted on the simulated year's purchasing: one AP clerk (the *scheme user*) gets a vendor into
 the master during the year (two once the scheme has four invoices or more) whose bank account is
 the clerk's own account in the user master. Either the clerk creates the vendor directly with
-that account, or the vendor-master team (GSILVA) creates it and the clerk later changes its bank
+that account, or the vendor-master team (FNGUYEN, who keys no invoices) creates it and the clerk later changes its bank
 account; the vendor change log (``master:vendor_changes``) records who did what, and the set-up
 form shows no TIN match and bank details sent by e-mail. The shell's invoices are the books' own
 vendor invoices without goods receipt (office, travel, maintenance, marketing or freight bills
@@ -33,7 +33,7 @@ Red-flag rule (naive): invoices of vendors created or given new bank details dur
 vendor change log). Besides the planted vendors it catches the invoices of two to four base
 vendors whose address or bank account the vendor-master team updated in the year (routine
 maintenance, honest look-alikes: the new account belongs to no employee): over seeds 0-49 at
-default knobs, 47 % of the rule's hits are such unplanted invoices (measured by
+default knobs, 51 % of the rule's hits are such unplanted invoices (measured by
 ``tests/test_key_audit_je15.py::test_key_audit_lookalike_rate``). Decisive test (careful): the
 vendor's bank account is an employee's, who put it there, and the statement showing the money
 going there. The brief's criteria text names the scheme, not the test.
@@ -99,8 +99,8 @@ KEY_RATIONALE = (
 POLICY_TITLE = "Vendor master data policy (PROC-007)"
 #: AP clerks who key vendor invoices: the scheme runs through one of them, every new vendor's invoices are keyed by one
 CLERKS = ("AKIM", "BOKAFOR")
-#: who maintains the vendor master (base vendors are created by GSILVA)
-VENDOR_ADMIN = "GSILVA"
+#: who maintains the vendor master: a senior accountant who keys no vendor invoice (policy section 5)
+VENDOR_ADMIN = "FNGUYEN"
 #: the approval tier of invoices under 25,000: the lowest approver, sometimes one tier up (as the books route them)
 APPROVERS = ("FNGUYEN", "GSILVA")
 APPROVER_LIMIT_CENTS = 25_000_00
@@ -124,6 +124,7 @@ def plant(b) -> None:
     for v in b.vendors:
         while v["bank_account"] in staff_banks:
             v["bank_account"] = b.bank_account()
+        v["created_by"] = VENDOR_ADMIN
     _add_policy(b)
     changes = _routine_changes(b)
     pay = _payments(b)
