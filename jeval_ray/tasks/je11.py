@@ -23,8 +23,9 @@ Planted defects, as perturbations of the simulated year's entries:
   later), ``capitalised_expense`` (Dr 1500 PP&E / Cr 6600 repairs: a year-end top-side
   adjustment of the books, keyed in January, that capitalises repairs instead of accruing) and
   ``reserve_release`` (Dr 1190 allowance / Cr 6500 bad debt expense: a year-end top-side release
-  of the allowance outside the monthly allowance review, never more than the allowance then
-  holds). With probability ``near_miss`` / 2 an approval memo exists but is dated after the
+  of the allowance outside the monthly allowance review); a top-side's amount becomes 40-80 % of
+  what the allowance holds or repairs cost in the year, in whole hundreds (a kind without room
+  gives way to ``manual_revenue``). With probability ``near_miss`` / 2 an approval memo exists but is dated after the
   entry was recorded, or records that the CFO asked for support and did not approve. Decisive
   facts: the debit and credit accounts and the amount (and the memo, where it exists).
 
@@ -61,7 +62,10 @@ from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.books import chart, master as md
 from jeval_ray.books.documents import doc_number, TYPE_CODES
 from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import APPROVERS, HOLIDAY_DATES
+from jeval_ray.world._base import APPROVERS
+
+#: holidays of 2024-2026 (approvals of year-end top-sides fall in January 2026)
+HOLIDAY_DATES = md.HOLIDAY_DATES
 
 SPEC = spec(
     "JE-11",
@@ -375,15 +379,14 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
     e = b.e
     near = b.knobs.near_miss
     d = b.books.docs
-    # what the allowance holds at the year end (a release never exceeds it)
-    allowance = -int(b.books.balances_at(md.YEAR_END)[chart.CODE["1190"]])
+    # what the allowance holds and what repairs cost in the year (a release or a capitalisation never exceeds it)
+    year_end = b.books.balances_at(md.YEAR_END)
+    room = {"reserve_release": -int(year_end[chart.CODE["1190"]]), "capitalised_expense": int(year_end[chart.CODE["6600"]])}
     for is_defect in pair_labels:
         kind = str(rng.choice(list(PAIRS)))
         topside = (e["doc_code"] == "TS") & ~b.used
-        if kind != "manual_revenue" and not topside.any():
+        if kind != "manual_revenue" and (not topside.any() or room[kind] < 2_000_00):
             kind = "manual_revenue"
-        if kind == "reserve_release" and allowance < 2_000_00:
-            kind = "capitalised_expense" if topside.any() else "manual_revenue"
         dr, cr, desc, reason = PAIRS[kind]
         if kind == "manual_revenue":
             idx = int(b.pick(1, (e["doc_code"] == "CI") & (e["credit_account"] == "4000"), what="customer invoices")[0])
@@ -401,11 +404,9 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
             why = reason.format(doc_date=b.date_str(e["doc_date"][idx]), customer=customer, parent=parent)
         else:
             idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
-            cents = int(e["debit_cents"][idx])
-            if kind == "reserve_release":
-                # a release in whole hundreds, within what the allowance holds
-                cents = int(allowance * rng.uniform(0.4, 0.8)) // 10_000 * 10_000
-                allowance -= cents
+            # an estimate in whole hundreds, within what the allowance holds or repairs cost
+            cents = int(room[kind] * rng.uniform(0.4, 0.8)) // 10_000 * 10_000
+            room[kind] -= cents
             e["debit_account"][idx], e["credit_account"][idx] = dr, cr
             e["debit_cents"][idx] = e["credit_cents"][idx] = cents
             e["description"][idx] = desc
