@@ -51,7 +51,7 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
             stmt = [w.document(x) for x in d.required_evidence if x.startswith("DOC-")]
             assert len(stmt) == 1 and stmt[0].doc_type == "bank_statement"
             line = next(ln for ln in stmt[0].body.splitlines() if f"invoice {r['reference']}" in ln)
-            assert vendors[r["vendor_id"]]["bank_account"] in line and f"-{r['debit']:,.2f}" in line
+            assert vendors[r["vendor_id"]]["bank_account"] in line and f"-{r['debit']:.2f}" in line
 
 
 def test_decoys_are_new_vendors_cleared_by_their_set_up_forms(worlds):

@@ -292,12 +292,13 @@ def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], regist
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
-    cat_of = {v["vendor_id"]: v["category"] for v in b.vendors}
-    vcat = np.array([cat_of.get(x, "") for x in e["vendor_id"].tolist()])
+    # each entry's vendor category ("" without a vendor), from the books' partner of the document
+    m = b.books.master
+    vcat_idx = np.where(e["vendor_id"] != "", m.vendor_category[b.books.docs.partner[e["books_doc"]]], -1)
+    vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
     # a board meeting fits between the invoice date and the day the invoice is recorded
     gap = np.busday_count(e["doc_date"] + 1, e["entry_date"], holidays=HOLIDAY_DATES)
     bills = (e["doc_code"] == "VN") & (gap >= 1)
-    payments = _payments_of(b)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
     used_vendors = set()
     vorder = rng.permutation(len(rp_vendors))
@@ -318,7 +319,7 @@ def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], regist
         idx = int(b.pick(1, bills & (vcat == category), what=f"{category} bills")[0])
         used_vendors.add(vid)
         old = names[str(e["vendor_id"][idx])]
-        for x in [idx, *payments.get(idx, [])]:
+        for x in [idx, *_payments_of(b, idx)]:
             e["vendor_id"][x] = vid
             e["description"][x] = str(e["description"][x]).replace(old, name)
         ref = str(e["reference"][idx])
@@ -361,16 +362,11 @@ def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], regist
                        f"for {name} by its managing partner.", d)
 
 
-def _payments_of(b) -> dict[int, list[int]]:
-    """Invoice entry -> the payment entries that settled it (the books' parent links)."""
+def _payments_of(b, idx: int) -> list[int]:
+    """The payment entries that settled invoice entry ``idx`` (the books' parent links)."""
     e = b.e
     vp = np.flatnonzero(e["doc_code"] == "VP")
-    by_doc = {int(d): i for i, d in enumerate(e["books_doc"].tolist())}
-    out: dict[int, list[int]] = {}
-    for j, par in zip(vp.tolist(), b.books.docs.parent[e["books_doc"][vp]].tolist()):
-        if int(par) in by_doc:
-            out.setdefault(by_doc[int(par)], []).append(j)
-    return out
+    return vp[b.books.docs.parent[e["books_doc"][vp]] == e["books_doc"][idx]].tolist()
 
 
 def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
@@ -405,7 +401,7 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
         else:
             idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
             # an estimate in whole hundreds, within what the allowance holds or repairs cost
-            cents = int(room[kind] * rng.uniform(0.4, 0.8)) // 10_000 * 10_000
+            cents = min(int(room[kind] * rng.uniform(0.4, 0.8)), md.MAX_MANUAL_CENTS // 2) // 10_000 * 10_000
             room[kind] -= cents
             e["debit_account"][idx], e["credit_account"][idx] = dr, cr
             e["debit_cents"][idx] = e["credit_cents"][idx] = cents

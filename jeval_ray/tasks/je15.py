@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from jeval_ray.agents._script import Kit, entries_of
@@ -176,8 +177,10 @@ def plant(b) -> None:
     def shares(n: int, k: int) -> list[int]:
         return [n // k + (1 if j < n % k else 0) for j in range(k)]
 
-    cat_of = {v["vendor_id"]: v["category"] for v in b.vendors}
-    vcat = np.array([cat_of.get(x, "") for x in e["vendor_id"].tolist()])
+    # each entry's vendor category (-1 without a vendor), from the books' partner of the document
+    m = b.books.master
+    vcat_idx = np.where(e["vendor_id"] != "", m.vendor_category[b.books.docs.partner[e["books_doc"]]], -1)
+    vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
     pool = (e["doc_code"] == "VN") & pay["paid"] & (e["debit_cents"] < APPROVER_LIMIT_CENTS)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
     paid: list[tuple[int, dict]] = []
@@ -191,7 +194,7 @@ def plant(b) -> None:
         taken.add(v["name"])
         for idx in _spread(b, n, first, pool & (vcat == v["category"])):
             old = names[str(e["vendor_id"][idx])]
-            for j in [idx, *pay["of"][idx]]:
+            for j in [idx, *pay["of"](idx)]:
                 e["vendor_id"][j] = v["vendor_id"]
                 e["description"][j] = str(e["description"][j]).replace(old, v["name"])
                 if j != idx:  # the statement words the payment as the ledger does
@@ -213,10 +216,11 @@ def plant(b) -> None:
                             "changed_on": str(when), "changed_by": who})
     forms = {v["vendor_id"]: _setup_form(b, v, verified=not v["shell"], requester=scheme_user if v["shell"] else None)
              for v in new}
-    statement_of = _bank_statements(b, pay, changes)
+    pay_ref = {idx: str(e["reference"][pay["of"](idx)[0]]) for idx, _v in paid}
+    statement_of = _bank_statements(b, pay, changes, sorted(pay_ref.values()))
     for idx, v in paid:
         cents = int(e["debit_cents"][idx])
-        stmt = statement_of[str(e["reference"][pay["of"][idx][0]])]
+        stmt = statement_of[pay_ref[idx]]
         if v["shell"]:
             # decisive: the vendor pays the scheme user's own account (users master), the change log shows
             # who put it there, the statement shows the payment to it
@@ -233,29 +237,26 @@ def plant(b) -> None:
 
 
 def _payments(b) -> dict:
-    """The payment entries of each vendor invoice and whether all of them reached a 2025 statement.
+    """The payment entries of the year's vendor invoices (vectorised: a year may hold millions of entries).
 
-    ``of``: invoice entry -> its payment entries; ``paid``: per entry, the invoice is paid in one
+    ``of(idx)``: invoice entry -> its payment entries; ``paid``: per entry, the invoice is paid in one
     payment that is on a statement of the year; ``lines``: the books' statement lines."""
     e = b.e
     lines = b.books.bank_tables()["bank_statement_lines"]
-    on_stmt = set(lines.column("reference").to_pylist())
+    bd = e["books_doc"]
+    order = np.argsort(bd, kind="stable")
     vp = np.flatnonzero(e["doc_code"] == "VP")
-    refs = e["reference"].to_arrow().take(vp).to_pylist()
-    by_doc = {int(d): i for i, d in enumerate(e["books_doc"].tolist())}
-    parent = b.books.docs.parent[e["books_doc"][vp]]
-    of: dict[int, list[int]] = {}
-    ok: dict[int, bool] = {}
-    for j, par, ref in zip(vp.tolist(), parent.tolist(), refs):
-        inv = by_doc.get(int(par))
-        if inv is None:
-            continue
-        of.setdefault(inv, []).append(j)
-        ok[inv] = ok.get(inv, True) and ref in on_stmt
+    parent = b.books.docs.parent[bd[vp]]
+    pos = np.searchsorted(bd, parent, sorter=order).clip(0, b.n - 1)
+    found = bd[order[pos]] == parent
+    inv, vp = order[pos[found]], vp[found]
+    on_stmt = pc.is_in(e["reference"].to_arrow().take(pa.array(vp)), value_set=lines.column("reference"))
+    on_stmt = on_stmt.to_numpy(zero_copy_only=False)
     # one payment per invoice, so the statement line shows the invoice's whole amount
     paid = np.zeros(b.n, dtype=bool)
-    paid[[i for i, good in ok.items() if good and len(of[i]) == 1]] = True
-    return {"of": of, "paid": paid, "lines": lines, "text": {}}
+    paid[inv[on_stmt]] = True
+    paid &= np.bincount(inv, minlength=b.n) == 1
+    return {"of": lambda idx: vp[inv == idx].tolist(), "paid": paid, "lines": lines, "text": {}}
 
 
 def _spread(b, n: int, first: np.datetime64, pool: np.ndarray) -> list[int]:
@@ -362,50 +363,61 @@ def _cost_account(category: str) -> str:
     return chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[category]].account)].code
 
 
-def _bank_statements(b, pay: dict, changes: list[dict]) -> dict[str, int]:
+def _bank_statements(b, pay: dict, changes: list[dict], refs: list[str]) -> dict[str, int]:
     """The books' monthly statements of the operating account as support-pack documents: every line of
     the year (receipts, payment runs, payroll, tax, charges), a vendor payment with the beneficiary's
-    account on its value date. Returns the statement handle of each payment reference."""
+    account on its value date. Returns the statement handle of each of ``refs`` (payment references).
+    Vectorised with Arrow: a year may hold hundreds of thousands of statement lines."""
     e = b.e
     lines = pay["lines"]
-    # each vendor payment's vendor (after planting) and the account the vendor had on a day
+    ref_col = lines.column("reference")
+    # each vendor payment's vendor (after planting) and the account the vendor had on the value date
     vp = np.flatnonzero(e["doc_code"] == "VP")
-    vendor_of = dict(zip(e["reference"].to_arrow().take(vp).to_pylist(), e["vendor_id"][vp].tolist()))
-    current = {v["vendor_id"]: v["bank_account"] for v in b.vendors}
+    at = pc.fill_null(pc.index_in(ref_col, value_set=e["reference"].to_arrow().take(pa.array(vp))), -1)
+    at = at.to_numpy(zero_copy_only=False)
+    is_vp = at >= 0
+    vid = np.where(is_vp, e["vendor_id"][vp][np.maximum(at, 0)], "")
+    accounts = {v["vendor_id"]: v["bank_account"] for v in b.vendors}
+    ids = np.array(sorted(accounts))
+    k = np.searchsorted(ids, vid).clip(0, len(ids) - 1)
+    counter = np.where(is_vp & (ids[k] == vid), np.array([accounts[x] for x in ids.tolist()])[k], "-").astype(object)
+    value_date = pc.cast(lines.column("value_date"), pa.string())
     history: dict[str, list[tuple[str, str, str]]] = {}
     for r in changes:
         if r["field"] == "bank_account":
             history.setdefault(r["vendor_id"], []).append((r["changed_on"], r["old_value"], r["new_value"]))
-
-    def account_on(vid: str, day: str) -> str:
-        hist = sorted(history.get(vid, ()))
-        done = [new for when, _old, new in hist if when <= day]
-        if done:
-            return done[-1]
-        return hist[0][1] if hist and hist[0][1] else current[vid]
-
-    cols = {c: lines.column(c).to_pylist() for c in ("statement_date", "value_date", "amount", "reference", "text")}
-    by_month: dict[str, list[str]] = {}
-    month_of: dict[str, str] = {}
-    for sd, vd, amt, ref, text in zip(*cols.values()):
-        sd = str(sd)
-        vid = vendor_of.get(ref)
-        counter = account_on(vid, str(vd)) if vid else "-"
-        by_month.setdefault(sd, []).append(f"{vd} | {ref} | {pay['text'].get(ref, text)} | {counter} | {amt:,.2f}")
-        month_of[ref] = sd
+    for v_id, hist in history.items():
+        hist.sort()
+        for i in np.flatnonzero(vid == v_id).tolist():
+            day = value_date[i].as_py()
+            done = [new for when, _old, new in hist if when <= day]
+            counter[i] = done[-1] if done else (hist[0][1] or accounts[v_id])
+    text = lines.column("text").combine_chunks()
+    if pay["text"]:
+        mask = pc.is_in(ref_col, value_set=pa.array(sorted(pay["text"])))
+        over = [pay["text"][r] for r in ref_col.filter(mask).to_pylist()]
+        text = pc.replace_with_mask(text, mask.combine_chunks(), pa.array(over, pa.string()))
+    cents = np.rint(lines.column("amount").to_numpy() * 100).astype(np.int64)
+    whole = pa.array(np.abs(cents) // 100).cast(pa.string())
+    frac = pc.utf8_lpad(pa.array(np.abs(cents) % 100).cast(pa.string()), 2, "0")
+    amount = pc.binary_join_element_wise(pa.array(np.where(cents < 0, "-", "")), whole, ".", frac, "")
+    rows = pc.binary_join_element_wise(value_date, ref_col, text, pa.array(counter, pa.string()), amount, " | ")
+    sdate = lines.column("statement_date").to_numpy().astype("datetime64[D]")
     handle: dict[str, int] = {}
     for s in b.books.bank_tables()["bank_statements"].to_pylist():
         sd = str(s["statement_date"])
+        lo, hi = np.searchsorted(sdate, np.datetime64(sd), "left"), np.searchsorted(sdate, np.datetime64(sd), "right")
         body = [f"{s['bank']} - statement of account",
                 f"Account holder: {b.facts['company_name']}; account {s['account_number']}",
                 f"Statement period: {sd[:8]}01 to {sd}",
                 f"Opening balance USD {s['opening_balance']:,.2f}; credits USD {s['credits']:,.2f}; debits USD "
                 f"{s['debits']:,.2f}; closing balance USD {s['closing_balance']:,.2f}",
-                "Value date | Reference | Details | Counterparty account | Amount USD", *by_month.get(sd, [])]
+                "Value date | Reference | Details | Counterparty account | Amount USD", *rows[lo:hi].to_pylist()]
         month = md.MONTH_NAMES[int(sd[5:7]) - 1]
         handle[sd] = b.add_document("bank_statement", f"Bank statement - operating account - {month} {sd[:4]}",
                                     "\n".join(body), sd)
-    return {ref: handle[sd] for ref, sd in month_of.items()}
+    where = pc.index_in(pa.array(refs, pa.string()), value_set=ref_col).to_pylist()
+    return {r: handle[str(sdate[i])] for r, i in zip(refs, where)}
 
 
 # ----------------------------------------------------------------------------- scoring hook
