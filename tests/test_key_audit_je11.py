@@ -9,7 +9,7 @@ import re
 import pytest
 
 from jeval_ray.books import chart, master as md
-from jeval_ray.tasks.je11 import DIRECTORS, MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
+from jeval_ray.tasks.je11 import DIRECTORS, MEMO_TITLE, PAIR_POLICY_TITLE, parse_pairs
 from jeval_ray.world import generate_world
 
 KEY_SEEDS = range(24)

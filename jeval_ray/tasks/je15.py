@@ -166,7 +166,6 @@ def plant(b) -> None:
             if not shell_k:
                 v["change_verified"] = when
         new.append(v)
-    shells = new[:n_shell]
 
     # vendor ids rise with the creation date, as in an ERP
     base_n = len(b.vendors)
@@ -231,7 +230,6 @@ def plant(b) -> None:
             form = forms[v["vendor_id"]]
             b.add_decoy(idx, "legitimate_new_vendor", [form, "master:vendors", "master:users"],
                         facts=[v["bank_account"], v["vendor_id"], f"{{D:{form}}}", "call-back"])
-    del shells
     b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"], r["field"] != "vendor_created")))
     b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
 
