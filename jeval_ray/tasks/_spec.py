@@ -68,7 +68,7 @@ class Knobs(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    n_entries: int | None = Field(default=None, ge=20, le=5_000_000, description="ledger slice size (entries)")
+    n_entries: int | None = Field(default=None, ge=20, le=5_000_000, description="size of the simulated year in journal entries (approximate; a year's fixed runs make at least about 530)")
     n_defects: int | None = Field(default=None, ge=0, le=200, description="planted defects; default 3-8 from the seed")
     n_decoys: int | None = Field(default=None, ge=0, le=200, description="legitimate look-alikes; default = n_defects")
     noise_documents: int = Field(default=8, ge=0, le=500, description="unrelated documents in the support pack")

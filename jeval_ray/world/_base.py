@@ -72,6 +72,90 @@ _PNL = np.array([not a.balance_sheet for a in chart.ACCOUNTS])
 _RETAINED = chart.CODE["3100"]
 
 
+def _first_max(v: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per group of consecutive rows (``group`` sorted, ``starts`` its offsets): the first row holding the group's maximum."""
+    top = np.maximum.reduceat(v, starts)
+    hit = np.flatnonzero(v == top[group])
+    g = group[hit]
+    return hit[np.concatenate([[True], g[1:] != g[:-1]])]
+
+
+def year_entries(bk) -> dict:
+    """The year's entries as per-entry arrays and their lines, computed once per books (cached on
+    them: the books are immutable, and every world of the seed starts from these arrays)."""
+    cached = bk._arrow.get("world_entries")
+    if cached is not None:
+        return cached
+    L, d = bk.lines, bk.docs
+    first = np.concatenate([[True], L.doc[1:] != L.doc[:-1]])
+    entry_of_line = np.cumsum(first) - 1
+    edoc_all = L.doc[first]
+    closing = d.type[edoc_all] == TYPE["YC"]
+    keep_line = ~closing[entry_of_line]
+    edoc = edoc_all[~closing]
+    n = len(edoc)
+    # lines of the kept entries, with entry indices renumbered 0..n-1 (lines stay grouped by entry)
+    le = (np.cumsum(~closing) - 1)[entry_of_line[keep_line]]
+    acct = L.account[keep_line]
+    val = L.value[keep_line].astype(np.int64)
+    per_entry = np.bincount(le, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(per_entry)[:-1]])
+    # the main line of each side: the largest (first on ties)
+    main_dr = _first_max(np.where(val > 0, val, -1), le, starts)
+    main_cr = _first_max(np.where(val < 0, -val, -1), le, starts)
+    t = d.type[edoc]
+    kind = PARTNER_KIND[t]
+    m = bk.master
+    partner = d.partner[edoc]
+    vend_ids = np.array([""] + [m.vendor_id(i) for i in range(m.n_vendors)])
+    cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)])
+    user_ids = np.concatenate([md.USER_IDS, [""]])
+    desc = descriptions(bk, edoc)
+    out = {
+        "n": n,
+        "closing_doc": int(edoc_all[closing][0]) if closing.any() else -1,
+        "line_entry": le, "line_account": acct, "line_value": val, "line_no": L.line_no[keep_line].astype(np.int32),
+        "lines_per_entry": per_entry, "main_dr": main_dr, "main_cr": main_cr, "books_no": bk.entry_no[edoc],
+        "description": desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc,
+        "reference": doc_numbers(d, edoc),
+        "e": {
+            "template": _TEMPLATE_NAMES[t].astype("<U20"),
+            "doc_code": TYPE_CODES[t].astype("<U4"),
+            "books_doc": edoc.astype(np.int64),
+            "manual": MANUAL[t],
+            "doc_date": d.doc_date[edoc].astype("datetime64[D]"),
+            "post_date": d.post_date[edoc].astype("datetime64[D]"),
+            "entry_date": d.entry_date[edoc].astype("datetime64[D]"),
+            "time_s": d.entry_time[edoc].astype(np.int64),
+            "preparer": user_ids[d.preparer[edoc]].astype("<U16"),
+            "approver": user_ids[d.approver[edoc]].astype("<U16"),
+            "doc_type": TYPE_CODES[t].astype("<U4"),
+            "debit_account": _CODES[acct[main_dr]].astype("<U6"),
+            "credit_account": _CODES[acct[main_cr]].astype("<U6"),
+            "debit_cents": np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64),
+            "credit_cents": np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64),
+            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)].astype("<U8"),
+            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)].astype("<U8"),
+            "n_lines": per_entry,
+        },
+    }
+    for a in [out[k] for k in ("line_entry", "line_account", "line_value", "line_no", "lines_per_entry", "main_dr",
+                               "main_cr", "books_no")] + list(out["e"].values()):
+        a.flags.writeable = False  # shared by every world of the seed: nothing may write into them
+    bk._arrow["world_entries"] = out
+    return out
+
+
+def materiality(books) -> dict:
+    """The engagement's materiality from the books: overall 1% of the year's revenue (rounded to two
+    significant figures), performance materiality 75% of it, clearly trivial 5% of it (USD)."""
+    rev = [chart.CODE[c] for c in ("4000", "4100")]
+    revenue = -int(books.lines.value[np.isin(books.lines.account, rev) & (books.period_of_line != 13)].sum())
+    overall = float(f"{max(revenue, 1) / 100 * 0.01:.2g}")
+    return {"revenue": round(revenue / 100, 2), "materiality": overall,
+            "performance_materiality": round(overall * 0.75, 2), "clearly_trivial": round(overall * 0.05, 2)}
+
+
 @functools.lru_cache(maxsize=4)
 def books_for(seed: int, n_entries: int):
     """The simulated year behind every world of ``seed`` at about ``n_entries`` entries (cached:
@@ -164,6 +248,7 @@ class WorldBuilder:
             "currency": CURRENCY,
             "period": "FY2025 (2025-01-01 to 2025-12-31)",
             "year_end_close": YEAR_END_CLOSE,
+            **materiality(self.books),
         }
         self.accounts = [
             {"account": a.code, "name": a.name, "type": a.type, "normal_balance": "debit" if a.normal > 0 else "credit",
@@ -210,73 +295,20 @@ class WorldBuilder:
 
     def _load_entries(self) -> None:
         """Per-entry arrays of the year's entries (the closing entry aside: ``build`` derives it again)."""
-        bk = self.books
-        L, d = bk.lines, bk.docs
-        first = np.concatenate([[True], L.doc[1:] != L.doc[:-1]])
-        entry_of_line = np.cumsum(first) - 1
-        edoc_all = L.doc[first]
-        closing = d.type[edoc_all] == TYPE["YC"]
-        self._closing_doc = int(edoc_all[closing][0]) if closing.any() else -1
-        keep_line = ~closing[entry_of_line]
-        edoc = edoc_all[~closing]
-        n = len(edoc)
-        self.n = n
-        # lines of the kept entries, with entry indices renumbered 0..n-1
-        remap = np.cumsum(~closing) - 1
-        le = remap[entry_of_line[keep_line]]
-        acct = L.account[keep_line]
-        val = L.value[keep_line].astype(np.int64)
-        self._line_entry, self._line_account, self._line_value = le, acct, val
-        self._line_no = L.line_no[keep_line].astype(np.int32)
-        dr = np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64)
-        cr = np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64)
-        # the main line of each side: the largest (first on ties)
-        pos = np.arange(len(le))
-        dr_key = np.where(val > 0, -val, np.iinfo(np.int64).max)
-        order = np.lexsort((pos, dr_key, le))
-        starts = np.searchsorted(le[order], np.arange(n))
-        self._main_dr = order[starts]
-        cr_key = np.where(val < 0, val, np.iinfo(np.int64).max)
-        order = np.lexsort((pos, cr_key, le))
-        self._main_cr = order[np.searchsorted(le[order], np.arange(n))]
-        self._lines_per_entry = np.bincount(le, minlength=n)
-        t = d.type[edoc]
-        manual = MANUAL[t]
-        kind = PARTNER_KIND[t]
-        m = bk.master
-        partner = d.partner[edoc]
-        vend_ids = np.array([""] + [m.vendor_id(i) for i in range(m.n_vendors)])
-        cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)])
-        user_ids = np.concatenate([md.USER_IDS, [""]])
-        desc = descriptions(bk, edoc)
-        desc = desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc
-        terse = (self.rng.random(n) >= self.knobs.description_quality) & manual
+        y = year_entries(self.books)
+        self.n = n = y["n"]
+        self._closing_doc = y["closing_doc"]
+        self._line_entry, self._line_account, self._line_value = y["line_entry"], y["line_account"], y["line_value"]
+        self._line_no, self._lines_per_entry = y["line_no"], y["lines_per_entry"]
+        self._main_dr, self._main_cr, self._books_no = y["main_dr"], y["main_cr"], y["books_no"]
+        desc = y["description"]
+        terse = (self.rng.random(n) >= self.knobs.description_quality) & y["e"]["manual"]
         if terse.any():
             desc = pc.replace_with_mask(desc, pa.array(terse),
                                         pa.array(_TERSE[self.rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
-        self._books_no = bk.entry_no[edoc]
-        self.e = {
-            "template": _TEMPLATE_NAMES[t].astype("<U20"),
-            "doc_code": TYPE_CODES[t].astype("<U4"),
-            "books_doc": edoc.astype(np.int64),
-            "manual": manual,
-            "doc_date": d.doc_date[edoc].astype("datetime64[D]"),
-            "post_date": d.post_date[edoc].astype("datetime64[D]"),
-            "entry_date": d.entry_date[edoc].astype("datetime64[D]"),
-            "time_s": d.entry_time[edoc].astype(np.int64),
-            "preparer": user_ids[d.preparer[edoc]].astype("<U16"),
-            "approver": user_ids[d.approver[edoc]].astype("<U16"),
-            "doc_type": TYPE_CODES[t].astype("<U4"),
-            "debit_account": _CODES[acct[self._main_dr]].astype("<U6"),
-            "credit_account": _CODES[acct[self._main_cr]].astype("<U6"),
-            "debit_cents": dr,
-            "credit_cents": cr,
-            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)].astype("<U8"),
-            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)].astype("<U8"),
-            "n_lines": self._lines_per_entry.copy(),
-            "reference": TextColumn(doc_numbers(d, edoc)),
-            "description": TextColumn(desc),
-        }
+        self.e = {k: a.copy() for k, a in y["e"].items()}
+        self.e["reference"] = TextColumn(y["reference"])
+        self.e["description"] = TextColumn(desc)
         self._orig = {k: self.e[k].copy() for k in ("debit_account", "credit_account", "debit_cents", "credit_cents")}
 
     def source_document(self, idx: int) -> int:
@@ -435,10 +467,10 @@ class WorldBuilder:
                     for ev_ids in [evid(ev, i)]), key=lambda d: d.entry_id)
         )
         visible = ~self.hidden
-        ledger, all_acct, all_val = self._ledger_table(entry_no, visible)
+        ledger, all_acct, all_val, codes = self._ledger_table(entry_no, visible)
         month = np.clip(e["post_date"].astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1, 1, 12)
         period = np.concatenate([month[self._line_entry], np.full(len(all_acct) - len(self._line_entry), 13)])
-        master = self._master_tables(all_acct, all_val, period)
+        master = self._master_tables(all_acct, all_val, codes, period)
         facts = {k: sub(v) if isinstance(v, str) else v for k, v in self.facts.items()}
         w = World(
             task_id=self.task.id,
@@ -485,86 +517,106 @@ class WorldBuilder:
             )
         self.facts["prompt_injection"] = True
 
-    def _final_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(entry index, account code, signed cents) of every line after planting, closing entry aside.
+    def _final_lines_idx(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """(entry index, account index into ``codes``, signed cents, codes) of every line after planting,
+        the closing entry aside. ``codes`` is the chart plus any account a task posted outside it.
 
         An entry whose main accounts or totals were changed has its main debit and credit lines
-        moved by the change; a two-line entry is rewritten from its arrays as a whole."""
+        moved by the change (a two-line entry is thereby rewritten as a whole)."""
         e, o = self.e, self._orig
         le = self._line_entry
-        acct = _CODES[self._line_account].astype("<U16")
+        acct = self._line_account.astype(np.int64)
         val = self._line_value.copy()
+        codes = list(_CODES.tolist())
         changed = np.flatnonzero((e["debit_account"] != o["debit_account"]) | (e["credit_account"] != o["credit_account"])
                                  | (e["debit_cents"] != o["debit_cents"]) | (e["credit_cents"] != o["credit_cents"]))
         if len(changed):
+            index = {c: i for i, c in enumerate(codes)}
+            for c in sorted(set(e["debit_account"][changed].tolist()) | set(e["credit_account"][changed].tolist())):
+                index.setdefault(c, len(codes))
+                if index[c] == len(codes):
+                    codes.append(c)
             di, ci = self._main_dr[changed], self._main_cr[changed]
-            acct[di] = e["debit_account"][changed]
-            acct[ci] = e["credit_account"][changed]
+            acct[di] = [index[c] for c in e["debit_account"][changed].tolist()]
+            acct[ci] = [index[c] for c in e["credit_account"][changed].tolist()]
             val[di] += e["debit_cents"][changed] - o["debit_cents"][changed]
             val[ci] -= e["credit_cents"][changed] - o["credit_cents"][changed]
-        return le, acct, val
+        return le, acct, val, codes
 
-    def _closing_lines(self, acct: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def final_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(entry index, account code, signed cents) of every line after planting, hidden entries
+        included and the closing entry aside (what the consistency tests read)."""
+        le, acct, val, codes = self._final_lines_idx()
+        return le, np.array(codes)[acct], val
+
+    @staticmethod
+    def _closing_lines(acct: np.ndarray, val: np.ndarray, codes: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The year-end closing entry of the final lines: every profit-and-loss balance to retained earnings."""
-        codes, inv = np.unique(acct, return_inverse=True)
-        bal = np.bincount(inv, weights=val, minlength=len(codes)).astype(np.int64)
-        pnl = np.array([c in chart.CODE and _PNL[chart.CODE[c]] for c in codes.tolist()], dtype=bool)
-        sel = pnl & (bal != 0)
-        out_acct = np.concatenate([codes[sel], [_CODES[_RETAINED]]]).astype("<U16")
-        out_val = np.concatenate([-bal[sel], [int(bal[sel].sum())]]).astype(np.int64)
-        return out_acct, out_val
+        bal = np.bincount(acct, weights=val, minlength=len(codes)).astype(np.int64)
+        pnl = np.zeros(len(codes), dtype=bool)
+        pnl[:len(_PNL)] = _PNL
+        sel = np.flatnonzero(pnl & (bal != 0))
+        return (np.concatenate([sel, [_RETAINED]]).astype(np.int64),
+                np.concatenate([-bal[sel], [int(bal[sel].sum())]]).astype(np.int64))
 
-    def _ledger_table(self, entry_no: np.ndarray, visible: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """The listing: the lines of every visible entry, in posting-date order (entries numbered by entry time)
-        and the closing entry last. Returns the table and every line's (account, cents), hidden ones included."""
+    def _ledger_table(self, entry_no: np.ndarray, visible: np.ndarray):
+        """The listing: the lines of every visible entry in posting-date order (entries numbered by
+        entry time), the closing entry last. Also returns every line's account, cents and codes,
+        hidden entries and the closing entry included (what the balances are made of)."""
         e = self.e
-        le, acct, val = self._final_lines()
-        cl_acct, cl_val = self._closing_lines(acct, val)
+        le, acct, val, codes = self._final_lines_idx()
+        cl_acct, cl_val = self._closing_lines(acct, val, codes)
         all_acct = np.concatenate([acct, cl_acct])
         all_val = np.concatenate([val, cl_val])
-        # rows: visible entries by posting date then entry number, each entry's lines in order
-        ent_order = np.lexsort((entry_no, e["post_date"]))
+        # visible entries by posting date then entry number; each entry's lines stay in order
+        key = e["post_date"].astype(np.int64) * (1 << 24) + (entry_no - 1_000_000_000)
+        ent_order = np.argsort(key, kind="stable")
         ent_order = ent_order[visible[ent_order]]
-        rank = np.full(self.n, -1, dtype=np.int64)
-        rank[ent_order] = np.arange(len(ent_order))
-        rows = np.flatnonzero(rank[le] >= 0)
-        rows = rows[np.lexsort((self._line_no[rows], rank[le[rows]]))]
+        counts = self._lines_per_entry
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        c = counts[ent_order]
+        m = int(c.sum())
+        first_row = np.concatenate([[0], np.cumsum(c)[:-1]])
+        rows = np.repeat(starts[ent_order] - first_row, c) + np.arange(m)
         ent = le[rows]
-        m = len(rows)
-        # line numbers as they will be shown: 1..k within each entry (a rewritten entry keeps its lines)
-        line_no = self._line_no[rows]
         yc = self._closing_doc
         d = self.books.docs
         k = len(cl_acct)
         yc_date = np.datetime64(int(d.post_date[yc]), "D") if yc >= 0 else PERIOD_END
         yc_entry = np.datetime64(int(d.entry_date[yc]), "D") if yc >= 0 else PERIOD_END
         yc_time = int(d.entry_time[yc]) if yc >= 0 else 0
+        rep = pa.array(ent)
 
-        def per_entry(a: np.ndarray, closing) -> pa.Array:
-            # list -> Arrow is several times faster than converting fixed-width numpy unicode
-            uniq, inv = np.unique(a, return_inverse=True)
-            vals = pa.array(uniq.tolist() + [closing], pa.string())
-            codes = np.concatenate([inv[ent], np.full(k, len(uniq))]).astype(np.int32)
-            return pa.DictionaryArray.from_arrays(pa.array(codes), vals).cast(pa.string())
+        def per_entry(a: np.ndarray, closing: str) -> pa.Array:
+            # one Python string per entry, dictionary-encoded in Arrow (hash-based), then taken per line
+            enc = pa.array(a.tolist() + [closing], pa.string()).dictionary_encode()
+            codes_ = np.asarray(enc.indices)
+            line_codes = np.concatenate([codes_[:-1][ent], np.full(k, codes_[-1])])
+            return pa.DictionaryArray.from_arrays(pa.array(line_codes.astype(np.int32)), enc.dictionary).cast(pa.string())
 
         def text(col: TextColumn, closing: str) -> pa.Array:
-            return pa.concat_arrays([col.to_arrow().take(pa.array(ent)), pa.array([closing] * k, pa.string())])
+            return pa.concat_arrays([col.to_arrow().take(rep), pa.array([closing] * k, pa.string())])
 
         ts = e["entry_date"].astype("datetime64[s]") + e["time_s"].astype("timedelta64[s]")
         yc_ts = yc_entry.astype("datetime64[s]") + np.timedelta64(yc_time, "s")
+        if self.n and ts.max() >= yc_ts:
+            # the year is closed (and the closing entry run) after the last entry of the year was keyed
+            yc_ts = (ts.max() + np.timedelta64(1, "h")).astype("datetime64[h]").astype("datetime64[s]")
         v = np.concatenate([val[rows], cl_val])
-        yc_no = int(entry_no.max()) + 1 if self.n else md.YEAR_END
+        yc_no = int(entry_no.max()) + 1 if self.n else 1_000_000_001
+        nos = pa.array(np.concatenate([entry_no, [yc_no]])).cast(pa.string())
         cols = {
-            "entry_id": pa.array(np.concatenate([entry_no[ent], np.full(k, yc_no)])).cast(pa.string()),
-            "line_no": pa.array(np.concatenate([line_no, np.arange(1, k + 1)]).astype(np.int32)),
+            "entry_id": nos.take(pa.array(np.concatenate([ent, np.full(k, self.n)]))),
+            "line_no": pa.array(np.concatenate([self._line_no[rows], np.arange(1, k + 1)]).astype(np.int32)),
             "company": _constant(COMPANY, m + k),
-            "account": per_entry_codes(np.concatenate([acct[rows], cl_acct])),
+            "account": pa.DictionaryArray.from_arrays(pa.array(np.concatenate([acct[rows], cl_acct]).astype(np.int32)),
+                                                      pa.array(codes, pa.string())).cast(pa.string()),
             "debit": pa.array(np.where(v > 0, v, 0) / 100.0, pa.float64()),
             "credit": pa.array(np.where(v < 0, -v, 0) / 100.0, pa.float64()),
             "currency": _constant(CURRENCY, m + k),
-            "document_date": pa.array(np.concatenate([e["doc_date"][ent], [yc_date] * k]).astype("datetime64[D]"), pa.date32()),
-            "posting_date": pa.array(np.concatenate([e["post_date"][ent], [yc_date] * k]).astype("datetime64[D]"), pa.date32()),
-            "entry_timestamp": pa.array(np.concatenate([ts[ent], [yc_ts] * k]).astype("datetime64[s]"), pa.timestamp("s")),
+            "document_date": pa.array(np.concatenate([e["doc_date"][ent], np.full(k, yc_date)]).astype("datetime64[D]"), pa.date32()),
+            "posting_date": pa.array(np.concatenate([e["post_date"][ent], np.full(k, yc_date)]).astype("datetime64[D]"), pa.date32()),
+            "entry_timestamp": pa.array(np.concatenate([ts[ent], np.full(k, yc_ts)]).astype("datetime64[s]"), pa.timestamp("s")),
             "preparer": per_entry(e["preparer"], "SYS_BATCH"),
             "approver": per_entry(e["approver"], ""),
             "source": pa.DictionaryArray.from_arrays(
@@ -575,9 +627,10 @@ class WorldBuilder:
             "reference": text(e["reference"], doc_numbers(d, np.array([yc]))[0].as_py() if yc >= 0 else "YC"),
             "vendor_id": per_entry(e["vendor_id"], ""),
         }
-        return pa.table(cols), all_acct, all_val
+        return pa.table(cols), all_acct, all_val, codes
 
-    def _master_tables(self, all_acct: np.ndarray, all_val: np.ndarray, period: np.ndarray) -> dict[str, pa.Table]:
+    def _master_tables(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str],
+                       period: np.ndarray) -> dict[str, pa.Table]:
         def table(rows: list[dict]) -> pa.Table:
             return pa.Table.from_pylist(rows) if rows else pa.table({})
 
@@ -589,51 +642,38 @@ class WorldBuilder:
             "customers": table(self.customers),
             "calendar": _calendar_table(),  # the same in every world: built once, shared (Arrow tables are immutable)
             "related_parties": table(self.related_parties),
-            "balances": self._balances(all_acct, all_val),
-            "trial_balance": self._trial_balance(all_acct, all_val, period),
+            "balances": self._balances(all_acct, all_val, codes),
+            "trial_balance": self._trial_balance(all_acct, all_val, codes, period),
         }
 
-    def _account_codes(self, all_acct: np.ndarray) -> list[str]:
-        return list(_CODES.tolist()) + sorted(set(np.unique(all_acct).tolist()) - set(_CODES.tolist()))
-
-    def _balances(self, all_acct: np.ndarray, all_val: np.ndarray) -> pa.Table:
-        """Opening and closing balance per account, one row each: the opening is the books' balanced
-        opening trial balance (an account outside the chart opens at nil); the closing adds every line
-        of the year, listed or not, the closing entry included, so closing = opening + postings."""
-        codes = self._account_codes(all_acct)
-        idx = {c: i for i, c in enumerate(codes)}
+    def _opening(self, codes: list[str]) -> np.ndarray:
+        """The books' opening trial balance over ``codes`` (an account outside the chart opens at nil)."""
         opening = np.zeros(len(codes), dtype=np.int64)
         opening[:len(_CODES)] = self.books.opening.balances
-        uniq, inv = np.unique(all_acct, return_inverse=True)
-        mov = np.zeros(len(codes), dtype=np.int64)
-        np.add.at(mov, np.array([idx[a] for a in uniq.tolist()], dtype=np.int64)[inv], all_val)
+        return opening
+
+    def _balances(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str]) -> pa.Table:
+        """Opening and closing balance per account, one row each: the opening is the books' balanced
+        opening trial balance; the closing adds every line of the year, listed or not, the closing
+        entry included, so closing = opening + postings."""
+        opening = self._opening(codes)
+        mov = np.bincount(all_acct, weights=all_val, minlength=len(codes)).astype(np.int64)
         return pa.table({"account": pa.array(codes, pa.string()), "opening_balance": pa.array(opening / 100),
                          "closing_balance": pa.array((opening + mov) / 100)})
 
-    def _trial_balance(self, all_acct: np.ndarray, all_val: np.ndarray, period: np.ndarray) -> pa.Table:
+    def _trial_balance(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str], period: np.ndarray) -> pa.Table:
         """Per fiscal period (1-12, 13 = the closing entry) and account: opening, debits, credits, closing."""
-        codes = self._account_codes(all_acct)
-        idx = {c: i for i, c in enumerate(codes)}
         na = len(codes)
-        uniq, inv = np.unique(all_acct, return_inverse=True)
-        a = np.array([idx[x] for x in uniq.tolist()], dtype=np.int64)[inv]
-        key = (period - 1) * na + a
+        key = (period - 1) * na + all_acct
         dr = np.bincount(key, weights=np.where(all_val > 0, all_val, 0), minlength=13 * na).astype(np.int64).reshape(13, na)
         cr = np.bincount(key, weights=np.where(all_val < 0, -all_val, 0), minlength=13 * na).astype(np.int64).reshape(13, na)
-        opening0 = np.zeros(na, dtype=np.int64)
-        opening0[:len(_CODES)] = self.books.opening.balances
+        opening0 = self._opening(codes)
         closing = opening0 + np.cumsum(dr - cr, axis=0)
         opening = np.vstack([opening0, closing[:-1]])
         per = np.repeat(np.arange(1, 14, dtype=np.int32), na)
         return pa.table({"fiscal_period": pa.array(per), "account": pa.array(codes * 13, pa.string()),
                          "opening_balance": pa.array(opening.ravel() / 100), "debit": pa.array(dr.ravel() / 100),
                          "credit": pa.array(cr.ravel() / 100), "closing_balance": pa.array(closing.ravel() / 100)})
-
-
-def per_entry_codes(a: np.ndarray) -> pa.Array:
-    """A low-cardinality string column from a numpy unicode array (converted once per distinct value)."""
-    uniq, inv = np.unique(a, return_inverse=True)
-    return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(uniq.tolist(), pa.string())).cast(pa.string())
 
 
 def _constant(value: str, n: int) -> pa.Array:
