@@ -18,15 +18,17 @@ Planted defects, as perturbations of the simulated year's entries:
 * ``unusual_pairing_unapproved:<kind>`` (criteria ``UNUSUAL_PAIRING``): a manual entry with a
   combination the journal-entry policy lists as non-standard, recorded without the CFO's prior
   written approval: ``manual_revenue`` (Dr 1100 receivables / Cr 4000 revenue: one of the books'
-  customer invoices keyed by hand from the shipment instead of by the billing interface, same
-  customer, amounts and tax line, posted to the invoice date and recorded 1-3 business days
+  customer invoices booked instead by a manual journal (document type TS, the only manual type
+  the accounting staff may post) of the accounting manager or the controller, same customer,
+  reference, amounts and tax line, posted to the invoice date and recorded 1-3 business days
   later), ``capitalised_expense`` (Dr 1500 PP&E / Cr 6600 repairs: a year-end top-side
   adjustment of the books, keyed in January, that capitalises repairs instead of accruing) and
   ``reserve_release`` (Dr 1190 allowance / Cr 6500 bad debt expense: a year-end top-side release
   of the allowance outside the monthly allowance review); a top-side's amount becomes 40-80 % of
   what the allowance holds or repairs cost in the year, in whole hundreds (a kind without room
-  gives way to ``manual_revenue``). With probability ``near_miss`` / 2 an approval memo exists but is dated after the
-  entry was recorded, or records that the CFO asked for support and did not approve. Decisive
+  gives way to ``manual_revenue``). With probability ``near_miss`` / 2 an approval memo exists but
+  is dated after the entry was recorded, or records that the CFO asked for support and did not
+  approve. Decisive
   facts: the debit and credit accounts and the amount (and the memo, where it exists).
 
 Decoys: the same kinds, approved before the entry was recorded. A related-party invoice is
@@ -104,7 +106,7 @@ KEY_RATIONALE = (
         standard=_RP_STD),
     key("defect", "unusual_pairing_unapproved:manual_revenue",
         evidence="the entry (manual, Dr 1100 / Cr 4000) and the non-standard combinations policy",
-        facts="the accounts 1100 and 4000; the amount; keyed by hand instead of by the billing interface; no CFO "
+        facts="the accounts 1100 and 4000; the amount; a manual journal instead of the billing interface; no CFO "
               "approval before the entry (or one dated after it, or refused)",
         conclusion="Revenue recorded by a manual entry outside the billing interface without the required prior "
                    "approval: vouch to the shipment and customer, report the control deviation.",
@@ -175,7 +177,7 @@ RP_OTHERS = (
 PAIRS = {
     "manual_revenue": ("1100", "4000", None,
                        "the billing interface rejected the evening invoice run of {doc_date}; the invoice to {customer} "
-                       "for shipment {parent} is keyed manually from the shipping documents"),
+                       "for shipment {parent} is booked by manual journal from the shipping documents"),
     "capitalised_expense": ("1500", "6600", "Capitalise press-line overhaul FY2025",
                             "the overhaul of press line 2 booked to repairs extends the line's useful life by five "
                             "years; capitalised under the fixed-asset policy"),
@@ -183,8 +185,8 @@ PAIRS = {
                         "the year-end review of the aged receivables shows the allowance exceeds the expected credit "
                         "losses"),
 }
-#: who keys a manual customer invoice (the AR clerk or the accounting manager)
-MANUAL_BILLERS = ("CRUIZ", "HJOHANSSON")
+#: who keys a manual journal (document type TS) booking a customer invoice
+MANUAL_BILLERS = ("HJOHANSSON", "IBROWN")
 CFO = ("James Wright", "JWRIGHT")
 
 
@@ -370,7 +372,7 @@ def _payments_of(b, idx: int) -> list[int]:
 
 
 def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
-    """Non-standard combinations: customer invoices keyed by hand, year-end top-sides re-targeted."""
+    """Non-standard combinations: customer invoices booked by manual journal, year-end top-sides re-targeted."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
@@ -386,9 +388,10 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
         dr, cr, desc, reason = PAIRS[kind]
         if kind == "manual_revenue":
             idx = int(b.pick(1, (e["doc_code"] == "CI") & (e["credit_account"] == "4000"), what="customer invoices")[0])
-            # keyed by hand from the shipment 1-3 business days after the invoice date, posted to that date
+            # a manual journal keyed from the shipment 1-3 business days after the invoice date, posted to that date
             prep = MANUAL_BILLERS[int(rng.integers(0, len(MANUAL_BILLERS)))]
             e["manual"][idx] = True
+            e["doc_type"][idx] = "TS"
             e["entry_date"][idx] = np.busday_offset(e["post_date"][idx], int(rng.integers(1, 4)), roll="forward",
                                                     holidays=HOLIDAY_DATES)
             e["time_s"][idx] = int(md.office_hours(rng, 1)[0])
