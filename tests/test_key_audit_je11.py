@@ -14,7 +14,7 @@ from jeval_ray.world import generate_world
 
 KEY_SEEDS = range(24)
 #: the documented share of the red-flag rule's hits that are not planted (module docstring)
-LOOKALIKE_RATE = 0.52
+LOOKALIKE_RATE = 0.34
 _APPROVED = re.compile(r"RESOLVED that the \w+ be approved|Approved: James Wright, CFO, on")
 
 
@@ -146,7 +146,8 @@ def test_key_audit_lookalike_rate():
         w = generate_world("JE-11", s)
         v = _view(w)
         keyed = w.defect_ids | {c.entry_id for c in w.decoys}
-        rule = {k for k, h in v["heads"].items() if h["vendor_id"] in v["rp_ids"] or _is_pair(h, v["pairs"])}
+        rule = {k for k, h in v["heads"].items()
+                if (h["vendor_id"] in v["rp_ids"] and h["document_type"] in ("VN", "VI")) or _is_pair(h, v["pairs"])}
         assert keyed <= rule
         hits += len(rule)
         unplanted += len(rule - keyed)
