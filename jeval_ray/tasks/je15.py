@@ -2,21 +2,22 @@
 
 Planted on the simulated year's purchasing: one AP clerk (the *scheme user*) gets a vendor into
 the master during the year (two once the scheme has four invoices or more) whose bank account is
-the clerk's own account in the user master. Either the clerk creates the vendor directly with
-that account, or the vendor-master team (FNGUYEN, who keys no invoices) creates it and the clerk later changes its bank
-account; the vendor change log (``master:vendor_changes``) records who did what, and the set-up
-form shows no TIN match and bank details sent by e-mail. The shell's invoices are the books' own
-vendor invoices without goods receipt (office, travel, maintenance, marketing or freight bills
-under the approver's 25,000 limit, spread over the rest of the year) re-pointed to the shell and
-keyed by the clerk, all approved by one approver; the payment run that paid each invoice is
-re-pointed with it, so every invoice is paid in the ledger (the vendor payment, Dr 2000 / Cr 1000)
-and the monthly statement of the company's one operating account (the books' own statements,
-every cash posting of the year) shows the transfer going to the employee's account. Amounts and
-dates stay the books', so cash, payables and the bank still tie. Every invoice of the scheme is a
-defect (criteria ``SHELL_VENDOR``, misstatement = the invoice amount). Required evidence: the
-entry (``get_entry``), ``master:vendors``, ``master:vendor_changes``, ``master:users`` and the
-bank statement showing the payment. Decisive facts: the vendor's bank account, the employee it
-belongs to (user id), the vendor id, the invoice amount and the statement.
+the clerk's own account in the user master. Either the clerk creates the vendor directly with that
+account, or the vendor-master team (FNGUYEN, who keys no invoices and, in this world, set up every
+vendor) creates it and the clerk later changes its bank account; the vendor change log
+(``master:vendor_changes``) records who did what, and the set-up form shows no TIN match and bank
+details sent by e-mail. The shell's invoices are the books' own vendor invoices without goods
+receipt (office, travel, maintenance, marketing or freight bills under the approver's 25,000
+limit, spread over the rest of the year) re-pointed to the shell and keyed by the clerk, all
+approved by one approver; the payment run that paid each invoice is re-pointed with it, so every
+invoice is paid in the ledger (the vendor payment, Dr 2000 / Cr 1000) and the monthly statement of
+the company's one operating account (the books' own statements, every cash posting of the year)
+shows the transfer going to the employee's account. Amounts and dates stay the books', so cash,
+payables and the bank still tie. Every invoice of the scheme is a defect (criteria
+``SHELL_VENDOR``, misstatement = the invoice amount). Required evidence: the entry
+(``get_entry``), ``master:vendors``, ``master:vendor_changes``, ``master:users`` and the bank
+statement showing the payment. Decisive facts: the vendor's bank account, the employee it belongs
+to (user id), the vendor id, the invoice amount and the statement.
 
 Decoys: the invoices of the other vendors set up during the year, as many vendors as give each
 about the scheme vendors' number of invoices (so "the new vendor with the most invoices" tells
@@ -26,14 +27,14 @@ over the year, a payment in the ledger and on the statement. A legitimate vendor
 may also be changed after set-up (with probability 0.6 x ``near_miss``) by the vendor-master team
 on a new bank letter verified by call-back. Clearing evidence: the vendor's set-up form (W-9
 matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no employee has that
-account). Decisive facts: the vendor's bank account, the vendor id, the set-up form and its
-call-back.
+account). Decisive facts: the vendor's bank account, the vendor id, the set-up form and its call-
+back.
 
 Red-flag rule (naive): invoices of vendors created or given new bank details during FY2025 (the
-vendor change log). Besides the planted vendors it catches the invoices of two to four base
-vendors whose address or bank account the vendor-master team updated in the year (routine
-maintenance, honest look-alikes: the new account belongs to no employee): over seeds 0-49 at
-default knobs, 51 % of the rule's hits are such unplanted invoices (measured by
+vendor change log). Besides the planted vendors it catches the invoices of the base vendors whose
+bank account the vendor-master team changed in the year (routine maintenance of two to four base
+vendors, half of them bank changes: honest look-alikes, the new account belongs to no employee):
+over seeds 0-49 at default knobs, 51 % of the rule's hits are such unplanted invoices (measured by
 ``tests/test_key_audit_je15.py::test_key_audit_lookalike_rate``). Decisive test (careful): the
 vendor's bank account is an employee's, who put it there, and the statement showing the money
 going there. The brief's criteria text names the scheme, not the test.
