@@ -13,7 +13,7 @@ from jeval_ray.world import generate_world
 
 KEY_SEEDS = range(20)
 #: the documented share of the change-log screen's hits that are not planted (module docstring)
-LOOKALIKE_RATE = 0.51
+LOOKALIKE_RATE = 0.535
 
 
 def _view(w) -> dict:
@@ -100,6 +100,11 @@ def test_key_audit_nothing_outside_the_key_breaks_the_policy(views):
             if h["document_type"] in ("VN", "VI"):
                 total = sum(r["credit"] for r in v["lines"][eid] if r["account"] == "2000")
                 assert h["approver"] != h["preparer"] and v["users"][h["approver"]]["approval_limit"] >= total
+        # policy 3: every bank change of a vendor other than the shells is verified by a call-back on file
+        for r in v["log"]:
+            if r["field"] == "bank_account" and r["old_value"] and r["vendor_id"] not in shells:
+                assert any(d.doc_type == "vendor_form" and r["new_value"] in d.body and "call-back" in d.body
+                           and r["changed_on"] in d.body for d in w.documents), r
         # policy 5: users who key invoices change no vendor data, except the scheme user on the shell
         keyers = {h["preparer"] for h in v["heads"].values() if h["document_type"] in ("VN", "VI")}
         for r in v["log"]:

@@ -34,7 +34,7 @@ Red-flag rule (naive): invoices of vendors created or given new bank details dur
 vendor change log). Besides the planted vendors it catches the invoices of the base vendors whose
 bank account the vendor-master team changed in the year (routine maintenance of two to four base
 vendors, half of them bank changes: honest look-alikes, the new account belongs to no employee):
-over seeds 0-49 at default knobs, 51 % of the rule's hits are such unplanted invoices (measured by
+over seeds 0-49 at default knobs, 54 % of the rule's hits are such unplanted invoices (measured by
 ``tests/test_key_audit_je15.py::test_key_audit_lookalike_rate``). Decisive test (careful): the
 vendor's bank account is an employee's, who put it there, and the statement showing the money
 going there. The brief's criteria text names the scheme, not the test.
@@ -184,7 +184,8 @@ def plant(b) -> None:
     pool = (e["doc_code"] == "VN") & pay["paid"] & (e["debit_cents"] < APPROVER_LIMIT_CENTS)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
     paid: list[tuple[int, dict]] = []
-    for v, n in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)]):
+    groups = [(j, n_shell) for j in range(n_shell)] + [(j, k_legit) for j in range(k_legit)]
+    for v, n, (phase, of) in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)], groups):
         first = v["start"] + 1
         avail = {c: int((pool & ~b.used & (vcat == c) & (e["doc_date"] >= first)).sum()) for c in CATEGORIES}
         if avail[v["category"]] < n:
@@ -192,7 +193,7 @@ def plant(b) -> None:
         cat = md.CATEGORIES[md.CATEGORY[v["category"]]]
         v["name"] = next(f"{p} {s}" for p in prefixes for s in cat.stems if f"{p} {s}" not in taken)
         taken.add(v["name"])
-        for idx in _spread(b, n, first, pool & (vcat == v["category"])):
+        for idx in _spread(b, n, first, pool & (vcat == v["category"]), phase, of):
             old = names[str(e["vendor_id"][idx])]
             for j in [idx, *pay["of"](idx)]:
                 e["vendor_id"][j] = v["vendor_id"]
@@ -239,7 +240,7 @@ def _payments(b) -> dict:
     """The payment entries of the year's vendor invoices (vectorised: a year may hold millions of entries).
 
     ``of(idx)``: invoice entry -> its payment entries; ``paid``: per entry, the invoice is paid in one
-    payment that is on a statement of the year; ``lines``: the books' statement lines."""
+    payment of its whole amount that is on a statement of the year; ``lines``: the books' statement lines."""
     e = b.e
     lines = b.books.bank_tables()["bank_statement_lines"]
     bd = e["books_doc"]
@@ -251,28 +252,35 @@ def _payments(b) -> dict:
     inv, vp = order[pos[found]], vp[found]
     on_stmt = pc.is_in(e["reference"].to_arrow().take(pa.array(vp)), value_set=lines.column("reference"))
     on_stmt = on_stmt.to_numpy(zero_copy_only=False)
-    # one payment per invoice, so the statement line shows the invoice's whole amount
+    # one payment per invoice, of its whole amount (none left for next year), so the statement line shows it
     paid = np.zeros(b.n, dtype=bool)
-    paid[inv[on_stmt]] = True
+    whole = on_stmt & (e["debit_cents"][vp] == e["credit_cents"][inv])
+    paid[inv[whole]] = True
     paid &= np.bincount(inv, minlength=b.n) == 1
     return {"of": lambda idx: vp[inv == idx].tolist(), "paid": paid, "lines": lines, "text": {}}
 
 
-def _spread(b, n: int, first: np.datetime64, pool: np.ndarray) -> list[int]:
-    """``n`` unused invoices of ``pool`` dated from ``first``, posted up to mid-December, one per equal time bin."""
+def _spread(b, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0, of: int = 1) -> list[int]:
+    """``n`` unused invoices of ``pool`` dated from ``first``, posted up to mid-December, one per time
+    bin: the period is cut into ``n * of`` equal bins and this vendor takes bins ``phase``,
+    ``phase + of`` … (the vendors of one group interleave, so together they cover the year)."""
     if n <= 0:
         return []
     e = b.e
     post, doc = e["post_date"], e["doc_date"]
     last = max(np.datetime64("2025-12-15"), first + 1)
-    edges = np.linspace(0, 1, n + 1)
+    edges = np.linspace(0, 1, n * of + 1)
     span = max(1, int((last - first).astype(int)))
     out = []
-    for k in range(n):
+    for k in range(phase, n * of, of):
         lo, hi = first + int(edges[k] * span), first + int(edges[k + 1] * span)
-        where = pool & (doc >= first) & (post >= lo) & (post <= hi)
-        if int((where & ~b.used).sum()) == 0:
-            where = pool & (doc >= first)
+        month = post.astype("datetime64[M]")
+        fresh = ~np.isin(month, month[out]) if out else np.ones(len(post), dtype=bool)
+        # the bin, else a month the vendor has no invoice in yet, else any invoice after the set-up
+        for where in (pool & (doc >= first) & (post >= lo) & (post <= hi) & fresh, pool & (doc >= first) & fresh,
+                      pool & (doc >= first)):
+            if (where & ~b.used).any():
+                break
         out.append(int(b.pick(1, where=where, what="paid invoices after a new vendor's set-up")[0]))
     return out
 
@@ -299,7 +307,8 @@ def _add_policy(b) -> int:
 
 
 def _routine_changes(b) -> list[dict]:
-    """Ordinary vendor-master maintenance on base vendors (address and bank updates by the team)."""
+    """Ordinary vendor-master maintenance on base vendors (address and bank updates by the team); a
+    bank change comes with its change form: the vendor's letter and Treasury's call-back (policy 3)."""
     rng = b.rng
     out = []
     streets = ("1200 Commerce Blvd, Dayton OH", "77 Harbor Way, Toledo OH", "410 Industrial Pkwy, Akron OH",
@@ -312,6 +321,14 @@ def _routine_changes(b) -> list[dict]:
             new = b.bank_account()
             out.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
                         "new_value": new, "changed_on": when, "changed_by": who})
+            phone = f"+1 (614) {int(rng.integers(200, 999))}-{int(rng.integers(1000, 9999))}"
+            b.add_document("vendor_form", f"Vendor bank details change - {v['name']}", "\n".join([
+                f"Vendor: {v['name']} ({v['vendor_id']})",
+                f"Request: new bank account {new} replacing {v['bank_account']}, on the vendor's letterhead, "
+                f"received {str(np.datetime64(when) - 3)}.",
+                f"Treasury (KLEE) call-back to {phone}, the number in the vendor master since set-up, confirmed the "
+                f"change on {when}.",
+                f"Changed in the ERP by {who} (vendor master) on {when}."]), when)
             v["bank_account"] = new
         else:
             out.append({"vendor_id": v["vendor_id"], "field": "remit_address", "old_value": str(rng.choice(streets)),
