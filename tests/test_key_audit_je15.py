@@ -13,7 +13,7 @@ from jeval_ray.world import generate_world
 
 KEY_SEEDS = range(20)
 #: the documented share of the change-log screen's hits that are not planted (module docstring)
-LOOKALIKE_RATE = 0.535
+LOOKALIKE_RATE = 0.47
 
 
 def _view(w) -> dict:
@@ -142,16 +142,20 @@ def test_key_audit_statements_are_the_company_account_and_tie(views):
 
 
 def test_key_audit_lookalike_rate():
-    """The share of the change-log screen's hits that are unplanted look-alikes, over seeds 0-49."""
+    """Over seeds 0-49: the new-vendor rule catches no unplanted invoice; the change-log screen (vendors
+    created or given new bank details in the year) catches the documented share of honest look-alikes."""
     hits = unplanted = 0
     for s in range(50):
         w = generate_world("JE-15", s)
         v = _view(w)
+        keyed = w.defect_ids | {c.entry_id for c in w.decoys}
+        invoices = {k: h for k, h in v["heads"].items() if h["document_type"] in ("VN", "VI")}
+        new = {vid for vid, x in v["vendors"].items() if str(x["created_on"]) >= "2025-01-01"}
+        assert {k for k, h in invoices.items() if h["vendor_id"] in new} == keyed
         touched = {r["vendor_id"] for r in v["log"] if r["field"] in ("vendor_created", "bank_account")
                    and r["changed_on"] >= "2025-01-01"}
-        keyed = w.defect_ids | {c.entry_id for c in w.decoys}
-        rule = {k for k, h in v["heads"].items() if h["vendor_id"] in touched and h["document_type"] in ("VN", "VI")}
-        assert keyed <= rule
-        hits += len(rule)
-        unplanted += len(rule - keyed)
+        screen = {k for k, h in invoices.items() if h["vendor_id"] in touched}
+        assert keyed <= screen
+        hits += len(screen)
+        unplanted += len(screen - keyed)
     assert unplanted / hits == pytest.approx(LOOKALIKE_RATE, abs=0.02), unplanted / hits

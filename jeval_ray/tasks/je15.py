@@ -30,11 +30,13 @@ matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no employ
 account). Decisive facts: the vendor's bank account, the vendor id, the set-up form and its call-
 back.
 
-Red-flag rule (naive): invoices of vendors created or given new bank details during FY2025 (the
-vendor change log). Besides the planted vendors it catches the invoices of the base vendors whose
-bank account the vendor-master team changed in the year (routine maintenance of two to four base
-vendors, half of them bank changes: honest look-alikes, the new account belongs to no employee):
-over seeds 0-49 at default knobs, 54 % of the rule's hits are such unplanted invoices (measured by
+Red-flag rule (naive): invoices of vendors created during FY2025. Every base vendor was created
+before FY2025, so the rule catches no unplanted entry (0 % over seeds 0-49). The broader screen
+"vendors created or given new bank details in FY2025" (the change log) also catches the invoices
+of the base vendors whose bank account the vendor-master team changed in the year (routine
+maintenance of two to four vendors of the new vendors' categories, half of them bank changes,
+each with its change form and Treasury's call-back: honest look-alikes): over seeds 0-49 at
+default knobs, 47 % of that screen's hits are such unplanted invoices (both measured by
 ``tests/test_key_audit_je15.py::test_key_audit_lookalike_rate``). Decisive test (careful): the
 vendor's bank account is an employee's, who put it there, and the statement showing the money
 going there. The brief's criteria text names the scheme, not the test.
@@ -313,7 +315,9 @@ def _routine_changes(b) -> list[dict]:
     out = []
     streets = ("1200 Commerce Blvd, Dayton OH", "77 Harbor Way, Toledo OH", "410 Industrial Pkwy, Akron OH",
                "9 Market Street, Pittsburgh PA", "3300 Lakeview Dr, Cleveland OH")
-    for i in sorted(rng.choice(len(b.vendors), size=int(rng.integers(2, 5)), replace=False)):
+    # vendors of the categories new vendors come from: their bills look like the new vendors' in the listing
+    same = [i for i, v in enumerate(b.vendors) if v["category"] in CATEGORIES]
+    for i in sorted(rng.choice(same, size=min(len(same), int(rng.integers(2, 5))), replace=False)):
         v = b.vendors[int(i)]
         when = str(np.datetime64("2025-01-10") + int(rng.integers(0, 320)))
         who = VENDOR_ADMIN
@@ -486,23 +490,19 @@ def _invoices_of(kit: Kit, vendor_ids: list[str]):
 
 
 def naive(kit: Kit):
-    """Flags every invoice of a vendor the change log shows created or given new bank details during
-    the year, without reading the set-up forms, the employee master or the bank statements."""
-    vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
-    log = yield from kit.master("vendor_changes")
-    touched = {r["vendor_id"]: r for r in log if r["field"] in ("vendor_created", "bank_account")
-               and (r.get("changed_on") or "") >= "2025-01-01"}
-    ents = (yield from _invoices_of(kit, sorted(touched))) if touched else {}
+    """Flags every invoice from a vendor created during the year, without reading the set-up forms,
+    the employee master or the bank statements."""
+    _all, new = yield from _new_vendors(kit)
+    ents = (yield from _invoices_of(kit, sorted(new))) if new else {}
     for eid in sorted(ents):
         if kit.calls_left <= 1:
             break
         h = ents[eid]
-        v, r = vendors[h["vendor_id"]], touched[h["vendor_id"]]
-        yield from kit.flag(eid, "SHELL_VENDOR", ["master:vendors", "master:vendor_changes"],
+        v = new[h["vendor_id"]]
+        yield from kit.flag(eid, "SHELL_VENDOR", ["master:vendors"],
                             f"Entry {eid}: invoice of USD {h['total_debit']:.2f} from {v['name']} ({v['vendor_id']}), "
-                            f"a vendor whose {'set-up' if r['field'] == 'vendor_created' else 'bank details'} the change "
-                            f"log records on {r['changed_on']}.")
-    yield from kit.submit(f"Flagged {len(ents)} invoices from vendors set up or given new bank details during FY2025.")
+                            f"a vendor created on {v['created_on']}.")
+    yield from kit.submit(f"Flagged {len(ents)} invoices from vendors created during FY2025.")
 
 
 def _statement_refs(kit: Kit, accounts: set[str]):
