@@ -152,42 +152,47 @@ def _plan(b) -> int:
 
 
 def first_lines(b) -> tuple[np.ndarray, np.ndarray]:
-    """(account, debit cents) of every entry's first line as the listing will show it.
+    """(account index into the chart, debit cents) of every entry's first line as the listing will show it.
 
-    A planted entry here is always a two-line entry whose first line is its main debit line, so
-    ``build`` moves that line by the change; every other entry keeps the books' first line."""
+    Nothing here changes an entry's accounts, and a planted entry is always a two-line entry whose
+    first line is its main debit line, so ``build`` moves that line by the change of its debit total;
+    every other entry keeps the books' first line."""
     first = b._line_no == 1
-    acct = _CODES[b._line_account[first]].astype("<U6")
+    acct = b._line_account[first].astype(np.int64)
     val = b._line_value[first]
     cents = np.where(val > 0, val, 0).astype(np.int64)
-    changed = (b.e["debit_cents"] != b._orig["debit_cents"]) | (b.e["debit_account"] != b._orig["debit_account"])
-    acct[changed] = b.e["debit_account"][changed]
+    changed = b.e["debit_cents"] != b._orig["debit_cents"]
     cents[changed] = b.e["debit_cents"][changed]
     return acct, cents
 
 
+def preparer_codes(b) -> np.ndarray:
+    """Every entry's preparer as an integer (the books' user index; nothing here changes a preparer)."""
+    return b.books.docs.preparer[b.e["books_doc"]].astype(np.int64)
+
+
 def _stats(acct: np.ndarray, cents: np.ndarray, manual: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Per-entry (median, scale) of its first-line account's manual population in USD (scale 0 where the
-    population is too small or has no spread), and account -> (n, median, MAD)."""
-    accts, inv = np.unique(acct, return_inverse=True)
+    population is too small or has no spread), and account code -> (n, median, MAD)."""
+    na = int(acct.max()) + 1 if len(acct) else 1
     x = cents / 100.0
-    med = np.zeros(len(accts))
-    scale = np.zeros(len(accts))
+    med = np.zeros(na)
+    scale = np.zeros(na)
     out = {}
-    m_inv = inv[manual]
-    order = np.argsort(m_inv, kind="stable")
+    m_acct = acct[manual]
+    order = np.argsort(m_acct, kind="stable")
     xs = x[manual][order]
-    bounds = np.searchsorted(m_inv[order], np.arange(len(accts) + 1))
-    for k, a in enumerate(accts.tolist()):
+    bounds = np.searchsorted(m_acct[order], np.arange(na + 1))
+    for k in range(na):
         v = xs[bounds[k]:bounds[k + 1]]
         if not len(v):
             continue
         md = float(np.median(v))
         mad = float(np.median(np.abs(v - md)))
-        out[a] = (len(v), md, mad)
+        out[str(_CODES[k])] = (len(v), md, mad)
         med[k] = md
         scale[k] = SCALE * mad if len(v) >= MIN_POP else 0.0
-    return med[inv], scale[inv], out
+    return med[acct], scale[acct], out
 
 
 def robust_z(b) -> np.ndarray:
@@ -205,11 +210,11 @@ def _flow_single(b) -> np.ndarray:
     at least ``MIN_USER`` other manual entries."""
     acct, _cents = first_lines(b)
     manual = b.e["manual"]
-    _p, p_inv = np.unique(b.e["preparer"], return_inverse=True)
-    accts, a_inv = np.unique(acct, return_inverse=True)
-    pair = p_inv.astype(np.int64) * len(accts) + a_inv
+    p = preparer_codes(b) + 1  # -1 (no preparer) becomes 0
+    na = int(acct.max()) + 1
+    pair = p * na + acct
     pair_n = np.bincount(pair[manual], minlength=int(pair.max()) + 1)[pair]
-    user_n = np.bincount(p_inv[manual], minlength=len(_p))[p_inv]
+    user_n = np.bincount(p[manual], minlength=int(p.max()) + 1)[p]
     return manual & (pair_n == 1) & (user_n - 1 >= MIN_USER)
 
 
@@ -280,7 +285,7 @@ def plant(b) -> None:
     pool = (np.isin(e["doc_code"], _POOL) & manual & (e["n_lines"] == 2) & (scale > 0)
             & (cents / 100.0 > med + scale / SCALE))
     slips = _slips(cents[pool], rng)
-    appr_limit = np.array([limit.get(a, 0) for a in e["approver"].tolist()], dtype=np.int64)[pool]
+    appr_limit = np.array([limit.get(a, 0) for a in e["approver"][pool].tolist()], dtype=np.int64)
     sc = scale[pool]
     z_slip = np.where(sc > 0, (slips / 100.0 - med[pool]) / np.where(sc > 0, sc, 1), 0.0)
     # a slip that makes the entry an outlier and that its approver could still approve; one of them at random

@@ -52,7 +52,7 @@ import numpy as np
 from jeval_ray.agents._script import Kit
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, key, spec
-from jeval_ray.tasks.je12 import _payments, first_lines
+from jeval_ray.tasks.je12 import _payments, first_lines, preparer_codes
 
 SPEC = spec(
     "JE-13",
@@ -82,8 +82,8 @@ KEY_RATIONALE = (
                    "invoice keyed at USD y against USD x billed, just under the clerk's review threshold: expense and "
                    "accounts payable overstated by y - x; a pattern of amounts kept below the review threshold, "
                    "to be raised with those charged with governance.",
-        standard="AS 2401.58 and .61; ISA 240.32(a) and A44 (entries with round or consistent ending numbers, "
-                 "amounts just below approval thresholds); AS 1105.15 (inspection of documents)"),
+        standard="AS 2401.58 and .61 (examining journal entries and the characteristics of those selected); "
+                 "ISA 240.32(a); AS 1105.15 (inspection of documents)"),
     key("decoy", "invoice_agrees",
         evidence="the selected entry's source document (the vendor invoice) in the pack",
         facts="the invoice bills the amount keyed (and its payment, if made in the year, pays it)",
@@ -152,19 +152,15 @@ def selection(b) -> np.ndarray:
     """The guide's selection over the whole year: the manual entries of every testable preparer whose
     leading digit is over-represented in that preparer's population."""
     _acct, cents = first_lines(b)
-    e = b.e
-    tested = e["manual"] & (cents >= 1000)
+    tested = b.e["manual"] & (cents >= 1000)
     digit = _first_digit_of(cents)
-    out = np.zeros(b.n, dtype=bool)
-    for u in np.unique(e["preparer"][tested]).tolist():
-        g = tested & (e["preparer"] == u)
-        n = int(g.sum())
-        if n < MIN_TEST:
-            continue
-        z = digit_z(np.bincount(digit[g], minlength=10)[1:], n)
-        hot = np.flatnonzero(z > Z_SELECT) + 1
-        out |= g & np.isin(digit, hot)
-    return out
+    prep = preparer_codes(b) + 1
+    counts = np.bincount(prep[tested] * 10 + digit[tested], minlength=(int(prep.max()) + 1) * 10)
+    counts = counts.reshape(-1, 10)[:, 1:]
+    hot = np.zeros((len(counts), 10), dtype=bool)
+    for u in np.flatnonzero(counts.sum(axis=1) >= MIN_TEST):
+        hot[u, 1:] = digit_z(counts[u], int(counts[u].sum())) > Z_SELECT
+    return tested & hot[prep, digit]
 
 
 def rule_hits(b) -> np.ndarray:
