@@ -99,7 +99,7 @@ def test_defects_and_decoys_share_one_listing_surface():
 def test_builder_rule_matches_planted_entries_over_many_seeds():
     spec = get_task("JE-12")
     for seed in range(20):
-        for knobs in ({}, {"n_defects": 8, "n_decoys": 8, "near_miss": 1.0, "n_entries": 3000}):
+        for knobs in ({}, {"n_defects": 8, "n_decoys": 8, "near_miss": 1.0, "n_entries": 5000}):
             b = WorldBuilder(spec, seed, spec.resolve_knobs(knobs))
             je12.plant(b)
             planted = {d[0] for d in b.defects} | {d[0] for d in b.decoys}

@@ -6,7 +6,8 @@ an entry belongs to the population of the account on its first line and is measu
 line's debit (what ``compute_stats`` measures); its robust z-score is
 ``(amount - median) / (1.4826 × MAD)``. Two tests select entries:
 
-* amount test: robust z above ``AMOUNT_Z`` (6) in an account with at least ``MIN_POP`` entries;
+* amount test: robust z above ``AMOUNT_Z`` (8: accounting amounts are heavy-tailed) in an account
+  with at least ``MIN_POP`` entries;
 * user-account flow test: the entry is the only one its preparer (who posted at least
   ``MIN_USER`` other manual entries) posted to that account, and its robust z is above
   ``FLOW_Z`` (3).
@@ -23,7 +24,9 @@ account's median: moving them further up leaves every median and MAD where the b
 each candidate's keying slip is drawn first and its label independently, so defects and decoys
 share one surface. A slip is one digit of the dollars typed twice (3,638.76 as 36,638.76), the
 first two digits swapped (6,338.76) or the leading digit mistyped higher (8,638.76); the slip
-chosen puts the entry above robust z 6.5 and within its approver's limit.
+chosen puts the entry above robust z 8.5 (``PLANT_Z``) and within its approver's limit; when a seed's
+default draw of counts exceeds what the year holds, fewer are planted (explicit knob counts raise
+``ConfigError`` instead).
 
 * defect ``keying_error`` (criteria ``OUTLIER``): the entry was keyed with the slip. Its source
   document in the pack (the books' own: the vendor invoice or the accrual) shows the true amount
@@ -40,12 +43,11 @@ chosen puts the entry above robust z 6.5 and within its approver's limit.
 Unplanted look-alikes: the plan's tests also select genuine manual entries of the books (a large
 top-side adjustment, an allowance review, a tax return, a matched invoice, an accrual), whose
 source documents agree with them; a careful auditor vouches and clears them. Over seeds 0-49 at
-the default size the tests select 14.2 such entries per world (8 to 21; 56 % of everything they
+the default size the tests select 10.1 such entries per world (5 to 17; 47 % of everything they
 select), besides 11.3 planted ones; flagging everything the tests select reports them all.
 
 The default world is a year of about 2,000 entries (``default_knobs``): the minimum year has too
-few manual invoices and accruals above their account's median for the slips, and the step
-budget is 120 because every selected entry is opened and disposed of.
+few manual invoices and accruals above their account's median for the slips.
 
 Required evidence: a population baseline (``compute_stats``, scored by ``baseline_before_claim``),
 the entry (``get_entry``), its source document and the analytics plan; a decoy is cleared by its
@@ -81,8 +83,6 @@ SPEC = spec(
     # a year of about 2,000 entries: the manual expense populations must hold enough vendor invoices and
     # accruals above their median for the slips planted (the minimum year has too few)
     default_knobs=Knobs(n_entries=2000),
-    # every selected entry is vouched (opened and disposed of), and the tests also select genuine entries
-    step_budget=120,
     available=True,
 )
 
@@ -92,7 +92,7 @@ KEY_RATIONALE = (
                  "the entry's reference, and the analytics plan whose amount test selects the entry",
         facts="the document's amount; the amount keyed (the same figure with one keying slip: a digit typed twice, "
               "the first two digits swapped or the first mistyped); the same GL account on both; the entry's robust "
-              "z in its account's manual population above 6",
+              "z in its account's manual population above 8",
         conclusion="Selected by the amount test and vouched: the source document is for USD x but the entry was "
                    "keyed as USD y; the expense and accounts payable (or accrued liabilities) are overstated by "
                    "y - x, a keying error the approval did not catch. Propose the correction and extend the test "
@@ -111,12 +111,13 @@ KEY_RATIONALE = (
 
 CODE = "OUTLIER"
 SCALE = 1.4826  # MAD -> standard deviation of a normal population
-AMOUNT_Z = 6.0
+AMOUNT_Z = 8.0
 FLOW_Z = 3.0
 MIN_POP = 8
 MIN_USER = 10
-#: the keyed amount of a planted entry sits at least this far out, so planting the others cannot pull it back in
-PLANT_Z = 6.5
+#: the robust z of a planted entry's keyed amount is above this (a margin over the test for the rounding of
+#: the medians and MADs compute_stats shows)
+PLANT_Z = AMOUNT_Z + 0.5
 PLAN_TITLE = "Journal entry analytics plan FY2025 - population outlier tests"
 #: what a keying slip is planted in: vendor invoices without a goods receipt, month-end accruals
 _POOL = ("VN", "AC")
@@ -132,7 +133,8 @@ def _plan(b) -> int:
         "the account on its first line (line 1). The measure is that line's debit amount.\n"
         "2. Baseline. For every population compute the count, the median and the median absolute deviation "
         "(MAD). The robust z-score of an entry is (amount - median) / (1.4826 x MAD). The mean and standard "
-        "deviation are not used: they are distorted by the very amounts under test.\n"
+        "deviation are not used: they are distorted by the very amounts under test. Accounting amounts are "
+        "heavy-tailed, so the amount test's limit is well above the 3 of a normal population.\n"
         f"3. Amount test. An entry whose robust z-score exceeds {AMOUNT_Z:.0f} within a population of at least "
         f"{MIN_POP} entries is outside its population and is selected.\n"
         f"4. User-account flow test. For each preparer (user id) with at least {MIN_USER} other manual entries in "
@@ -309,6 +311,9 @@ def plant(b) -> None:
             p = pay[cand]
             fits = (p < 0) | (low[month[np.maximum(p, 0)]] - (keyed[cand] - cents[cand]) >= 0)
             cand[np.flatnonzero(cand)[~fits]] = False
+        kinds = {k for _i, k in planted}
+        if not cand.any() and b.knobs.n_defects is None and b.knobs.n_decoys is None and kinds == {True, False}:
+            break  # the seed's default draw of counts exceeds what this year holds: plant fewer
         idx = int(b.pick(1, cand, what="manual vendor invoices that a keying slip makes outliers")[0])
         true, posted = int(cents[idx]), int(keyed[idx])
         e["debit_cents"][idx] = e["credit_cents"][idx] = posted
