@@ -261,6 +261,23 @@ def _payments(b) -> np.ndarray:
     return pay_of_doc[e["books_doc"]]
 
 
+def cash_covers(cash: np.ndarray, month: np.ndarray, pay: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Whether each payment (entry index, -1 for none) can grow by ``extra`` cents with every later
+    month-end cash balance (``cash``, twelve months) staying positive."""
+    low = np.minimum.accumulate(cash[::-1])[::-1]  # the lowest month-end cash from each month on
+    return (pay < 0) | (low[month[np.maximum(pay, 0)]] - extra >= 0)
+
+
+def pay_more(b, pay: int, extra: int, cash: np.ndarray, month: np.ndarray) -> None:
+    """The invoice's one payment (entry ``pay``; none when -1) pays ``extra`` cents more; ``cash`` follows."""
+    if pay < 0:
+        return
+    b.e["debit_cents"][pay] += extra
+    b.e["credit_cents"][pay] += extra
+    cash[month[pay]:] -= extra
+    b.used[pay] = True
+
+
 def _reversals(b) -> np.ndarray:
     """Per entry: the entry index of the reversal of its accrual in the year, else -1."""
     d = b.books.docs
@@ -307,10 +324,7 @@ def plant(b) -> None:
         cand = pool & ~b.used
         if not bad:
             # a genuine large invoice is paid in full when its payment falls in the year: cash must cover it
-            low = np.minimum.accumulate(cash[::-1])[::-1]  # the lowest month-end cash from each month on
-            p = pay[cand]
-            fits = (p < 0) | (low[month[np.maximum(p, 0)]] - (keyed[cand] - cents[cand]) >= 0)
-            cand[np.flatnonzero(cand)[~fits]] = False
+            cand[np.flatnonzero(cand)[~cash_covers(cash, month, pay[cand], keyed[cand] - cents[cand])]] = False
         kinds = {k for _i, k in planted}
         if not cand.any() and b.knobs.n_defects is None and b.knobs.n_decoys is None and kinds == {True, False}:
             break  # the seed's default draw of counts exceeds what this year holds: plant fewer
@@ -321,12 +335,8 @@ def plant(b) -> None:
             r = int(rev[idx])
             e["debit_cents"][r] = e["credit_cents"][r] = posted
             b.used[r] = True
-        if not bad and pay[idx] >= 0:
-            p = int(pay[idx])
-            e["debit_cents"][p] += posted - true
-            e["credit_cents"][p] += posted - true
-            cash[month[p]:] -= posted - true
-            b.used[p] = True
+        if not bad:
+            pay_more(b, int(pay[idx]), posted - true, cash, month)
         planted.append((idx, bool(bad)))
     for idx, bad in planted:
         true, posted = int(cents[idx]), int(e["debit_cents"][idx])
@@ -335,7 +345,7 @@ def plant(b) -> None:
             b.add_defect(idx, "keying_error", CODE, ["entry", doc, plan], posted - true,
                          facts=[f"{{D:{doc}}}", true / 100, posted / 100])
         else:
-            doc = _billed_document(b, idx, true, posted)
+            doc = billed_document(b, idx, true, posted)
             b.add_decoy(idx, "outlier_vouched_amount", [doc, plan],
                         facts=[f"{{D:{doc}}}", posted / 100, str(e["debit_account"][idx])])
     # the source documents of every other entry the tests select (genuine look-alikes) and of a few
@@ -348,7 +358,7 @@ def plant(b) -> None:
         b.source_document(int(idx))
 
 
-def _billed_document(b, idx: int, books_cents: int, billed_cents: int) -> int:
+def billed_document(b, idx: int, books_cents: int, billed_cents: int) -> int:
     """The vendor invoice behind entry ``idx`` as billed: the books' document worded for ``billed_cents``."""
     r = b.books.document(int(b.e["books_doc"][idx]))
     old, new = f"Amount: USD {books_cents / 100:,.2f}", f"Amount: USD {billed_cents / 100:,.2f}"

@@ -52,7 +52,7 @@ import numpy as np
 from jeval_ray.agents._script import Kit
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, key, spec
-from jeval_ray.tasks.je12 import _payments, first_lines, preparer_codes
+from jeval_ray.tasks.je12 import _payments, billed_document, cash_covers, first_lines, pay_more, preparer_codes
 
 SPEC = spec(
     "JE-13",
@@ -224,19 +224,12 @@ def plant(b) -> None:
             keyed = int(rng.integers(4_500_00, 5_000_00))
             keyed += 17 if keyed % 100_00 == 0 else 0
             if not bad:
-                low = np.minimum.accumulate(cash[::-1])[::-1]
-                p = pay[cand]
-                fits = (p < 0) | (low[month[np.maximum(p, 0)]] - (keyed - cents[cand]) >= 0)
-                cand[np.flatnonzero(cand)[~fits]] = False
+                cand[np.flatnonzero(cand)[~cash_covers(cash, month, pay[cand], keyed - cents[cand])]] = False
             idx = int(b.pick(1, cand, what=f"invoices of {user} to move below the review threshold")[0])
             true = int(cents[idx])
             e["debit_cents"][idx] = e["credit_cents"][idx] = keyed
-            if not bad and pay[idx] >= 0:
-                p = int(pay[idx])
-                e["debit_cents"][p] += keyed - true
-                e["credit_cents"][p] += keyed - true
-                cash[month[p]:] -= keyed - true
-                b.used[p] = True
+            if not bad:
+                pay_more(b, int(pay[idx]), keyed - true, cash, month)
             planted.append((idx, bool(bad), true, keyed))
         for idx, bad, true, keyed in planted:
             if bad:
@@ -244,7 +237,7 @@ def plant(b) -> None:
                 b.add_defect(idx, "invoice_keyed_above_billed", CODE, [doc, "master:users"], keyed - true,
                              facts=[keyed / 100, true / 100, f"{{D:{doc}}}", user])
             else:
-                doc = _billed_document(b, idx, true, keyed)
+                doc = billed_document(b, idx, true, keyed)
                 b.add_decoy(idx, "invoice_agrees", [doc], facts=[keyed / 100, f"{{D:{doc}}}"])
     # every other selected entry's source document, and a few ordinary manual entries'
     hits = selection(b)
@@ -253,14 +246,6 @@ def plant(b) -> None:
     extra = rng.choice(ordinary, size=min(len(ordinary), int(rng.integers(3, 7))), replace=False)
     for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra])):
         b.source_document(int(idx))
-
-
-def _billed_document(b, idx: int, books_cents: int, billed_cents: int) -> int:
-    """The vendor invoice behind entry ``idx`` as billed: the books' document worded for ``billed_cents``."""
-    r = b.books.document(int(b.e["books_doc"][idx]))
-    old, new = f"Amount: USD {books_cents / 100:,.2f}", f"Amount: USD {billed_cents / 100:,.2f}"
-    assert old in r["body"], r["body"]
-    return b.add_document(r["doc_type"], r["title"], r["body"].replace(old, new), r["date"])
 
 
 # ---------------------------------------------------------------------------- strategies
