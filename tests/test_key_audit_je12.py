@@ -116,6 +116,7 @@ def test_key_audit_defects_are_what_vouching_proves_wrong(worlds, views):
             true = _amount(doc.body)
             assert true != pytest.approx(h["debit"]) and _one_slip(true, h["debit"]), (w.seed, true, h["debit"])
             assert _ACCOUNT.search(doc.body).group(1) == h["account"]
+            assert f"({h['vendor_id']})" in doc.body and doc.date <= str(h["posting_date"])
             assert d.misstatement == pytest.approx(h["debit"] - true)
             assert {doc.doc_id, f"{true:.2f}", f"{h['debit']:.2f}"} <= set(d.facts)
             for f in _follow_ups(heads, h["reference"]):
@@ -135,8 +136,9 @@ def test_key_audit_decoys_vouch_clean(worlds, views):
             assert c.decoy_type == "outlier_vouched_amount" and doc is not None
             assert set(c.clearing_evidence) == {doc.doc_id, plan}
             assert _amount(doc.body) == pytest.approx(h["debit"]) and _ACCOUNT.search(doc.body).group(1) == h["account"]
+            # the same vendor, dated no later than the entry: the document is the one behind this entry
+            assert f"({h['vendor_id']})" in doc.body and doc.date <= str(h["posting_date"])
             assert {doc.doc_id, f"{h['debit']:.2f}", h["account"]} <= set(c.facts)
-            assert doc.date <= str(h["posting_date"]) or doc.date <= str(h["entry_timestamp"].date())
             for f in _follow_ups(heads, h["reference"]):
                 assert f["debit"] == pytest.approx(h["debit"]), (w.seed, f)  # paid in full / reversed in full
             assert h["approver"] != h["preparer"] and users[h["approver"]]["approval_limit"] >= h["debit"]

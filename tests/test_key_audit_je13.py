@@ -85,6 +85,7 @@ def test_key_audit_defects_are_keyed_above_what_the_vendor_billed(worlds):
             doc = _source(w, h["reference"])
             assert doc is not None and doc.doc_id in d.required_evidence and "master:users" in d.required_evidence
             billed = _amount(doc.body)
+            assert f"({h['vendor_id']})" in doc.body and doc.date <= str(h["posting_date"])
             assert billed < h["debit"] < users[h["preparer"]]["approval_limit"] <= 5_000, (w.seed, billed, h)
             assert h["debit"] >= 0.9 * users[h["preparer"]]["approval_limit"]
             assert d.misstatement == pytest.approx(h["debit"] - billed)
@@ -100,6 +101,7 @@ def test_key_audit_decoys_vouch_clean(worlds):
             doc = _source(w, h["reference"])
             assert doc is not None and c.clearing_evidence == (doc.doc_id,)
             assert _amount(doc.body) == pytest.approx(h["debit"])
+            assert f"({h['vendor_id']})" in doc.body and doc.date <= str(h["posting_date"])
             assert {f"{h['debit']:.2f}", doc.doc_id} <= set(c.facts)
             for p in payments.get(h["reference"], []):
                 assert p["debit"] == pytest.approx(h["debit"]), (w.seed, p)

@@ -18,7 +18,7 @@ keyed vendor invoices just below the threshold (USD 4,500.00-4,999.99), so the l
 is over-represented in their entries. The moved entries are the clerk's own manual two-line vendor
 invoices without a goods receipt, originally between USD 500 and 3,999.99, paid in the year by
 one payment or not at all. How many are moved is set so that the clerk's digit-4 z-statistic
-reaches ``Z_SELECT`` + 1 (at least ``MIN_SELECTED``, and the knob counts scaled together when they
+reaches about ``Z_SELECT`` + 1 (at least ``MIN_SELECTED``, and the knob counts scaled together when they
 are fewer). Each moved entry's new amount is drawn before it is made a defect or a decoy, so
 the two look the same on the listing:
 
@@ -208,9 +208,12 @@ def plant(b) -> None:
         sizes[u] = s if n >= MIN_TEST else 10**9
     fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
     if total and not fit:
+        need = min(sizes.values())
         raise ConfigError(
-            f"impossible knobs for JE-13: the scheme needs {min(sizes.values())} of one AP clerk's invoices but the "
-            f"year of {b.n} entries has at most {max(int(p.sum()) for p in pools.values())}; raise n_entries")
+            f"impossible knobs for JE-13: no AP clerk keys {MIN_TEST} manual entries in the year of {b.n} entries; "
+            "raise n_entries" if need >= 10**9 else
+            f"impossible knobs for JE-13: the scheme needs {need} of one AP clerk's invoices but the year of {b.n} "
+            f"entries has at most {max(int(p.sum()) for p in pools.values())}; raise n_entries")
     planted: list[tuple[int, bool, int, int]] = []
     if total:
         user = str(rng.choice(fit))
