@@ -24,7 +24,7 @@ account's median: moving them further up leaves every median and MAD where the b
 each candidate's keying slip is drawn first and its label independently, so defects and decoys
 share one surface. A slip is one digit of the dollars typed twice (3,638.76 as 36,638.76), the
 first two digits swapped (6,338.76) or the leading digit mistyped higher (8,638.76); the slip
-chosen puts the entry above robust z 8.5 (``PLANT_Z``) and within its approver's limit; when a seed's
+chosen is the smallest that puts the entry above robust z 8.5 (``PLANT_Z``) within its approver's limit; when a seed's
 default draw of counts exceeds what the year holds, fewer are planted (explicit knob counts raise
 ``ConfigError`` instead).
 
@@ -43,15 +43,15 @@ default draw of counts exceeds what the year holds, fewer are planted (explicit 
 Unplanted look-alikes: the plan's tests also select genuine manual entries of the books (a large
 top-side adjustment, an allowance review, a tax return, a matched invoice, an accrual), whose
 source documents agree with them; a careful auditor vouches and clears them. Over seeds 0-49 at
-the default size the tests select 10.1 such entries per world (5 to 17; 47 % of everything they
+the default size the tests select 10.2 such entries per world (5 to 16; 47 % of everything they
 select), besides 11.3 planted ones; flagging everything the tests select reports them all.
 
 The default world is a year of about 2,000 entries (``default_knobs``): the minimum year has too
 few manual invoices and accruals above their account's median for the slips.
 
 Required evidence: a population baseline (``compute_stats``, scored by ``baseline_before_claim``),
-the entry (``get_entry``), its source document and the analytics plan; a decoy is cleared by its
-source document and the plan.
+the entry's source document and the analytics plan; a decoy is cleared by its source document and
+the plan.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ SPEC = spec(
     objective='Apply the analytics plan in the support pack to the manual journal entries: select the entries whose amount or user-account flow is far outside their population and vouch each selected entry to its source document; report the selected entries their support shows to be misstated. Establish a population baseline before any claim that something is unusual.',
     defect='selected outlier that vouching shows to be misstated (an invoice keyed at another amount than the vendor billed)',
     decoys='selected outliers whose source document agrees with the entry (planted and genuine)',
-    required_evidence="a population baseline (compute_stats) before any 'unusual' claim; the entry; its source document; the analytics plan",
+    required_evidence="a population baseline (compute_stats) before any 'unusual' claim; the entry's source document; the analytics plan",
     sources=('general_ledger', 'population_statistics', 'source_documents', 'analytics_plan'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
@@ -307,9 +307,10 @@ def plant(b) -> None:
     appr_limit = np.array([limit.get(a, 0) for a in e["approver"][pool].tolist()], dtype=np.int64)
     sc = scale[pool]
     z_slip = np.where(sc > 0, (slips / 100.0 - med[pool]) / np.where(sc > 0, sc, 1), 0.0)
-    # a slip that makes the entry an outlier and that its approver could still approve; one of them at random
+    # the smallest slip that makes the entry an outlier and that its approver could still approve (a decoy's
+    # payment grows by as much, and the company's cash must carry it)
     valid = (z_slip > PLANT_Z) & (slips <= appr_limit) & (slips > cents[pool])
-    pick = np.argmax(np.where(valid, rng.random(valid.shape), -1.0), axis=0)
+    pick = np.argmin(np.where(valid, slips, np.iinfo(np.int64).max), axis=0)
     keyed = cents.copy()
     keyed[pool] = slips[pick, np.arange(len(pick))]
     pool[np.flatnonzero(pool)[~valid.any(axis=0)]] = False
@@ -342,7 +343,7 @@ def plant(b) -> None:
         true, posted = int(cents[idx]), int(e["debit_cents"][idx])
         if bad:
             doc = b.source_document(idx)
-            b.add_defect(idx, "keying_error", CODE, ["entry", doc, plan], posted - true,
+            b.add_defect(idx, "keying_error", CODE, [doc, plan], posted - true,
                          facts=[f"{{D:{doc}}}", true / 100, posted / 100])
         else:
             doc = billed_document(b, idx, true, posted)
@@ -481,8 +482,7 @@ def careful(kit: Kit):
             doc = next((h["doc_id"] for h in hits if r["reference"] in h.get("title", "")), None)
         why = _why(eid, scored[eid], th, users)
         if doc is None:
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(eid, CODE, [eid, *ev_plan],
+            yield from kit.flag(eid, CODE, ev_plan,
                                 f"Entry {eid} was selected as an outlier ({why}); no source document for "
                                 f"{r['reference']} is in the pack, so it cannot be vouched.")
             n_flag += 1
@@ -496,15 +496,13 @@ def careful(kit: Kit):
         if m_amount:
             amount = float(m_amount.group(1).replace(",", ""))
         if not any(abs(f - r["debit"]) < 0.005 for f in figures):
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(eid, CODE, [eid, doc, *ev_plan],
+            yield from kit.flag(eid, CODE, [doc, *ev_plan],
                                 f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document "
                                 f"shows {amount:,.2f}, but the entry was keyed as {r['debit']:,.2f}, a misstatement of "
                                 f"{r['debit'] - amount:,.2f}.")
             n_flag += 1
         elif account is not None and account != r["account"]:
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(eid, CODE, [eid, doc, *ev_plan],
+            yield from kit.flag(eid, CODE, [doc, *ev_plan],
                                 f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document is "
                                 f"coded to GL account {account}, but the entry posted it to account {r['account']}.")
             n_flag += 1
