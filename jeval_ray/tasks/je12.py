@@ -21,12 +21,13 @@ compares the entry's first-line debit and account with the document's figures an
 Planted, both from one pool (manual two-line vendor invoices without a goods receipt and month-end
 accruals, paid in the year by one payment or not at all, already more than one MAD above their
 account's median: moving them further up leaves every median and MAD where the books put them);
-each candidate's keying slip is drawn first and its label independently, so defects and decoys
-share one surface. A slip is one digit of the dollars typed twice (3,638.76 as 36,638.76), the
-first two digits swapped (6,338.76) or the leading digit mistyped higher (8,638.76); the slip
-chosen is the smallest that puts the entry above robust z 8.5 (``PLANT_Z``) within its approver's limit; when a seed's
-default draw of counts exceeds what the year holds, fewer are planted (explicit knob counts raise
-``ConfigError`` instead).
+each candidate's keying slip is fixed before its label is drawn, so defects and decoys share one
+surface. A slip is one digit of the dollars typed twice (3,638.76 as 36,638.76), the first two
+digits swapped (6,338.76) or the leading digit mistyped higher (8,638.76); the slip chosen is the
+smallest that puts the entry above robust z 8.5 (``PLANT_Z``) within its approver's limit. When a
+seed's default draw of counts exceeds what the year holds, fewer are planted (explicit knob counts
+raise ``ConfigError`` instead). Nothing is planted for the flow test (over seeds 0-49 it selects no
+entry the amount test does not).
 
 * defect ``keying_error`` (criteria ``OUTLIER``): the entry was keyed with the slip. Its source
   document in the pack (the books' own: the vendor invoice or the accrual) shows the true amount
@@ -35,8 +36,9 @@ default draw of counts exceeds what the year holds, fewer are planted (explicit 
   the month, and for December the year, is overstated). Decisive facts: the document, its amount
   and the amount keyed; misstatement: their difference.
 * decoy ``outlier_vouched_amount``: the same surface, but the amount is genuine: the document shows
-  the amount and account keyed, and the invoice's payment (when made in the year, and only where
-  the company's month-end cash covers it) or the accrual's reversal carries the same amount.
+  the amount and account keyed, and the invoice's payment (when made in the year) or the accrual's
+  reversal carries the same amount; a decoy is drawn only where the company's month-end cash
+  covers the larger payment.
   Decisive facts: the document, its amount and its account. ``near_miss`` has no effect: decoys
   sit at the defects' z-scores by design.
 
@@ -297,8 +299,8 @@ def plant(b) -> None:
     acct, cents = first_lines(b)
     med, scale, st = _stats(acct, cents, manual)
     limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users}
-    # the pool: manual two-line vendor invoices without a goods receipt; every candidate's keyed amount
-    # is drawn before its label, so defects and decoys share one surface
+    # the pool: manual two-line vendor invoices without a goods receipt and month-end accruals; every
+    # candidate's keyed amount is fixed before its label, so defects and decoys share one surface;
     # only entries already more than one MAD above their account's median: a slip moves them further up,
     # which leaves every median and MAD where the books put them (so the z-scores planted are exact)
     pool = (np.isin(e["doc_code"], _POOL) & manual & (e["n_lines"] == 2) & (scale > 0)
