@@ -40,7 +40,7 @@ test selects 10.1 unplanted entries per world (2 to 35; 39 % of everything it se
 16.1 planted ones.
 
 The default world is a year of about 1,200 entries (``default_knobs``): each AP clerk then keys
-about 80-105 manual entries, enough for a digit test and for a spike of 12-20 entries to stand out.
+about 80-105 manual entries, enough for a digit test and for a spike of 12-21 entries to stand out.
 """
 
 from __future__ import annotations
