@@ -117,7 +117,8 @@ def _guide(b) -> int:
         "selection is made digit by digit.\n"
         "4. For each digit compute z = (|observed proportion - expected proportion| - 1/(2n)) / sqrt(expected x "
         f"(1 - expected) / n). A digit is over-represented when its observed proportion exceeds the expected one and "
-        f"z exceeds {Z_SELECT:.0f} (every preparer and every digit is tested, so the usual 1.96 would select by chance).\n"
+        f"z exceeds {Z_SELECT:.0f} (every preparer and every digit is tested, so the usual 1.96 would select by "
+        "chance).\n"
         "5. An over-represented digit is a reason to select entries, not a finding. Select the preparer's entries "
         "beginning with that digit and vouch each to its source document in the PBC pack (the document number is "
         "the entry's reference): the amount keyed must be the amount on the document. Entries that agree are cleared; "
@@ -270,7 +271,8 @@ def _local_test(amounts: list[float]) -> dict:
     obs = [_first_digit(a) for a in amounts]
     counts = [obs.count(d) for d in range(1, 10)]
     return {"n": n, "kind": "first",
-            "distribution": {str(d): {"count": c, "expected": float(BENFORD[d - 1])} for d, c in zip(range(1, 10), counts)}}
+            "distribution": {str(d): {"count": c, "expected": float(BENFORD[d - 1])}
+                             for d, c in zip(range(1, 10), counts)}}
 
 
 def _digit_stats(kit: Kit, filters: list[dict], amounts: list[float]):
