@@ -59,6 +59,13 @@ def _hidden_lines(b) -> list[tuple[int, str, int]]:
     return [(int(np.clip(month[i], 1, 12)), str(a), int(v)) for i, a, v in zip(le[hid], acct[hid], val[hid])]
 
 
+def _approved_amount(lines: list[tuple[str, int]]) -> int:
+    """The amount a manual entry's approval covers: a vendor invoice's total payable (its line on
+    2000; a price variance in the company's favour does not raise it), else the entry's debits."""
+    ap = [-v for a, v in lines if a == "2000" and v < 0]
+    return sum(ap) if ap else sum(v for _, v in lines if v > 0)
+
+
 def _planted(w, decoys: bool = False) -> set[str]:
     ids = {d.entry_id for d in w.defects}
     return ids | ({d.entry_id for d in w.decoys} if decoys else set())
@@ -164,7 +171,7 @@ def test_manual_entries_are_approved_by_someone_else_whose_limit_covers_them_exc
         for eid, e in _entries(w).items():
             if e["source"] != "manual" or eid in planted:
                 continue
-            total = sum(v for _, v in e["lines"] if v > 0)
+            total = _approved_amount(e["lines"])
             appr = users.get(e["approver"])
             assert appr and e["approver"] != e["preparer"], f"{task} seed {w.seed}: entry {eid} approved by {e['approver']!r}"
             assert round(appr["approval_limit"] * 100) >= total, f"{task} seed {w.seed}: entry {eid} above {e['approver']}'s limit"
