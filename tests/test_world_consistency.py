@@ -22,9 +22,10 @@ TASKS = [t.id for t in available_tasks()]
 SEEDS = range(10)
 #: balance-sheet accounts whose balance may sit on either side (a clearing account)
 EITHER_SIDE = {"2050"}
-#: tasks whose decoys carry planted ERP approval fields (JE-2: released under the preparer's own id,
-#: the approval of record being a journal voucher signed by an independent approver)
-APPROVAL_DECOY_TASKS = {"JE-2"}
+#: decoys whose ERP approval field is planted to look like self-approval, the approval of record being
+#: elsewhere (checked by the task's key audit): JE-2's journal vouchers signed by an independent
+#: approver (every JE-2 decoy), JE-16's entries signed off on the workflow outage's approval log
+APPROVAL_OUTSIDE_ERP = {"JE-2": None, "JE-16": {"signed_off_on_outage_log"}}
 
 
 def _built(task_id: str, seed: int):
@@ -144,6 +145,16 @@ def test_normal_balance_signs_hold_at_every_period_end_except_where_planted(worl
                 f"{r['closing_balance']:,.2f}, against its normal side")
 
 
+def test_the_closing_entry_leaves_every_profit_and_loss_account_at_nil(worlds):
+    """Revenue and expense accounts, the chart's and any a task added, close to retained earnings."""
+    task, built = worlds
+    for b, w in built:
+        pnl = {a["account"] for a in w.master["accounts"].to_pylist() if a["type"] in ("revenue", "expense")}
+        left = {r["account"]: r["closing_balance"] for r in w.master["balances"].to_pylist()
+                if r["account"] in pnl and round(r["closing_balance"] * 100)}
+        assert not left, f"{task} seed {w.seed}: profit-and-loss accounts not closed {left}"
+
+
 def test_entry_numbers_follow_entry_time(worlds):
     task, built = worlds
     for b, w in built:
@@ -170,7 +181,10 @@ def test_manual_entries_are_approved_by_someone_else_whose_limit_covers_them_exc
     task, built = worlds
     for b, w in built:
         users = {u["user_id"]: u for u in w.master["users"].to_pylist()}
-        planted = _planted(w, decoys=task in APPROVAL_DECOY_TASKS)
+        planted = _planted(w)
+        if task in APPROVAL_OUTSIDE_ERP:
+            kinds = APPROVAL_OUTSIDE_ERP[task]
+            planted |= {d.entry_id for d in w.decoys if kinds is None or d.decoy_type in kinds}
         for eid, e in _entries(w).items():
             if e["source"] != "manual" or eid in planted:
                 continue

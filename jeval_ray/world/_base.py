@@ -723,12 +723,14 @@ class WorldBuilder:
         le, acct, val, codes = self._final_lines_idx()
         return le, np.array(codes)[acct], val
 
-    @staticmethod
-    def _closing_lines(acct: np.ndarray, val: np.ndarray, codes: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The year-end closing entry of the final lines: every profit-and-loss balance to retained earnings."""
+    def _closing_lines(self, acct: np.ndarray, val: np.ndarray, codes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The year-end closing entry of the final lines: every profit-and-loss balance to retained
+        earnings, including accounts a task added to the chart (``b.accounts``) as revenue or expense."""
         bal = np.bincount(acct, weights=val, minlength=len(codes)).astype(np.int64)
         pnl = np.zeros(len(codes), dtype=bool)
         pnl[:len(_PNL)] = _PNL
+        added = {a["account"] for a in self.accounts if a.get("type") in ("revenue", "expense")}
+        pnl[len(_PNL):] = [c in added for c in codes[len(_PNL):]]
         sel = np.flatnonzero(pnl & (bal != 0))
         return (np.concatenate([sel, [_RETAINED]]).astype(np.int64),
                 np.concatenate([-bal[sel], [int(bal[sel].sum())]]).astype(np.int64))
