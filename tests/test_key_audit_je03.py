@@ -50,9 +50,22 @@ def test_key_audit_chart_dates_decide_every_posting_to_a_changed_account():
         assert len(processed) == len(key) and processed == sorted(processed)
         assert [int(n) for _, n in processed] == sorted(int(n) for _, n in processed)
         users = {u["user_id"]: u for u in w.master["users"].to_pylist()}
-        # nothing outside the key posts to a changed account
-        assert set(ents) == set(key), seed
-        assert len(changed_codes) == len(key), "one posting per changed account"
+        # nothing outside the key posts to a changed account, except the transfer that empties a closed
+        # account into its parent on the day it closes, and the year-end closing entry
+        closing = {eid for eid, e in ents.items() if e["document_type"] == "YC"}
+        assert len(closing) == 1 and all(str(ents[x]["posting_date"]) == "2025-12-31" for x in closing)
+        transfers = {eid for eid in ents if eid not in key} - closing
+        assert set(ents) - transfers - closing == set(key), seed
+        closed_decoys = {r.facts[0] for r in w.decoys if r.decoy_type == "account_closed_after_posting"}
+        moved = set()
+        for eid in transfers:
+            e = ents[eid]
+            (code,) = [x for x in e["accounts"] if _changed(chart[x])]
+            assert code in closed_decoys and str(e["posting_date"]) == chart[code]["closed"], (seed, eid)
+            assert e["document_type"] == "TS" and e["source"] == "manual"
+            moved.add(code)
+        assert moved == closed_decoys, seed
+        assert len(changed_codes) == len(key), "one planted posting per changed account"
         for eid, r in key.items():
             e = ents[eid]
             posted, keyed = str(e["posting_date"]), str(e["entry_timestamp"].date())

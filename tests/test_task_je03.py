@@ -48,11 +48,16 @@ def changed(acct: dict) -> bool:
     return acct["opened"] >= "2025-01-01" or bool(acct["closed"]) or acct["status"] != "active"
 
 
-def test_the_rule_catches_exactly_the_planted_entries(worlds):
+def test_the_rule_catches_the_planted_entries_and_only_the_closing_and_transfer_entries_besides(worlds):
     for w in worlds.values():
         ch = chart(w)
-        tripped = {k for k, e in entries(w).items() if any(a not in ch or changed(ch[a]) for a in e["accounts"])}
-        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        ents = entries(w)
+        tripped = {k for k, e in ents.items() if any(a not in ch or changed(ch[a]) for a in e["accounts"])}
+        planted = w.defect_ids | {d.entry_id for d in w.decoys}
+        assert planted <= tripped
+        others = [ents[k] for k in tripped - planted]
+        n_closed = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
+        assert sorted(e["document_type"] for e in others) == sorted(["YC"] + ["TS"] * n_closed)
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
         assert {r["status"] for r in ch.values()} <= {"active", "closed"}
 
@@ -119,5 +124,9 @@ def test_decoys_and_defects_share_one_surface():
 def test_careful_reads_the_chart_dates_and_naive_flags_every_changed_account(seed):
     careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
     assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    assert naive.score.outcome == pytest.approx(0.5)
+    # naive flags every posting to a changed account: the key, the transfers out of closed accounts and
+    # the year-end closing entry (which closes the accounts opened in the year)
+    w = generate_world(TASK, seed)
+    transfers = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
+    assert naive.score.outcome == pytest.approx(len(w.defects) / (len(w.defects) + len(w.decoys) + transfers + 1))
     assert naive.score.score < careful.score.score - 0.15

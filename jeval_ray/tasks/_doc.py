@@ -26,6 +26,21 @@ How each metric is computed (outcome, process, rationale, and the combined score
 [scoring.md](scoring.md); the per-task parts that differ (criteria codes, required evidence,
 amounts, task-specific outcome hooks) are below.
 
+## Management-override procedures and where they live
+
+Journal-entry testing is the response to the risk of management override of controls (AS 2401
+.58-.62; ISA 240.32(a)). The procedures the standards name at year end are folded into the
+nearest tasks:
+
+| procedure | task and planted types | standard |
+|---|---|---|
+| entries recorded at the period end or as post-closing entries, with little or no explanation | JE-9 `post_closing_entry_*` (keyed after the 2026-01-09 close, with or without an approved request); JE-6 (keyed outside the close windows); JE-8 (round top-side adjustments) | AS 2401.61-.62; ISA 240.32(a)(ii) |
+| year-end top-side adjustments and their support | JE-9 `topside_*` (support states the amount booked, or a lower one) | AS 2401.58, .61; ISA 240.32(a) |
+| accruals reversed in the next period | JE-9 `year_end_accrual_*` (the vendor's January statement shows the December service billed, or nothing after November) | AS 2401.58; ISA 240.32(a) |
+| revenue recognised before the goods left (cut-off at year end) | JE-9 `revenue_before_shipment` / `year_end_revenue_shipped` | AS 2401.61-.62; ISA 240.32(a) |
+| unusual account pairings: manual debit receivables / credit revenue, debit fixed assets / credit expense, reserve releases outside the allowance review | JE-11 `unusual_pairing_*:manual_revenue`, `:capitalised_expense`, `:reserve_release` | AS 2401.61 (entries to unrelated, unusual or seldom-used accounts); ISA 240 A43 |
+| releases of an estimate (the allowance for doubtful accounts) | JE-14 `unsupported_reserve_release` / `supported_reserve_release` (the reserve shortfall is the misstatement) | AS 2401.63-.65; ISA 240.32(b) |
+
 Difficulty knobs (all tasks): `n_entries` (size of the company's simulated year in journal entries;
 default by tier L1 200, L2 300, L3 400, L4 600; a year's payroll, depreciation, recurring bills and close
 make at least about 530 entries, so the small defaults give the smallest year), `n_defects` (default 3-8 from the seed), `n_decoys` (default = n_defects),

@@ -29,9 +29,14 @@ took effect.
 
 Red-flag rule: the entry posts to an account that is not a standing active account (opened or
 closed during the period). The books post only to the standing chart and the changed accounts
-are new rows, so the rule catches no unplanted entry (0 of the 25,408 unplanted listed entries of
-seeds 0-49 at default knobs; ``tests/test_key_audit_je03.py`` checks it); ``plant`` re-checks
-that no base entry uses a changed account. Required evidence: ``master:accounts``. ``near_miss``
+are new rows; the only unplanted entries the rule catches are the transfers that empty a closed
+account into its parent on the day it closes (one per ``account_closed_after_posting`` decoy, a
+top-side reclass dated the closing date, so valid), which leave nothing on the account for the
+year-end closing entry, and the closing entry itself (dated 2025-12-31, within every open
+account's validity). ``tests/test_key_audit_je03.py`` checks that nothing else posts to a changed
+account; ``plant`` re-checks that no base entry uses one. Candidates are January-November
+postings (a defect's account opens the month after its posting, and must be open by the year-end
+close). Required evidence: ``master:accounts``. ``near_miss``
 raises the share of decoy accounts opened on the first day of the posting month itself. One
 posting per changed account limits ``n_defects + n_decoys`` to the year's room (about 22; more
 raises a ``ConfigError``).
@@ -145,7 +150,11 @@ def plant(b) -> None:
     close_of = np.array([closes.get(str(m), np.datetime64("1970-01-01"))
                          for m in e["post_date"][cand].astype("datetime64[M]").astype(str).tolist()], dtype="datetime64[D]")
     pool = np.zeros(b.n, dtype=bool)
+    # January-November postings only: a defect's account opens the month after its posting, and a
+    # December posting would leave it opening in 2026, after the year-end closing entry that closes
+    # it (decoys come from the same months, so the month does not tell them apart)
     pool[cand] = (np.isin(pnl[cand], list(CHANGED)) & (e["entry_date"][cand] > e["post_date"][cand])
+                  & (e["post_date"][cand] < np.datetime64("2025-12-01"))
                   & (e["entry_date"][cand] <= close_of))
     free = {base: [CHANGED[base][i] for i in rng.permutation(len(CHANGED[base]))] for base in CHANGED}
     k = b.n_defects + b.n_decoys
@@ -157,6 +166,7 @@ def plant(b) -> None:
     roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
     rows: list[dict] = []
     log: list[tuple[str, str]] = []
+    transfers: list[tuple[str, str, int, np.datetime64]] = []
     base_row = {a["account"]: a for a in b.accounts}
     for is_defect in roles:
         # one posting per changed account, so no account holds both a defect and a decoy
@@ -185,6 +195,8 @@ def plant(b) -> None:
             later = int(rng.integers(0, min(2, 12 - month)))
             closed = (np.datetime64(posted, "M") + 2 + later).astype("datetime64[D]") - 1
             rows.append({**row, "status": "closed", "opened": "2015-01-01", "closed": str(closed)})
+            signed = int(e["debit_cents"][idx]) if pnl_side[idx] == "debit_account" else -int(e["credit_cents"][idx])
+            transfers.append((code, base, signed, closed))
             log.append((str(closed - int(rng.integers(3, 10))), f"{cr}  Close account {code} {name}: valid for postings "
                         f"dated up to {closed}; later postings to {base}. Approved by IBROWN."))
             b.add_decoy(idx, "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), str(posted)])
@@ -202,6 +214,7 @@ def plant(b) -> None:
         a.pop("blocked_on", None)
     b.accounts.extend(rows)
     b.accounts.sort(key=lambda r: r["account"])
+    _transfer_closed_balances(b, transfers)
     # change requests are numbered in the order they were processed, with other requests between them
     numbers = np.cumsum(rng.integers(3, 15, size=len(log)))
     lines = [f"{d}  {text.replace('{CR}', f'CR-{d[:4]}-{int(no):03d}')}" for (d, text), no in zip(sorted(log), numbers)]
@@ -213,6 +226,24 @@ def plant(b) -> None:
         "preparer must also fall within the account's validity in the chart of accounts, which is authoritative.",
         "2025-12-31",
     )
+
+
+def _transfer_closed_balances(b, transfers: list[tuple[str, str, int, np.datetime64]]) -> None:
+    """A closed account's balance is moved back to its parent on the day it closes (a top-side
+    reclass keyed by the accounting manager), so nothing is left on it for the closing entry."""
+    if not transfers:
+        return
+    rows = []
+    for code, base, signed, closed in transfers:
+        v = abs(signed)
+        rows.append({"doc_code": "TS", "post_date": closed, "entry_date": closed, "time_s": 16 * 3600,
+                     "preparer": "HJOHANSSON", "approver": "IBROWN", "reference": f"RCL-{code}",
+                     "description": f"Transfer balance of closed account {code} to {base}",
+                     "lines": [(base, v), (base, -v)]})
+    new = b.add_entries(rows)
+    for i, (code, _, signed, _) in zip(new.tolist(), transfers):
+        # the sub-account's side: credited when it holds a debit balance, debited when a credit one
+        b.e["credit_account" if signed > 0 else "debit_account"][i] = code
 
 
 def _opened(b, rows: list[dict], log: list, row: dict, like: str, opened: np.datetime64, cr: str) -> None:
