@@ -46,7 +46,10 @@ it relies on (balanced entries, manual entries approved by someone else and keye
 on business days by users with posting rights, within the close of their period). Unplanted
 look-alikes: the books' honest look-alikes (round amounts, weekend system runs, amounts near a
 limit, recurring payments) trip none of these rules, which read the approval, account, user, time
-and close fields: over seeds 0-49 the rules caught 0 of the 44,255 unplanted entries (0 %).
+and close fields: over seeds 0-49 the rules caught no unplanted entry but the year-end closing
+entry, which closes the expense sub-accounts opened in the year (on 2025-12-31, when all are open)
+and so trips the plain "account changed in the year" screen once per world. Candidates of the
+account exception are February-November bank charges, so every sub-account is open at the close.
 """
 
 from __future__ import annotations
@@ -474,7 +477,10 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
     keyed = e["entry_date"].astype("datetime64[D]")
-    pool = (e["doc_code"] == "BC") & (post >= np.datetime64("2025-02-01")) & (keyed > post)
+    # February-November postings: a defect's sub-account opens after its posting date, and a December
+    # posting would leave it opening in 2026, after the year-end closing entry that closes it
+    pool = (e["doc_code"] == "BC") & (post >= np.datetime64("2025-02-01")) & (post < np.datetime64("2025-12-01")) \
+        & (keyed > post)
     gap_max = 2 + int(round((1 - b.knobs.near_miss) * 45))
     codes = [CHANGING_ACCOUNTS[i] for i in rng.permutation(len(CHANGING_ACCOUNTS))]
     (blk_code, blk_name), (cl_code, cl_name) = codes[0], codes[1]
