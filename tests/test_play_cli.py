@@ -15,7 +15,7 @@ def test_play_prints_brief_steps_and_score_breakdown():
     r = _play("--task", "JE-1", "--seed", "3", "--agent", "careful")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "Engagement: JE-1" in out and "Tools:" in out
+    assert "Procedure asked for: JE-1" in out and "Tools:" in out
     assert "flag_entry(" in out and "submit(" in out and "->" in out
     for part in ("outcome", "process", "rationale", "score", "termination: submitted"):
         assert part in out

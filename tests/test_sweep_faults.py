@@ -91,8 +91,9 @@ def test_a_single_attempt_budget_fails_a_crashing_episode_at_once(ray_local, tmp
 
 
 def test_an_episode_that_raises_is_a_failed_row_not_a_retry(ray_local, tmp_path):
-    # n_entries=20 with default defects is rejected by the world generator: a deterministic error
-    cfg = validate_config(tiny_config(tmp_path, knobs={"n_entries": 20}))
+    # 400 planted entries in the smallest year (about 530 entries) is rejected by the world generator:
+    # a deterministic error
+    cfg = validate_config(tiny_config(tmp_path, knobs={"n_entries": 100, "n_defects": 200, "n_decoys": 200}))
     r = run_sweep(cfg)
     assert (r.done, r.failed, r.retried) == (0, 2, 0)
     rows = read_dataset(r.run_dir, "episodes").to_pylist()

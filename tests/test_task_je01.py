@@ -26,19 +26,19 @@ def unbalanced(world) -> dict[str, dict]:
 
 
 def policy_terms(world) -> tuple[float, float]:
-    """(the upload tool's tolerance, the rounding limit per converted line) stated by the policy."""
+    """(the upload tool's tolerance, the rounding limit per rounded line) stated by the policy."""
     body = next(d.body for d in world.documents if "balancing and rounding" in d.title)
     tol = float(re.search(r"differ by more than USD ([\d.]+)\.", body).group(1))
-    per_line = float(re.search(r"at most USD ([\d.]+) \(half a cent\) per converted line", body).group(1))
+    per_line = float(re.search(r"at most USD ([\d.]+) \(half a cent\) per rounded line", body).group(1))
     return tol, per_line
 
 
 def upload_file(world, record) -> tuple[str, int, str]:
-    """(currency, lines, body) of the upload file a key record needs."""
+    """(basis, lines, body) of the upload file a key record needs."""
     evidence = record.required_evidence if hasattr(record, "required_evidence") else record.clearing_evidence
     doc = next(world.document(e) for e in evidence if world.document(e).doc_type == "upload_file")
-    cur = re.search(r"Source currency: ([A-Z]{3})", doc.body).group(1)
-    return cur, int(re.search(r"Lines: (\d+)", doc.body).group(1)), f"{doc.title}\n{doc.body}"
+    basis = re.search(r"Basis: ([a-z]+)\.", doc.body).group(1)
+    return basis, int(re.search(r"Lines: (\d+)", doc.body).group(1)), f"{doc.title}\n{doc.body}"
 
 
 def test_the_filter_catches_exactly_the_planted_entries_all_within_the_tools_tolerance(worlds):
@@ -57,25 +57,25 @@ def test_the_key_follows_from_the_policy_and_the_upload_files(worlds):
         _, per_line = policy_terms(w)
         ents = unbalanced(w)
         for d in w.decoys:
-            cur, n, _ = upload_file(w, d)
+            basis, n, _ = upload_file(w, d)
             diff = abs(ents[d.entry_id]["total_debit"] - ents[d.entry_id]["total_credit"])
-            assert cur != "USD" and diff <= n * per_line + 1e-9, "a decoy's difference is conversion rounding"
+            assert basis == "allocation" and diff <= n * per_line + 1e-9, "a decoy's difference is allocation rounding"
         for d in w.defects:
-            cur, n, _ = upload_file(w, d)
+            basis, n, _ = upload_file(w, d)
             diff = abs(ents[d.entry_id]["total_debit"] - ents[d.entry_id]["total_credit"])
-            assert cur == "USD" or diff > n * per_line + 1e-9, "a defect's difference cannot be conversion rounding"
+            assert basis == "keyed" or diff > n * per_line + 1e-9, "a defect's difference cannot be allocation rounding"
             assert d.criteria == "UNBALANCED"
             kinds.add(d.defect_type)
-    assert kinds == {"usd_file_not_balanced", "difference_exceeds_conversion_rounding"}
+    assert kinds == {"keyed_file_not_balanced", "difference_exceeds_rounding_limit"}
 
 
 def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
     for w in worlds.values():
         for r in (*w.defects, *w.decoys):
-            cur, n, text = upload_file(w, r)
+            basis, n, text = upload_file(w, r)
             doc_id = r.facts[0]
             assert doc_id.startswith("DOC-") and w.document(doc_id).doc_type == "upload_file"
-            assert r.facts[1] == cur and cur in text
+            assert r.facts[1] == basis and f"Basis: {basis}." in text
             assert f"difference {r.facts[2]}" in text
             if len(r.facts) > 3:
                 assert float(r.facts[3]) == n
@@ -94,9 +94,10 @@ def test_decoys_and_defects_share_one_surface():
                 v = ents[r.entry_id]
                 stats[label].append(abs(v["total_debit"] - v["total_credit"]) / tol)
                 templates[label].add(v["reference"].split("-")[0])
-    assert templates[0] == templates[1] == {"ACR", "RCL"}
-    assert abs(statistics.fmean(stats[0]) - statistics.fmean(stats[1])) < 0.05
-    assert abs(statistics.median(stats[0]) - statistics.median(stats[1])) < 0.05
+    assert templates[0] == templates[1] == {"AC", "TS"}
+    # one draw for both (about 230 of each over these seeds: a standard error near 0.02 on the mean)
+    assert abs(statistics.fmean(stats[0]) - statistics.fmean(stats[1])) < 0.06
+    assert abs(statistics.median(stats[0]) - statistics.median(stats[1])) < 0.1
 
 
 @pytest.mark.parametrize("seed", SEEDS)

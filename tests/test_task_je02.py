@@ -40,7 +40,9 @@ def test_the_rule_catches_exactly_the_planted_manual_entries(worlds):
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
         roles = {u["user_id"]: u["role"] for u in w.master["users"].to_pylist()}
         assert all(h[k]["source"] == "manual" and roles[h[k]["preparer"]] != "System" for k in tripped)
-        assert not any(r["approver"] for r in h.values() if r["source"] == "automated")
+        # automated postings carry no approver, except payroll journals (their register's approver)
+        assert not any(r["approver"] for r in h.values() if r["source"] == "automated" and r["document_type"] != "PR")
+        assert all(r["approver"] not in ("", r["preparer"]) for r in h.values() if r["document_type"] == "PR")
 
 
 def test_the_key_follows_from_the_vouchers_and_the_user_master(worlds):

@@ -31,9 +31,13 @@ def planted_heads(world) -> dict[str, dict]:
     """The debit lines of the planted entries (fast: no whole-ledger conversion)."""
     ids = pa.array(sorted(world.defect_ids | {d.entry_id for d in world.decoys}))
     led = world.ledger
-    t = led.filter(pc.and_(pc.is_in(led["entry_id"], value_set=ids), pc.equal(led["line_no"], 1)))
-    return {r["entry_id"]: r for r in t.select(["entry_id", "account", "debit", "posting_date", "entry_timestamp",
-                                                 "reference"]).to_pylist()}
+    t = led.filter(pc.is_in(led["entry_id"], value_set=ids))
+    heads: dict[str, dict] = {}
+    for r in t.select(["entry_id", "account", "debit", "posting_date", "entry_timestamp", "reference"]).to_pylist():
+        h = heads.setdefault(r["entry_id"], {**r, "debit": 0.0, "accounts": []})
+        h["debit"] += r["debit"]
+        h["accounts"].append(r["account"])
+    return heads
 
 
 def chart(world) -> dict[str, dict]:
@@ -44,11 +48,16 @@ def changed(acct: dict) -> bool:
     return acct["opened"] >= "2025-01-01" or bool(acct["closed"]) or acct["status"] != "active"
 
 
-def test_the_rule_catches_exactly_the_planted_entries(worlds):
+def test_the_rule_catches_the_planted_entries_and_only_the_closing_and_transfer_entries_besides(worlds):
     for w in worlds.values():
         ch = chart(w)
-        tripped = {k for k, e in entries(w).items() if any(a not in ch or changed(ch[a]) for a in e["accounts"])}
-        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        ents = entries(w)
+        tripped = {k for k, e in ents.items() if any(a not in ch or changed(ch[a]) for a in e["accounts"])}
+        planted = w.defect_ids | {d.entry_id for d in w.decoys}
+        assert planted <= tripped
+        others = [ents[k] for k in tripped - planted]
+        n_closed = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
+        assert sorted(e["document_type"] for e in others) == sorted(["YC"] + ["TS"] * n_closed)
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
         assert {r["status"] for r in ch.values()} <= {"active", "closed"}
 
@@ -60,8 +69,9 @@ def test_the_key_follows_from_the_chart_and_the_erp_would_have_accepted_every_en
         closes = {r["description"][-7:]: r["date"] for r in w.master["calendar"].to_pylist() if r["kind"] == "period_close"}
         for r in (*w.defects, *w.decoys):
             e = ents[r.entry_id]
-            a = ch[e["accounts"][0]]
-            assert changed(a) and not changed(ch[e["accounts"][1]])
+            odd = [x for x in e["accounts"] if changed(ch[x])]
+            assert len(odd) == 1, "one changed account per posting, the other lines on standing accounts"
+            a = ch[odd[0]]
             # the ERP checks the account when the entry is keyed: it existed and was open then
             assert a["opened"] <= e["keyed"] and (not a["closed"] or e["keyed"] <= a["closed"])
             # keyed after the posting date, within that month's close (not a late posting)
@@ -70,11 +80,11 @@ def test_the_key_follows_from_the_chart_and_the_erp_would_have_accepted_every_en
                 r.clearing_evidence == ("master:accounts",)
         for d in w.defects:
             e = ents[d.entry_id]
-            assert e["posting_date"] < ch[e["accounts"][0]]["opened"] and d.criteria == "INVALID_ACCOUNT"
+            assert e["posting_date"] < ch[d.facts[0]]["opened"] and d.criteria == "INVALID_ACCOUNT"
             kinds.add(d.defect_type)
         for d in w.decoys:
             e = ents[d.entry_id]
-            a = ch[e["accounts"][0]]
+            a = ch[d.facts[0]]
             assert a["opened"] <= e["posting_date"] and (not a["closed"] or e["posting_date"] <= a["closed"])
     assert kinds == {"posting_before_account_opened"}
 
@@ -85,7 +95,7 @@ def test_decisive_facts_are_the_account_its_date_and_the_posting_date(worlds):
         for r in (*w.defects, *w.decoys):
             e = ents[r.entry_id]
             code, when, posted = r.facts
-            assert code == e["accounts"][0] and posted == e["posting_date"]
+            assert code in e["accounts"] and changed(ch[code]) and posted == e["posting_date"]
             assert when in (ch[code]["opened"], ch[code]["closed"])
 
 
@@ -103,7 +113,7 @@ def test_decoys_and_defects_share_one_surface():
                 lags[label].append((e["entry_timestamp"].date() - e["posting_date"]).days)
                 amounts[label].append(e["debit"])
                 refs[label].add(e["reference"].split("-")[0])
-                codes[label].add(e["account"])
+                codes[label].add(r.facts[0])
     assert refs[0] == refs[1] and codes[0] == codes[1]
     assert abs(statistics.fmean(months[0]) - statistics.fmean(months[1])) < 0.6
     assert abs(statistics.fmean(lags[0]) - statistics.fmean(lags[1])) < 0.6
@@ -114,5 +124,9 @@ def test_decoys_and_defects_share_one_surface():
 def test_careful_reads_the_chart_dates_and_naive_flags_every_changed_account(seed):
     careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
     assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    assert naive.score.outcome == pytest.approx(0.5)
+    # naive flags every posting to a changed account: the key, the transfers out of closed accounts and
+    # the year-end closing entry (which closes the accounts opened in the year)
+    w = generate_world(TASK, seed)
+    transfers = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
+    assert naive.score.outcome == pytest.approx(len(w.defects) / (len(w.defects) + len(w.decoys) + transfers + 1))
     assert naive.score.score < careful.score.score - 0.15

@@ -1,201 +1,146 @@
-"""JE-5 (approval-limit avoidance): planting, the clean base, determinism and the built-in agents.
+"""JE-5 (approval-limit avoidance): planting on the books, surface parity, the rule's hits, and the
+built-in agents.
 
-The red-flag rule is re-implemented here from the visible world only (ledger lines, ``master:users``
-and the support pack), independently of the task module, so a planting bug cannot hide behind the
-same code in the test.
+The rule is re-implemented here from the visible world only (ledger lines and ``master:users``),
+independently of the task module, so a planting bug cannot hide behind the same code in the test.
+The facts the key rests on are checked in ``test_key_audit_je05.py``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 import statistics
 from collections import Counter, defaultdict
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
+from jeval_ray.episode import play
 from jeval_ray.world import generate_world
-from conftest import check_naive_and_careful
 
 TASK = "JE-5"
 SEEDS = range(5)
-ROLE_LIMITS = {"AP Clerk": 5_000, "AR Clerk": 5_000, "GL Accountant": 10_000, "Senior Accountant": 25_000}
+TIER = {"FNGUYEN": 25_000, "GSILVA": 25_000, "HJOHANSSON": 100_000}
 
 
-def manual_heads(world) -> dict[str, dict]:
-    """Line 1 (carrying the amount) of every manual entry, by entry id."""
-    return {r["entry_id"]: r for r in world.ledger.to_pylist() if r["source"] == "manual" and r["line_no"] == 1}
+def invoices(world) -> dict[str, dict]:
+    """Manual vendor-invoice entries (line 1's fields, the entry's total debits)."""
+    led = world.ledger
+    led = led.filter(pc.and_(pc.equal(led["source"], "manual"), pc.is_in(led["document_type"], pa.array(["VI", "VN"]))))
+    out: dict[str, dict] = {}
+    for r in led.to_pylist():
+        e = out.setdefault(r["entry_id"], {**r, "total": 0.0})
+        e["total"] = round(e["total"] + r["debit"], 2)
+    return out
 
 
 def limits(world) -> dict[str, float]:
     return {u["user_id"]: u["approval_limit"] for u in world.master["users"].to_pylist()}
 
 
-def near_limit(world) -> set[str]:
-    lim = limits(world)
-    return {k for k, r in manual_heads(world).items()
-            if lim[r["preparer"]] > 0 and 0.9 * lim[r["preparer"]] <= r["debit"] < lim[r["preparer"]]}
-
-
-def split_groups(world) -> list[list[str]]:
-    """Runs of manual invoices by one preparer for one vendor, one day apart at most, each under
-    the preparer's limit and together above it."""
+def rule(world) -> list[list[str]]:
+    """Runs of invoices by one preparer for one vendor, each at most three days after the one
+    before, together above the preparer's limit."""
     lim = limits(world)
     by: dict[tuple, list[dict]] = defaultdict(list)
-    for r in manual_heads(world).values():
-        if r["vendor_id"]:
-            by[(r["preparer"], r["vendor_id"])].append(r)
+    for r in invoices(world).values():
+        by[(r["preparer"], r["vendor_id"])].append(r)
     out = []
     for (prep, _v), rows in by.items():
         rows.sort(key=lambda r: r["posting_date"])
         run = [rows[0]]
         for r in rows[1:] + [None]:
-            if r is not None and (r["posting_date"] - run[-1]["posting_date"]).days <= 1:
+            if r is not None and (r["posting_date"] - run[-1]["posting_date"]).days <= 3:
                 run.append(r)
                 continue
-            amounts = [x["debit"] for x in run]
-            if len(run) >= 2 and max(amounts) < lim[prep] and sum(amounts) > lim[prep]:
+            if len(run) >= 2 and sum(x["total"] for x in run) > lim[prep]:
                 out.append([x["entry_id"] for x in run])
             run = [r] if r is not None else []
     return out
 
 
-def contract_terms(body: str) -> dict:
-    fee = re.search(r"fixed price of USD ([\d,]+\.\d\d)", body)
-    term = re.search(r"Term: (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", body)
-    vendor = re.search(r"vendor no\. (V\d+)", body)
-    return {"fee": float(fee.group(1).replace(",", "")), "start": dt.date.fromisoformat(term.group(1)),
-            "end": dt.date.fromisoformat(term.group(2)), "vendor": vendor.group(1)}
-
-
-def contracts(world) -> dict[str, dict]:
-    return {d.doc_id: contract_terms(d.body) for d in world.documents if d.doc_type == "contract"}
-
-
-def covered(world, row: dict) -> list[str]:
-    """Statements of work fixing exactly this entry's amount for its vendor over its posting date."""
-    return [k for k, c in contracts(world).items() if c["vendor"] == row["vendor_id"]
-            and abs(c["fee"] - row["debit"]) < 0.005 and c["start"] <= row["posting_date"] <= c["end"]]
-
-
-def invoice_of(world, row: dict):
-    """The vendor invoice in the pack titled with the entry's reference, and its purchase order."""
-    (doc,) = [d for d in world.documents if d.title.startswith(f"Invoice {row['reference']} - ")]
-    po, total = re.search(r"(PO-\d+) \(order total USD ([\d,]+\.\d\d)", doc.body).groups()
-    # the invoice the entry was keyed from: its date is the entry's document date, its amount the entry's
-    assert f"Invoice date: {row['document_date']}" in doc.body and f"Amount due: USD {row['debit']:,.2f}" in doc.body
-    ordered = re.search(r"raised on (\d{4}-\d\d-\d\d)", doc.body).group(1)
-    assert ordered < row["document_date"].isoformat()
-    return doc, po, float(total.replace(",", "")), "Partial invoice" in doc.body
-
-
-def test_users_carry_approval_limits_and_the_matrix_states_them(worlds):
+def test_the_matrix_states_the_users_limits_and_the_rule_on_splitting(worlds):
     for w in worlds.values():
+        (matrix,) = [d for d in w.documents if d.doc_type == "policy" and "Approval authority matrix" in d.title]
         for u in w.master["users"].to_pylist():
-            if u["role"] in ROLE_LIMITS:
-                assert u["approval_limit"] == ROLE_LIMITS[u["role"]]
-        matrix = [d for d in w.documents if d.doc_type == "policy" and "Approval authority matrix" in d.title]
-        assert len(matrix) == 1
-        assert "90% or more" in matrix[0].body and "Splitting" in matrix[0].body and "USD 25,000" in matrix[0].body
-        assert "one purchase order" in matrix[0].body and "term covering the date" in matrix[0].body
+            if u["role"] in ("AP Clerk", "GL Accountant", "Senior Accountant", "Accounting Manager", "Controller"):
+                assert f"USD {u['approval_limit']:,.0f}" in matrix.body
+        assert "Splitting" in matrix.body and "one requisition or one vendor quotation" in matrix.body
+        assert "approved for its full amount" in matrix.body and "Separate requisitions" in matrix.body
 
 
-def test_defects_satisfy_the_rule_and_their_evidence_proves_the_exception(worlds):
-    kinds = set()
+def test_the_brief_names_the_procedure_not_the_documents_that_decide_it():
+    from jeval_ray.env import JEEnv
+
+    brief, _ = JEEnv(TASK).reset(seed=0)
+    assert "LIMIT_AVOIDANCE" in brief
+    for word in ("quotation", "requisition", "same day", "approved in full"):
+        assert word not in brief.lower(), word
+
+
+def test_every_planted_entry_is_a_run_the_rule_catches(worlds):
+    kinds = Counter()
     for w in worlds.values():
-        heads, band, lim = manual_heads(w), near_limit(w), limits(w)
-        splits = {eid: g for g in split_groups(w) for eid in g}
-        matrix = next(d.doc_id for d in w.documents if "Approval authority matrix" in d.title)
-        for d in w.defects:
-            r = heads[d.entry_id]
-            assert d.criteria == "LIMIT_AVOIDANCE"
-            assert {matrix, "master:users"} <= set(d.required_evidence)
-            if d.defect_type == "near_limit":
-                assert d.entry_id in band and not covered(w, r)
-                # the vendor's statement of work is read and fixes another price
-                (sow,) = set(d.required_evidence) - {matrix, "master:users"}
-                assert contracts(w)[sow]["vendor"] == r["vendor_id"] and contracts(w)[sow]["fee"] != r["debit"]
-                assert {r["preparer"], f"{lim[r['preparer']]:.2f}", f"{r['debit']:.2f}", sow} <= set(d.facts)
-            else:
-                assert d.defect_type == "split_entry"
-                group = splits[d.entry_id]
-                assert set(group) <= w.defect_ids
-                total = sum(heads[g]["debit"] for g in group)
-                # one purchase order for the total, above the preparer's and the reviewer's limits
-                doc, po, order_total, partial = invoice_of(w, r)
-                assert partial and order_total == pytest.approx(total) and doc.doc_id in d.required_evidence
-                assert {invoice_of(w, heads[g])[1] for g in group} == {po}
-                assert total > lim[r["preparer"]] and lim[r["approver"]] < total
-                assert r["approver"] != r["preparer"] and lim[r["approver"]] >= r["debit"]
-                assert {po, f"{total:.2f}", f"{lim[r['preparer']]:.2f}", doc.doc_id} <= set(d.facts)
-            assert d.misstatement == pytest.approx(r["debit"])
-            kinds.add(d.defect_type)
-    assert kinds == {"near_limit", "split_entry"}
-
-
-def test_decoys_are_cleared_by_a_fixed_price_or_separate_orders(worlds):
-    kinds = set()
-    for w in worlds.values():
-        heads, band = manual_heads(w), near_limit(w)
-        splits = {eid: g for g in split_groups(w) for eid in g}
-        docs = {d.doc_id: d for d in w.documents}
-        vendors = {v["vendor_id"]: v["name"] for v in w.master["vendors"].to_pylist()}
-        for d in w.decoys:
-            r = heads[d.entry_id]
-            if d.decoy_type == "contract_fixed_price":
-                assert d.entry_id in band
-                cleared_by = covered(w, r)
-                assert len(cleared_by) == 1 and cleared_by[0] in d.clearing_evidence
-                sow = docs[cleared_by[0]]
-                assert vendors[r["vendor_id"]] in sow.title and sow.date < r["posting_date"].isoformat()
-                assert {sow.doc_id, f"{r['debit']:.2f}", r["vendor_id"]} <= set(d.facts)
-            else:
-                assert d.decoy_type == "separate_purchases"
-                group = splits[d.entry_id]
-                assert set(group) <= {x.entry_id for x in w.decoys}
-                doc, po, order_total, partial = invoice_of(w, r)
-                assert not partial and order_total == pytest.approx(r["debit"]) and doc.doc_id in d.clearing_evidence
-                assert len({invoice_of(w, heads[g])[1] for g in group}) == len(group)
-                assert {po, f"{r['debit']:.2f}", doc.doc_id} <= set(d.facts)
-            kinds.add(d.decoy_type)
-    assert kinds == {"contract_fixed_price", "separate_purchases"}
+        runs = rule(w)
+        key = w.defect_ids | {d.entry_id for d in w.decoys}
+        by_entry = {e: g for g in runs for e in g}
+        assert key <= set(by_entry)
+        for eid in key:
+            g = by_entry[eid]
+            assert set(g) <= w.defect_ids or not set(g) & w.defect_ids  # a run is one unit: all defects or none
+            assert 2 <= len(g) <= 3
+        kinds.update(d.defect_type for d in w.defects)
+        kinds.update(d.decoy_type for d in w.decoys)
+        assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
+    assert set(kinds) == {"split_purchase", "order_approved_in_full", "separate_purchases"}
 
 
 def test_defects_and_decoys_share_one_surface():
-    """Shapes, preparers, vendors, accounts, reviewers and amounts (as a share of the preparer's
-    limit) come from one distribution; every single's vendor has a statement of work on file."""
+    """Run sizes, preparers, approvers, vendors, accounts and amounts (as a share of the approver's
+    tier) come from one process for defects and decoys."""
     stats = {"defect": Counter(), "decoy": Counter()}
     share = {"defect": [], "decoy": []}
     for s in range(30):
         w = generate_world(TASK, 400 + s)
-        heads, lim = manual_heads(w), limits(w)
-        in_group = {e for g in split_groups(w) for e in g}
-        titles = [d.title for d in w.documents if d.doc_type == "contract"]
-        vendors = {v["vendor_id"]: v["name"] for v in w.master["vendors"].to_pylist()}
+        inv = invoices(w)
+        size = {e: len(g) for g in rule(w) for e in g}
         for kind, ids in (("defect", w.defect_ids), ("decoy", {d.entry_id for d in w.decoys})):
             for eid in ids:
-                r = heads[eid]
-                stats[kind]["group" if eid in in_group else "single"] += 1
-                stats[kind][r["preparer"]] += 1
-                stats[kind][r["account"]] += 1
-                if eid not in in_group:
-                    assert any(t.endswith(f"- {vendors[r['vendor_id']]}") for t in titles)
-                    share[kind].append(r["debit"] / lim[r["preparer"]])
+                r = inv[eid]
+                stats[kind][f"size={size[eid]}"] += 1
+                for f in ("preparer", "approver", "account"):
+                    stats[kind][f"{f}={r[f]}"] += 1
+                share[kind].append(r["total"] / TIER[r["approver"]] / 1000)
     for kind in stats:
-        n = stats[kind]["group"] + stats[kind]["single"]
+        n = sum(v for k, v in stats[kind].items() if k.startswith("size="))
         stats[kind] = {k: v / n for k, v in stats[kind].items()}
-    for k in ("group", "AKIM", "DPATEL", "FNGUYEN", "6400", "6600"):
-        assert abs(stats["defect"].get(k, 0) - stats["decoy"].get(k, 0)) < 0.12, k
-    assert abs(statistics.fmean(share["defect"]) - statistics.fmean(share["decoy"])) < 0.02
+    for k in set(stats["defect"]) | set(stats["decoy"]):
+        assert abs(stats["defect"].get(k, 0) - stats["decoy"].get(k, 0)) < 0.15, k
+    assert abs(statistics.fmean(share["defect"]) - statistics.fmean(share["decoy"])) < 0.05
 
 
 @pytest.mark.parametrize("knobs", [None, {"n_defects": 8, "n_decoys": 8, "near_miss": 1.0}, {"n_entries": 3000}])
-def test_base_population_never_trips_the_rule(knobs):
-    for s in range(12):
+def test_the_rule_catches_the_key_and_only_documented_lookalikes(knobs):
+    """Outside the key, the rule catches only the books' own runs: ones whose every approver's
+    limit covers the run, or ones whose invoices and purchase orders are in the pack."""
+    for s in range(8):
         w = generate_world(TASK, s, knobs)
-        tripped = near_limit(w) | {e for g in split_groups(w) for e in g}
-        assert tripped == w.defect_ids | {d.entry_id for d in w.decoys}
+        inv, lim = invoices(w), limits(w)
+        key = w.defect_ids | {d.entry_id for d in w.decoys}
+        titles = " | ".join(d.title for d in w.documents)
+        for g in rule(w):
+            if set(g) & key:
+                assert set(g) <= key
+                continue
+            total = sum(inv[e]["total"] for e in g)
+            if min(lim[inv[e]["approver"]] for e in g) < total:
+                assert all(f" {inv[e]['reference']} - " in titles for e in g), (s, g)
 
 
-def test_naive_is_the_surface_rule_and_careful_reads_the_documents():
-    check_naive_and_careful(TASK)
+@pytest.mark.parametrize("seed", range(500, 504))
+def test_naive_flags_every_run_and_careful_vouches_them(seed):
+    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
+    w = generate_world(TASK, seed)
+    assert naive.score.verification.recall == 1.0 and naive.score.verification.fp >= len(w.decoys)
+    assert careful.score.outcome >= 0.95 and careful.score.rationale >= 0.9 and careful.score.process >= 0.9
+    assert naive.score.score < careful.score.score - 0.15

@@ -12,14 +12,17 @@ import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.world import generate_world
-from conftest import check_naive_and_careful
 
 SEEDS = range(5)
 
 
 def _heads(world) -> dict[str, dict]:
+    """One row per entry (its first line), ``debit`` the entry's total debits."""
+    total: dict[str, float] = {}
+    for eid, debit in zip(world.ledger.column("entry_id").to_pylist(), world.ledger.column("debit").to_pylist()):
+        total[eid] = total.get(eid, 0.0) + debit
     led = world.ledger.filter(pc.equal(world.ledger.column("line_no"), 1))
-    return {r["entry_id"]: r for r in led.to_pylist()}
+    return {r["entry_id"]: {**r, "debit": round(total[r["entry_id"]], 2)} for r in led.to_pylist()}
 
 
 def _date(text: str) -> dt.date:
@@ -37,8 +40,10 @@ def _carrying(world, r: dict) -> list:
 
 
 def _supports(doc, r: dict) -> bool:
+    """The policy's test: the document names the reference, fixes the amount and is dated no later than
+    the day the entry was recorded."""
     return (f"USD {r['debit']:,.2f}" in doc.body and re.search(rf"\b{re.escape(r['reference'])}\b", doc.body) is not None
-            and doc.date <= r["posting_date"].isoformat())
+            and doc.date <= r["entry_timestamp"].date().isoformat())
 
 
 @pytest.fixture(scope="module", params=[0, 1, 2, 3, 4])
@@ -46,24 +51,31 @@ def world(request):
     return generate_world("JE-8", request.param)
 
 
-def test_rule_catches_exactly_the_planted_entries(world):
+def test_rule_catches_the_planted_entries_and_honest_round_invoices(world):
     heads = _heads(world)
     flagged = {e for e, r in heads.items() if r["source"] == "manual" and _round(r)}
-    assert flagged == world.defect_ids | {d.entry_id for d in world.decoys}
-    # no round amount anywhere else either, automated entries included
-    assert {e for e, r in heads.items() if _round(r)} == flagged
+    planted = world.defect_ids | {d.entry_id for d in world.decoys}
+    assert planted <= flagged
+    # in the policy's scope (top-side adjustments) the rule returns exactly the planted entries; the rest
+    # are vendor invoices (rent, fixed fees) and month-end accruals, which the policy leaves to their own procedures
+    assert {e for e in flagged if heads[e]["document_type"] == "TS"} == planted
+    assert {heads[e]["document_type"] for e in flagged - planted} <= {"VN", "VI", "AC"}
+    assert flagged - planted
 
 
 def test_base_stays_clean_on_a_large_slice():
     w = generate_world("JE-8", 11, {"n_entries": 4000, "n_defects": 30, "n_decoys": 30, "description_quality": 0.2})
     heads = _heads(w)
-    assert {e for e, r in heads.items() if _round(r)} == w.defect_ids | {d.entry_id for d in w.decoys}
+    planted = w.defect_ids | {d.entry_id for d in w.decoys}
+    assert {e for e, r in heads.items() if _round(r) and r["document_type"] == "TS"} == planted
+    # policy section 2.2: every top-side adjustment states its purpose, whatever the description quality
+    assert all(heads[e]["description"].endswith(f" per {heads[e]['reference']}") for e in planted)
 
 
 def test_defects_are_not_fixed_by_the_document_they_reference(world):
     heads = _heads(world)
     policy = next(d for d in world.documents if d.doc_type == "policy" and "supporting documentation" in d.title)
-    assert "dated no later than the entry" in policy.body
+    assert "dated no later than the day the entry is recorded" in policy.body and "(document type TS)" in policy.body
     for d in world.defects:
         r = heads[d.entry_id]
         assert r["source"] == "manual" and round(r["debit"] * 100) % 100_000 == 0
@@ -82,8 +94,8 @@ def test_defects_are_not_fixed_by_the_document_they_reference(world):
             assert r["debit"] / 2 <= float(shown) < r["debit"] and {shown, f"{r['debit']:.2f}"} <= set(d.facts)
         else:
             assert d.defect_type == "approved_after_posting"
-            assert f"USD {r['debit']:,.2f}" in doc.body and doc.date > r["posting_date"].isoformat()
-            assert {doc.date, r["posting_date"].isoformat()} <= set(d.facts)
+            assert f"USD {r['debit']:,.2f}" in doc.body and doc.date > r["entry_timestamp"].date().isoformat()
+            assert {doc.date, r["entry_timestamp"].date().isoformat()} <= set(d.facts)
 
 
 def test_decoys_are_fixed_by_their_document_and_state_a_purpose(world):
@@ -142,4 +154,20 @@ def test_near_miss_traps_do_not_support():
 
 
 def test_naive_is_the_surface_rule_and_careful_reads_the_support():
-    check_naive_and_careful("JE-8", withheld_seeds=range(500, 502))
+    """naive flags every round manual entry (recall 1; every decoy and every honest round invoice a
+    false positive); careful reads the policy's scope and the support (outcome >= 0.95)."""
+    from jeval_ray.episode import play
+    from jeval_ray.tasks import get_task
+
+    naive = [play("JE-8", "naive", seed=s) for s in range(500, 504)]
+    careful = [play("JE-8", "careful", seed=s) for s in range(500, 504)]
+    careful += [play("JE-8", "careful", seed=s, tools_withheld=get_task("JE-8").withheld_variant) for s in (500, 501)]
+    for o in naive:
+        w = generate_world("JE-8", o.seed)
+        heads = _heads(w)
+        v = o.score.verification
+        rule = {e for e, r in heads.items() if r["source"] == "manual" and _round(r)}
+        assert v.recall == 1.0 and v.fp == len(rule) - len(w.defects), o.seed
+    for o in careful:
+        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9, o.seed
+    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15

@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from jeval_ray.episode import play
-from jeval_ray.tasks.je11 import PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
+from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -18,35 +18,40 @@ KEY_SEEDS = range(16)
 
 
 def _heads(world) -> dict[str, dict]:
-    """Entry id -> its debit line, with the credit account added."""
-    out = {}
+    """Entry id -> its first line, with its debit and credit accounts and its total debit."""
+    out: dict[str, dict] = {}
     for r in world.ledger.to_pylist():
-        if r["line_no"] == 1:
-            out.setdefault(r["entry_id"], {}).update(r)
-        else:
-            out.setdefault(r["entry_id"], {})["credit_account"] = r["account"]
+        h = out.setdefault(r["entry_id"], {**r, "drs": [], "crs": [], "total": 0.0})
+        (h["drs"] if r["debit"] else h["crs"]).append(r["account"])
+        h["total"] = round(h["total"] + r["debit"], 2)
     return out
 
 
+def _pair(h: dict, pairs: set) -> tuple[str, str] | None:
+    hit = sorted((a, c) for a in h["drs"] for c in h["crs"] if (a, c) in pairs)
+    return hit[0] if hit else None
+
+
 def _rule(world) -> set[str]:
-    """Entries with a related vendor or a pairing listed in the policy (the red-flag rule)."""
+    """Entries with a related vendor or manual entries with a pairing listed in the policy (the red-flag rule)."""
     names = {r["party"] for r in world.master["related_parties"].to_pylist()}
     rp_ids = {v["vendor_id"] for v in world.master["vendors"].to_pylist() if v["name"] in names}
     policy = next(d for d in world.documents if d.title == PAIR_POLICY_TITLE)
     pairs = parse_pairs(policy.body)
-    assert len(pairs) >= 4
+    assert len(pairs) == 3
     return {eid for eid, h in _heads(world).items()
-            if h["vendor_id"] in rp_ids or (h["account"], h["credit_account"]) in pairs}
+            if h["vendor_id"] in rp_ids or (h["source"] == "manual" and _pair(h, pairs))}
 
 
 def _items(world) -> list[tuple[str, str, str]]:
-    """(doc id, meeting date, item text) of every board-minutes item."""
+    """(doc id, date, text) of every board-minutes item and every CFO approval memo."""
     return [(d.doc_id, d.date, item) for d in world.documents if d.doc_type == "board_minutes"
-            for item in d.body.split("\n\n")]
+            for item in d.body.split("\n\n")] + [(d.doc_id, d.date, d.body) for d in world.documents
+                                                  if d.title == MEMO_TITLE]
 
 
 def _approved(item: str) -> bool:
-    return bool(re.search(r"RESOLVED that the \w+ be approved", item))
+    return bool(re.search(r"RESOLVED that the \w+ be approved|Approved: James Wright, CFO, on", item))
 
 
 @pytest.fixture(scope="module", params=list(KEY_SEEDS))
@@ -54,34 +59,43 @@ def world(request):
     return generate_world("JE-11", request.param)
 
 
-def test_rule_hits_exactly_the_planted_entries(world):
+def test_rule_hits_the_planted_entries_and_only_honest_lookalikes(world):
     planted = world.defect_ids | {d.entry_id for d in world.decoys}
     assert world.defects and world.decoys
-    assert _rule(world) == planted  # the base population never trips the rule
+    hits = _rule(world)
+    assert planted <= hits
+    heads = _heads(world)
+    rp_invoices = {heads[e]["reference"] for e in planted if heads[e]["document_type"] == "VN"}
+    for eid in hits - planted:
+        h = heads[eid]
+        # the payments of the planted related-party invoices, or the monthly allowance review's releases
+        assert (h["document_type"] == "VP" and any(r in h["description"] for r in rp_invoices)) or (
+            h["document_type"] == "AL" and h["drs"] == ["1190"] and h["crs"] == ["6500"]), h
 
 
-def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
+def test_defects_have_no_approval_and_decoys_are_approved_before_the_entry(world):
     heads = _heads(world)
     items = _items(world)
     rp = next(d.doc_id for d in world.documents if d.title == RP_POLICY_TITLE)
     pair = next(d.doc_id for d in world.documents if d.title == PAIR_POLICY_TITLE)
     for d in world.defects:
         h = heads[d.entry_id]
+        recorded = str(h["entry_timestamp"].date())
         assert d.entry_id in d.required_evidence
-        assert not any(h["reference"] in text and _approved(text) for _doc, _day, text in items)
+        assert not any(h["reference"] in text and _approved(text) and day < recorded for _doc, day, text in items)
         if d.defect_type == "related_party_unapproved":
-            assert d.criteria == "RELATED_PARTY"
+            assert d.criteria == "RELATED_PARTY" and h["document_type"] == "VN"
             assert {"master:related_parties", rp} <= set(d.required_evidence)
             # the vendor is on the register, and the interested person named there is a decisive fact
             reg = {r["party"]: r["relationship"] for r in world.master["related_parties"].to_pylist()}
             name = next(v["name"] for v in world.master["vendors"].to_pylist() if v["vendor_id"] == h["vendor_id"])
             assert name in d.facts and any(f in reg[name] for f in d.facts if f not in (name,) and not f[0].isdigit())
         else:
-            assert d.criteria == "UNUSUAL_PAIRING"
+            assert d.criteria == "UNUSUAL_PAIRING" and h["source"] == "manual" and h["document_type"] != "AL"
             assert d.defect_type.startswith("unusual_pairing_unapproved") and pair in d.required_evidence
-            assert h["account"] in d.facts and h["credit_account"] in d.facts
-        assert f"{h['debit']:.2f}" in d.facts
-        # minutes that discuss the entry without approving it are part of its proof
+            assert d.facts[0] in h["drs"] and d.facts[1] in h["crs"]
+        assert f"{h['total']:.2f}" in d.facts
+        # minutes or memos that discuss the entry without approving it in time are part of its proof
         discussed = {doc for doc, _day, text in items if h["reference"] in text}
         assert discussed == {e for e in d.required_evidence if e.startswith("DOC-")} - {rp, pair}
     for c in world.decoys:
@@ -90,24 +104,29 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_posting(world):
         hits = [(day, text) for did, day, text in items if did == doc and h["reference"] in text]
         assert len(hits) == 1 and _approved(hits[0][1])
         day, text = hits[0]
-        assert f"USD {h['debit']:,.2f}" in text  # the minutes state the amount posted
-        assert day < str(h["posting_date"])  # prior approval
-        assert doc in c.facts and day in c.facts and f"{h['debit']:.2f}" in c.facts
+        assert f"USD {h['total']:,.2f}" in text  # the approval states the amount posted
+        assert str(h["document_date"]) <= day < str(h["entry_timestamp"].date())  # prior approval, not before the document
+        assert doc in c.facts and day in c.facts and f"{h['total']:.2f}" in c.facts
         if c.decoy_type == "related_party_approved":
             assert str(h["document_date"]) < day  # the invoice existed when the board approved it
-            # an interested director abstains; an officer has no vote and leaves the room
+            # only directors vote: an interested director abstains; an officer has no vote and leaves the room
             person = next(p for p in ("Margaret Osei", "Robert Hale", "Priya Raman", "Thomas Becker", "James Wright",
                                       "Isabel Brown") if f"{p} declared an interest" in text)
             director = person not in ("James Wright", "Isabel Brown")
             assert (f"with {person} abstaining" in text) == director
-        assert ("master:related_parties" if c.decoy_type == "related_party_approved" else pair) in c.clearing_evidence
+            assert director or f"{person}, who attends as an officer and has no vote, having left" in text
+            assert "master:related_parties" in c.clearing_evidence
+        else:
+            assert pair in c.clearing_evidence and h["source"] == "manual" and h["document_type"] != "AL"
+            assert c.facts[2] in h["drs"] and c.facts[3] in h["crs"]
+            assert f"Debit {c.facts[2]}" in text and f"Credit {c.facts[3]}" in text
 
 
 def test_documents_do_not_give_the_game_away(world):
     for d in world.documents:
         assert not re.search(r"decoy|defect|planted|red flag|exception", d.title + d.body, re.I)
     minutes = [d for d in world.documents if d.doc_type == "board_minutes"]
-    assert all(d.date[:4] in ("2024", "2025") for d in minutes)
+    assert all(d.date[:4] in ("2024", "2025", "2026") for d in minutes)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +156,7 @@ def test_defects_and_decoys_share_one_listing_surface():
         for rec in (*w.defects, *w.decoys):
             h = heads[rec.entry_id]
             kind = (getattr(rec, "defect_type", None) or rec.decoy_type).startswith("related_party")
-            rows.append((rec.entry_id in w.defect_ids, kind, (h["posting_date"] - h["document_date"]).days))
+            rows.append((rec.entry_id in w.defect_ids, kind, (h["entry_timestamp"].date() - h["document_date"]).days))
 
     def mean(xs):
         return sum(xs) / len(xs)

@@ -1,9 +1,9 @@
-"""JE-13 (digit-pattern anomalies): the digit test itself, the planted world, and the built-in agents."""
+"""JE-13 (digit-pattern anomalies): the digit test itself, the planted world, and the built-in agents.
+What vouching the selection shows is audited in tests/test_key_audit_je13.py."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pyarrow.compute as pc
@@ -11,7 +11,7 @@ import pytest
 
 from jeval_ray.env import JEEnv
 from jeval_ray.env._tools import digit_test
-from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST
+from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST, SCHEME_USERS, Z_SELECT, digit_z
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -95,63 +95,31 @@ def _first(a: float) -> int:
     return int(f"{a:.2f}".lstrip("0.")[0])
 
 
-def _ending(a: float) -> int:
-    return int(round(a * 100)) // 100 % 100
-
-
-def _spike(rows: list[dict]) -> tuple[str, set[int]]:
-    """The over-represented leading digits (first-digit shapes) or endings (ending shape) of a population."""
-    amounts = np.array([r["debit"] for r in rows])
-    first = digit_test(amounts, "first")
-    if first["conformity"] == "nonconformity":
-        return "first", {int(k) for k, v in first["distribution"].items() if v["observed"] - v["expected"] >= 0.04}
-    last = digit_test(amounts, "last_two")
-    return "last_two", {int(k) for k, v in last["distribution"].items() if v["count"] >= 4}
-
-
 @pytest.mark.parametrize("seed", SEEDS)
-def test_selection_is_the_spike_of_one_testable_user(seed):
+def test_the_planted_entries_are_one_clerks_spike_below_the_threshold(seed):
     w = generate_world("JE-13", seed)
     by_user = _manual_by_user(w)
-    defects = {d.entry_id for d in w.defects}
-    selected = defects | {d.entry_id for d in w.decoys}
-    users = {r["preparer"] for rows in by_user.values() for r in rows if r["entry_id"] in selected}
-    assert len(users) == 1
+    planted = w.defect_ids | {d.entry_id for d in w.decoys}
+    users = {r["preparer"] for rows in by_user.values() for r in rows if r["entry_id"] in planted}
+    assert len(users) == 1 and len(planted) >= MIN_SELECTED
     user = users.pop()
-    assert len(by_user[user]) >= MIN_TEST and len(selected) >= MIN_SELECTED
-    kind, spikes = _spike(by_user[user])
-    assert spikes
-    key = _first if kind == "first" else _ending
-    assert {r["entry_id"] for r in by_user[user] if key(r["debit"]) in spikes} == selected
+    assert user in SCHEME_USERS
+    rows = [r for r in by_user[user] if r["debit"] >= 10]
+    test = digit_test(np.array([r["debit"] for r in rows]), "first")
+    counts = np.array([test["distribution"][str(d)]["count"] for d in range(1, 10)])
+    z = digit_z(counts, test["n"])
+    assert z[3] > Z_SELECT + 0.5, z  # the clerk's leading 4 is selected with room to spare
+    for r in rows:
+        if r["entry_id"] in planted:
+            assert 4_500 <= r["debit"] < 5_000 and r["document_type"] == "VN", r
     assert all(d.criteria == "DIGIT_ANOMALY" and "master:users" in d.required_evidence for d in w.defects)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_vouching_decides_defects_and_decoys(seed):
-    """A defect's supplier invoice is for less than the amount keyed; a decoy's agrees. The key's
-    decisive facts are the figures and the invoice the agent must open."""
-    w = generate_world("JE-13", seed)
-    rows = {r["entry_id"]: r for rs in _manual_by_user(w).values() for r in rs}
-    for rec in (*w.defects, *w.decoys):
-        r = rows[rec.entry_id]
-        ev = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
-        doc = w.document(ev[0])
-        assert doc.doc_type == "invoice" and doc.title == f"Supplier invoice {r['reference']} - {_vendor(w, r)}"
-        billed = float(re.search(r"Amount due: USD ([\d,.]+\d)", doc.body).group(1).replace(",", ""))
-        assert r["description"].startswith("Invoice ") and r["document_type"] == "KR"
-        assert float(rec.facts[0]) == pytest.approx(r["debit"]) and ev[0] in rec.facts
-        if hasattr(rec, "required_evidence"):
-            assert billed < r["debit"] and float(rec.facts[1]) == pytest.approx(billed)
-            assert r["preparer"] in rec.facts
-        else:
-            assert billed == pytest.approx(r["debit"])
-
-
 def test_selected_defects_and_decoys_share_one_surface():
-    """Amounts, vendors and accounts of the selection are drawn before each entry is made a defect or
-    a decoy: over many seeds their amounts overlap (rank AUC near 0.5)."""
+    """Amounts of the planted entries are drawn before each is made a defect or a decoy: over many
+    seeds their amounts overlap (rank AUC near 0.5)."""
     dfx, dcx = [], []
-    for s in range(300, 330):
+    for s in range(300, 316):
         w = generate_world("JE-13", s)
         first = w.ledger.filter(pc.equal(w.ledger.column("line_no"), 1))
         amount = dict(zip(first.column("entry_id").to_pylist(), first.column("debit").to_pylist()))
@@ -159,40 +127,6 @@ def test_selected_defects_and_decoys_share_one_surface():
         dcx += [amount[d.entry_id] for d in w.decoys]
     auc = sum((a > b) + 0.5 * (a == b) for a in dfx for b in dcx) / (len(dfx) * len(dcx))
     assert 0.4 <= auc <= 0.6, auc
-
-
-def _vendor(w, r) -> str:
-    return next(v["name"] for v in w.master["vendors"].to_pylist() if v["vendor_id"] == r["vendor_id"])
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_population_outside_the_scheme_user_conforms(seed):
-    w = generate_world("JE-13", seed)
-    by_user = _manual_by_user(w)
-    defects = {d.entry_id for d in w.defects}
-    scheme = next(u for u, rows in by_user.items() if any(r["entry_id"] in defects for r in rows))
-    rest = np.array([r["debit"] for u, rows in by_user.items() if u != scheme for r in rows])
-    assert digit_test(rest, "first")["mad"] < 0.012
-    for user, rows in by_user.items():
-        if user != scheme and len(rows) >= MIN_TEST:
-            amounts = np.array([r["debit"] for r in rows])
-            assert digit_test(amounts, "first")["conformity"] == "close conformity"
-            assert max(v["count"] for v in digit_test(amounts, "last_two")["distribution"].values()) <= 2
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_recurring_fees_are_unplanted_look_alikes_of_untestable_users(seed):
-    w = generate_world("JE-13", seed)
-    by_user = _manual_by_user(w)
-    planted = w.defect_ids | {d.entry_id for d in w.decoys}
-    contracts = [d for d in w.documents if d.doc_type == "contract"]
-    # a preparer posts the same amount three or more times only under a contract series, too small to test
-    for user, rs in by_user.items():
-        amounts = [r["debit"] for r in rs]
-        for r in rs:
-            if amounts.count(r["debit"]) >= 3:
-                assert len(rs) < MIN_TEST and r["entry_id"] not in planted
-                assert any(f"fixed monthly fee of USD {r['debit']:,.2f}" in d.body for d in contracts)
 
 
 def test_documents_say_nothing_about_the_answer_key():
@@ -216,7 +150,7 @@ def test_careful_vouches_the_selection_and_states_the_facts(runs):
         assert o.score.verification.baseline_before_claim is True
 
 
-def test_naive_flags_the_whole_selection_and_the_fee_series(runs):
+def test_naive_flags_the_whole_selection(runs):
     for o in runs["naive"]:
         v = o.score.verification
         w = generate_world("JE-13", o.seed)

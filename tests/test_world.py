@@ -41,19 +41,38 @@ def test_same_inputs_give_the_same_world_hash_across_processes_with_different_ha
     assert here == a
 
 
-@pytest.mark.parametrize("knobs", [{}, {"n_entries": 500, "description_quality": 0.3, "prompt_injection": True}])
-def test_small_and_large_worlds_join_their_texts_to_the_same_strings(monkeypatch, knobs):
-    """References and descriptions are joined in Python for small worlds and in Arrow for large ones:
-    forcing either path gives the same world, byte for byte (its hash and its tables)."""
-    from jeval_ray.world import _base
+def test_listed_entries_carry_the_books_own_texts_lines_and_numbers_in_entry_time_order():
+    """An unplanted entry is the books' entry: its reference is its document number and its
+    description, lines and amounts are the ones the books posted; the closing entry comes last."""
+    from jeval_ray.books import tables
+    from jeval_ray.world._base import books_for
 
-    def worlds(limit: int) -> list:
-        monkeypatch.setattr(_base, "_PYTHON_TEXT_MAX", limit)
-        return [generate_world(t, seed, knobs) for t in AVAILABLE for seed in (0, 3)]
+    w = generate_world("JE-2", 4)
+    books = books_for(4, w.knobs["n_entries"])
+    j = tables.plain(books.journal)
+    by_ref = {}
+    for r in j.select(["reference", "description", "account", "debit_cents", "credit_cents", "document_type"]).to_pylist():
+        by_ref.setdefault(r["reference"], []).append(r)
+    planted = {d.entry_id for d in w.defects} | {d.entry_id for d in w.decoys}
+    seen = 0
+    for eid, rows in _group(w.ledger.to_pylist()).items():
+        if eid in planted or rows[0]["document_type"] == "YC" or rows[0]["source"] == "manual":
+            continue
+        ref = by_ref[rows[0]["reference"]]
+        assert rows[0]["description"] == ref[0]["description"]
+        assert sorted((r["account"], round(r["debit"] * 100), round(r["credit"] * 100)) for r in rows) == \
+            sorted((r["account"], r["debit_cents"], r["credit_cents"]) for r in ref)
+        seen += 1
+    assert seen > 300
+    last = max(w.ledger.column("entry_id").to_pylist(), key=int)
+    assert {r["document_type"] for r in w.ledger.to_pylist() if r["entry_id"] == last} == {"YC"}
 
-    for py, arrow in zip(worlds(10**9), worlds(-1)):
-        assert py.world_hash == arrow.world_hash
-        assert py.ledger.equals(arrow.ledger) and py.ledger.column("description").null_count == 0
+
+def _group(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["entry_id"], []).append(r)
+    return out
 
 
 @pytest.mark.parametrize("task_id", AVAILABLE)
@@ -79,10 +98,13 @@ def test_world_has_erp_ledger_master_data_documents_and_defect_ledger(task_id):
     assert not (w.defect_ids & {d.entry_id for d in w.decoys})
 
 
-def test_default_slice_size_follows_the_tier():
-    w = generate_world("JE-1", 0)
-    assert w.n_entries == 200
-    assert generate_world("JE-1", 0, {"n_entries": 321}).n_entries == 321
+def test_n_entries_sizes_the_company_year_whose_fixed_runs_set_a_floor():
+    """``n_entries`` sizes the simulated year; a year's payroll, depreciation, recurring bills and
+    close make at least about 500 entries, so the small tiers' defaults give the smallest year."""
+    small = generate_world("JE-2", 0)
+    assert 450 <= small.n_entries <= 800
+    big = generate_world("JE-2", 0, {"n_entries": 20_000}).n_entries
+    assert 18_000 <= big <= 22_000
 
 
 def test_defect_and_decoy_counts_follow_the_knobs():
@@ -94,7 +116,7 @@ def test_defect_and_decoy_counts_follow_the_knobs():
     ({"bogus": 1}, "unknown knob 'bogus'"),
     ({"n_entries": "many"}, "n_entries"),
     ({"n_entries": -5}, "n_entries"),
-    ({"n_defects": 90, "n_decoys": 90}, "impossible knobs"),
+    ({"n_defects": 200, "n_decoys": 200}, "impossible knobs"),
     ({"near_miss": 2.0}, "near_miss"),
 ])
 def test_bad_knobs_raise_a_config_error_naming_the_problem(knobs, words):

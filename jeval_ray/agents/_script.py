@@ -172,5 +172,5 @@ class ScriptedAgent(Agent):
 
 
 def _task_of(brief: str) -> str:
-    m = re.search(r"Engagement: (JE-\d+)", brief)
+    m = re.search(r"(?:Engagement|Procedure asked for): (JE-\d+)", brief)
     return m.group(1) if m else "JE-1"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jeval_ray.books.chart import idx
-from jeval_ray.world._rng import stable_int
+from jeval_ray._rng import stable_int
 
 COMPANY = "1000"
 COMPANY_NAME = "Northwind Components Inc."

@@ -11,12 +11,19 @@ def make_brief(spec: TaskSpec, world: World, tools: tuple[str, ...], step_budget
     criteria = "\n".join(f"  - {c.code}: {c.description}" for c in spec.criteria)
     notes = "\n".join(f"  - {k.replace('_', ' ')}: {v}" for k, v in facts.get("brief_notes", {}).items())
     amount = ("\nWhen you flag an entry, state the misstatement amount in the `amount` argument." if spec.asks_amount else "")
-    return f"""You are an external auditor performing journal-entry testing for {facts['company_name']} (company code {facts['company']}), \
-{facts['period']}, currency {facts['currency']}.
+    mat = ""
+    if "materiality" in facts:
+        mat = (f"Materiality: overall USD {facts['materiality']:,.2f} (1% of the year's revenue of USD {facts['revenue']:,.2f}), "
+               f"performance materiality USD {facts['performance_materiality']:,.2f}, clearly trivial USD "
+               f"{facts['clearly_trivial']:,.2f}. Materiality bears on misstatements; a control deviation or an "
+               "unsupported entry is an exception whatever its amount.\n")
+    return f"""You are an external auditor on the year-end audit of {facts['company_name']} (company code {facts['company']}), \
+{facts['period']}, currency {facts['currency']}, year-end close on {facts['year_end_close']}. As part of the response \
+to the risk of management override of controls, the engagement partner asks you for journal-entry testing.
 
-Engagement: {spec.id} ({spec.tier}) - {spec.title}.
+Procedure asked for: {spec.id} ({spec.tier}) - {spec.title}.
 Objective: {spec.objective}
-
+{mat}
 The ledger slice holds the period's journal entries, each with its lines (query_ledger). Master data, \
 policies and a support pack of documents are available through your tools.
 Criteria codes you may use when flagging:

@@ -25,7 +25,7 @@ from jeval_ray.world import World
 MAX_ROWS = 500
 MAX_TEXT = 4_000
 SEARCH_HITS = 20
-MASTER_TABLES = ("accounts", "users", "vendors", "vendor_changes", "customers", "calendar", "related_parties")
+MASTER_TABLES = ("accounts", "users", "vendors", "vendor_changes", "customers", "calendar", "related_parties", "trial_balance")
 LEDGER_COLUMNS = (
     "entry_id", "line_no", "company", "account", "debit", "credit", "currency", "document_date",
     "posting_date", "entry_timestamp", "preparer", "approver", "source", "document_type", "description",

@@ -1,7 +1,7 @@
 """The task catalogue JE-1 … JE-16: one module per task (``je01`` … ``je16``).
 
 A task module defines ``SPEC`` (a ``TaskSpec``). An *available* task also defines
-``plant(builder)`` (its world generator on top of the base population) and the built-in
+``plant(builder)`` (what it plants into the simulated year's books, ``jeval_ray.world.WorldBuilder``) and the built-in
 agents' strategies ``naive(kit)`` and ``careful(kit)``, which see only the agent's tool interface.
 Adding a task is adding one module.
 """

@@ -68,7 +68,7 @@ class Knobs(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    n_entries: int | None = Field(default=None, ge=20, le=5_000_000, description="ledger slice size (entries)")
+    n_entries: int | None = Field(default=None, ge=20, le=5_000_000, description="size of the simulated year in journal entries (approximate; a year's fixed runs make at least about 530)")
     n_defects: int | None = Field(default=None, ge=0, le=200, description="planted defects; default 3-8 from the seed")
     n_decoys: int | None = Field(default=None, ge=0, le=200, description="legitimate look-alikes; default = n_defects")
     noise_documents: int = Field(default=8, ge=0, le=500, description="unrelated documents in the support pack")
@@ -134,6 +134,28 @@ class TaskSpec(BaseModel):
         d = self.model_dump(mode="json")
         d["judges_per_episode"] = self.judges_per_episode
         return d
+
+
+class KeyRationale(BaseModel):
+    """Why one kind of planted entry is keyed as it is: what an auditor reads and concludes.
+
+    ``kind`` is ``defect`` or ``decoy``; ``type`` is the defect or decoy type as it appears in the
+    world's key; ``evidence`` names the decisive evidence; ``facts`` the facts in it that decide;
+    ``conclusion`` the sentence an auditor would write in the working papers; ``standard`` the
+    paragraph of the auditing standards the procedure comes from (AS 2401, ISA 240)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["defect", "decoy"]
+    type: str
+    evidence: str
+    facts: str
+    conclusion: str
+    standard: str = ""
+
+
+def key(kind: str, type: str, *, evidence: str, facts: str, conclusion: str, standard: str = "") -> KeyRationale:
+    """One entry of a task module's ``KEY_RATIONALE``."""
+    return KeyRationale(kind=kind, type=type, evidence=evidence, facts=facts, conclusion=conclusion, standard=standard)
 
 
 def spec(

@@ -8,25 +8,40 @@ independent approver has signed the entry's journal voucher no later than the re
 signed voucher is then the approval of record; without it the release is a self-approval.
 
 So every candidate (a manual entry whose approver is its preparer) looks the same in the
-ledger: all are drawn from one pool of manual entries and made a defect or a decoy at random,
-and each has a journal voucher in the support pack (titled with the entry's reference, dated the
-day it was keyed). Only the voucher and the user master tell them apart:
+ledger: all are drawn from one pool (the year's manual entries: vendor invoices keyed in accounts
+payable, accruals, bank charges and interest, sales tax returns, allowance reviews, write-offs,
+top-side adjustments) and made a defect or a decoy at random. Planting changes what a release
+under the preparer's id changes: the ERP's approver becomes the preparer, and the books' own
+approval of the document (its approver, dated between the document and the entry) becomes the
+signature on a journal voucher, or is missing, late or replaced. Each candidate has its voucher
+in the support pack, titled with the entry's reference, stating the amount, accounts and
+description of the entry, the preparer, the release date and why the workflow was not used, and
+dated the day it was prepared (on or after the document's date, no later than the approval or
+the release). Only the voucher and the user master tell them apart:
 
-* Decoys (``voucher_signed_by_independent_approver``): the voucher is signed, on or before the
-  entry date, by another user whose approval limit (``master:users``) covers the amount. Decisive
-  facts: the voucher, the approver, the approval date and the approver's limit.
+* Decoys (``voucher_signed_by_independent_approver``): the voucher is signed by the books'
+  approver of the document (another user whose limit in ``master:users`` covers the amount;
+  one tier up where the entry's total exceeds the approved document's), on the approval date or
+  the day of the release. Decisive facts: the voucher, the approver, the signing date and the
+  approver's limit.
 * Defects ``no_independent_approval``: the voucher carries the preparer's signature only.
   Decisive facts: the voucher and the preparer.
 * Defects ``approved_after_posting``: the approver signed after the entry was keyed and released
-  (an approval is dated after what it approves). Decisive facts: the voucher, the approver, the
+  (an approval dated after what it approves). Decisive facts: the voucher, the approver, the
   approval date and the entry date.
-* Defects ``approver_limit_below_amount``: the signer's approval limit is below the amount.
-  Decisive facts: the voucher, the signer, the signer's limit and the amount.
+* Defects ``approver_limit_below_amount``: the voucher is signed by a colleague (of the
+  preparer's department where one fits) whose approval limit is below the amount. It needs an
+  entry above the smallest limit (USD 5,000), so it is about one defect in nine. Decisive facts:
+  the voucher, the signer, the signer's limit and the amount.
 
-Automated postings keep a blank approver, so nothing else trips the red-flag rule (approver ==
-preparer). Required evidence: the voucher and the approval policy, plus the user master where a
-limit decides (decoys and the limit defects). ``near_miss`` raises the share of decoy vouchers
-signed on the day of the release itself and brings late signatures closer to it.
+Red-flag rule (approver == preparer): the books have every manual document approved by another
+person within his or her limit, and automated postings carry no approver (payroll journals carry
+the Finance approver of their register), so the rule catches no unplanted entry (0 of the 25,426
+unplanted listed entries, 7,396 of them manual, of seeds 0-49 at default knobs;
+``tests/test_key_audit_je02.py`` checks it). Required evidence: the voucher and the approval
+policy, plus the user master where a limit decides (decoys and the limit defects). ``near_miss``
+raises the share of decoy vouchers signed on the day of the release itself and brings late
+signatures closer to it.
 """
 
 from __future__ import annotations
@@ -36,7 +51,8 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
+from jeval_ray.books import master as md
+from jeval_ray.tasks._spec import key, spec
 
 SPEC = spec(
     "JE-2",
@@ -55,6 +71,35 @@ SPEC = spec(
     available=True,
 )
 
+_STD = "AS 2401.58-.61; ISA 240.32(a)"
+KEY_RATIONALE = (
+    key("defect", "no_independent_approval",
+        evidence="the entry's journal voucher, read against the approval policy (sections 2 and 3)",
+        facts="the ERP records the preparer as approver; the voucher's signature block holds the preparer only",
+        conclusion="Released under the preparer's own id without the signed voucher the policy requires: a "
+                   "self-approved manual entry. Exception (segregation of duties).",
+        standard=_STD),
+    key("defect", "approved_after_posting",
+        evidence="the entry's journal voucher, read against the approval policy (section 3)",
+        facts="the voucher is signed by an independent approver, but on a date after the entry was keyed and released",
+        conclusion="The entry was posted before anyone else approved it; a later signature does not make the release "
+                   "an approved one. Exception.",
+        standard=_STD),
+    key("defect", "approver_limit_below_amount",
+        evidence="the entry's journal voucher and the signer's approval limit in master:users",
+        facts="the voucher's signer is another user, but his or her approval limit is below the entry's amount",
+        conclusion="The signature is not an approval under section 2 (the limit does not cover the amount), so the "
+                   "release is self-approved. Exception.",
+        standard=_STD),
+    key("decoy", "voucher_signed_by_independent_approver",
+        evidence="the entry's journal voucher, the approval policy (section 3) and master:users",
+        facts="the voucher is signed by a user other than the preparer, on or before the release date, whose approval "
+              "limit covers the amount; the voucher states the entry's reference, amount and accounts",
+        conclusion="The release followed the voucher procedure; the signed voucher is the approval of record. No "
+                   "exception.",
+        standard=_STD),
+)
+
 POLICY_TITLE = "Journal entry approval policy (FIN-POL-012)"
 VOUCHER_TITLE = "Journal voucher"
 #: why the workflow could not route the entry (the same reasons for decoys and defects)
@@ -64,8 +109,8 @@ REASONS = (
     "approver on leave; deputy approval obtained on paper",
     "month-end close deadline; approver in the close meeting",
 )
-#: valid and late signers come from the approvers (Senior Accountant and above)
-SENIOR_CENTS = 25_000_00
+#: signers come from the books' approvers (Senior Accountant and above)
+APPROVERS = md.APPROVERS
 DEFECT_KINDS = ("no_independent_approval", "approved_after_posting", "approver_limit_below_amount")
 
 
@@ -88,70 +133,79 @@ def plant(b) -> None:
         "journal voucher. The signed voucher, dated no later than the release, is the approval of record and is "
         "filed in the support pack under the entry's reference. A release without such a voucher is a "
         "self-approval.\n"
-        "4. Automated postings by the system users are covered by the interface controls and carry no approver.\n"
+        "4. Automated postings by the system users are covered by the interface controls and carry no approver, "
+        "except the payroll journal, which carries the approver of its payroll register (Finance, within the "
+        "approver's limit).\n"
         "5. Monitoring. The Controller reviews the approval report monthly.",
         "2024-11-20",
     )
-    humans = [u for u in b.users if u["role"] != "System"]
-    limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in humans}
-    role = {u["user_id"]: u["role"] for u in humans}
-
-    # the base is clean by construction (manual entries have another approver, automated a blank
-    # one); keep it so if the generator ever changes
-    manual = e["manual"]
-    e["approver"] = np.where(manual & (e["approver"] == e["preparer"]), "JWRIGHT", e["approver"])
-    e["approver"] = np.where(~manual, "", e["approver"])
+    limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users if u["role"] != "System"}
+    role = {u["user_id"]: u["role"] for u in b.users}
+    bk = b.books.docs
 
     k = b.n_defects + b.n_decoys
-    chosen = b.pick(k, where=manual, what="manual entries")
+    chosen = b.pick(k, where=e["manual"], what="manual entries")
     roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
-    order = rng.permutation(len(DEFECT_KINDS))
+    order = [DEFECT_KINDS[i] for i in rng.permutation(len(DEFECT_KINDS))]
     n_def = 0
     for idx, is_defect in zip(chosen, roles):
         idx = int(idx)
-        prep = str(e["preparer"][idx])
-        e["approver"][idx] = prep
+        prep, approver = str(e["preparer"][idx]), str(e["approver"][idx])
         cents = int(e["debit_cents"][idx])
-        keyed = e["entry_date"][idx]
-        prepared = keyed - int(rng.integers(0, 4))
+        keyed, dated = e["entry_date"][idx], e["doc_date"][idx]
+        # the books' approval of the document: by ``approver``, on a day between the document and the entry
+        approved = np.datetime64(int(bk.approved_on[int(e["books_doc"][idx])]), "D")
+        if limit.get(approver, 0) < cents:  # a document total below the entry's (a price variance): one tier up
+            approver = _signer(rng, limit, prep, lambda lim: lim >= cents)
+        # the voucher is prepared on or after the document's date, no later than the approval
+        prepared = max(dated, min(approved, keyed - int(rng.integers(0, 4))))
+        e["approver"][idx] = prep  # the release under the preparer's id
         reason = REASONS[int(rng.integers(0, len(REASONS)))].format(n=int(rng.integers(1000, 9999)))
         ref = str(e["reference"][idx])
         head = (f"Journal voucher for journal {ref} (entry {{E:{idx}}}), USD {cents / 100:,.2f}, debit "
-                f"{e['debit_account'][idx]} / credit {e['credit_account'][idx]}.\n"
+                f"{e['debit_account'][idx]} / credit {e['credit_account'][idx]}. {e['description'][idx]}.\n"
                 f"Prepared by: {prep} ({role[prep]}) on {b.date_str(prepared)}.\n"
                 f"Released in the ERP by the preparer on {b.date_str(keyed)}; workflow not used: {reason}.\n")
         if not is_defect:
-            signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
-            if rng.random() < near:  # signed on the day of the release itself
-                signed = keyed
-            else:
-                signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
-            doc = _voucher(b, idx, head, signer, role, signed, prepared)
+            # the approval of record: the books' approver, on the day of the approval or of the release
+            signed = keyed if rng.random() < near else max(approved, prepared)
+            doc = _voucher(b, idx, head, approver, role, signed, prepared)
             b.add_decoy(idx, "voucher_signed_by_independent_approver", [doc, policy, "master:users"],
-                        facts=[f"{{D:{doc}}}", signer, b.date_str(signed), limit[signer] / 100])
+                        facts=[f"{{D:{doc}}}", approver, b.date_str(signed), limit[approver] / 100])
             continue
-        kind = DEFECT_KINDS[order[n_def % len(DEFECT_KINDS)]]
+        # the limit defect needs an approver whose limit is below the amount; otherwise the next kind
+        kinds = order[n_def % len(order):] + order[:n_def % len(order)]
+        low = _colleagues(b, prep, cents)
+        kind = next(kd for kd in kinds if kd != "approver_limit_below_amount" or low)
         n_def += 1
         if kind == "no_independent_approval":
             doc = _voucher(b, idx, head, None, role, None, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", prep])
         elif kind == "approved_after_posting":
-            signer = _signer(rng, limit, prep, lambda lim: lim >= max(cents, SENIOR_CENTS))
             signed = keyed + 1 + int(rng.integers(0, 1 + round((1 - near) * 24)))
-            doc = _voucher(b, idx, head, signer, role, signed, prepared)
+            doc = _voucher(b, idx, head, approver, role, signed, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy],
-                         facts=[f"{{D:{doc}}}", signer, b.date_str(signed), b.date_str(keyed)])
+                         facts=[f"{{D:{doc}}}", approver, b.date_str(signed), b.date_str(keyed)])
         else:
-            signer = _signer(rng, limit, prep, lambda lim: lim < cents)
-            signed = prepared + int(rng.integers(0, int((keyed - prepared).astype(int)) + 1))
+            signer = str(rng.choice(low))
+            signed = max(approved, prepared)
             doc = _voucher(b, idx, head, signer, role, signed, prepared)
             b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy, "master:users"],
                          facts=[f"{{D:{doc}}}", signer, limit[signer] / 100, cents / 100])
 
 
+def _colleagues(b, preparer: str, cents: int) -> list[str]:
+    """Users other than the preparer who hold an approval limit below ``cents``: those of the
+    preparer's department if any, else any."""
+    low = [u for u in b.users if u["role"] != "System" and u["user_id"] != preparer
+           and 0 < int(round(u["approval_limit"] * 100)) < cents]
+    dept = b.user(preparer)["department"]
+    return sorted(u["user_id"] for u in ([u for u in low if u["department"] == dept] or low))
+
+
 def _signer(rng, limit: dict[str, int], preparer: str, fits) -> str:
-    """A user other than the preparer whose limit ``fits``."""
-    ok = sorted(u for u, lim in limit.items() if u != preparer and fits(lim))
+    """An approver other than the preparer whose limit ``fits``."""
+    ok = sorted(u for u in APPROVERS if u != preparer and fits(limit[u]))
     return str(rng.choice(ok))
 
 
@@ -166,9 +220,9 @@ def _voucher(b, idx: int, head: str, signer: str | None, role: dict[str, str], s
 
 # ----------------------------------------------------------------- strategies
 def _self_approved(kit: Kit):
-    """Entries whose approver equals their preparer (header fields come from the debit line)."""
+    """Entries whose approver equals their preparer, with their total debits (from every debit line)."""
     rows = yield from kit.ledger(
-        filters=[{"column": "line_no", "op": "eq", "value": 1}],
+        filters=[{"column": "debit", "op": "gt", "value": 0}],
         columns=["entry_id", "posting_date", "entry_timestamp", "preparer", "approver", "debit", "reference"],
     )
     ents = entries_of(rows)

@@ -2,16 +2,22 @@
 
 The ERP checks an account when an entry is keyed, not against the posting date the preparer
 types. So the exception an ERP lets through is backdating: an entry keyed after a new account
-took effect but dated before it (a month-end accrual keyed during the close of the prior month
-and posted into it, to an account that only exists from the new month). Postings to accounts
+took effect but dated before it (a month-end posting keyed during the close of the prior month
+and dated into it, to an account that only exists from the new month). Postings to accounts
 that did not exist, or that were blocked when keyed, are rejected by the ERP and are not planted.
 
-Every candidate is a month-end posting to an account changed during FY2025 (opened, or closed),
-dated the last business day of a month and keyed in the first business days of the next, within
-that month's close: all drawn from one pool (manual postings to expense accounts) in groups that
-share an account, and each group made a defect or a decoy at random, so timing, amounts, texts
-and account codes are alike. Only the chart of accounts (``master:accounts``: ``status``,
-``opened``, ``closed``) tells them apart; the chart-of-accounts maintenance log corroborates it.
+Every candidate is one of the books' own month-end postings keyed by a person during that
+month's close (dated the last day of a month, keyed in the first business days of the next):
+bank charges (``BC``, Dr 6950), bank interest (``BI``, Cr 4900), allowance reviews (``AL``, 6500
+on either side) and the year-end top-side adjustments keyed in January (``TS``). Planting moves
+the posting's profit-and-loss line to a sub-account split out of that account during FY2025
+(6951 Bank Charges - Lockbox Fees, 4920 Interest Income - Money Market Sweep, 6430 Audit and
+Assurance Fees ...), one posting per changed account; nothing else about the entry changes (its
+dates, amount, people and text are the books'). All are drawn from one pool and made a defect
+or a decoy at random, so timing, amounts, texts and account codes are alike. Only the chart of
+accounts (``master:accounts``: ``status``, ``opened``, ``closed``) tells them apart; the
+chart-of-accounts maintenance log states the same dates, each processed a few days before it
+took effect.
 
 * Defects (``posting_before_account_opened``): the account took effect on the first day of the
   month after the posting date; the entry was keyed after that (so the ERP accepted it) but
@@ -22,10 +28,18 @@ and account codes are alike. Only the chart of accounts (``master:accounts``: ``
   posted while still open. Decisive facts: the account, its closing date and the posting date.
 
 Red-flag rule: the entry posts to an account that is not a standing active account (opened or
-closed during the period). The base chart has every account active since 2015 and the base
-entries post only to it; ``plant`` adds the changed accounts and re-checks that no base entry
-uses them. Required evidence: ``master:accounts``. ``near_miss`` raises the share of decoy
-accounts opened on the first day of the posting month itself.
+closed during the period). The books post only to the standing chart and the changed accounts
+are new rows; the only unplanted entries the rule catches are the transfers that empty a closed
+account into its parent on the day it closes (one per ``account_closed_after_posting`` decoy, a
+top-side reclass dated the closing date, so valid), which leave nothing on the account for the
+year-end closing entry, and the closing entry itself (dated 2025-12-31, within every open
+account's validity). ``tests/test_key_audit_je03.py`` checks that nothing else posts to a changed
+account; ``plant`` re-checks that no base entry uses one. Candidates are January-November
+postings (a defect's account opens the month after its posting, and must be open by the year-end
+close). Required evidence: ``master:accounts``. ``near_miss``
+raises the share of decoy accounts opened on the first day of the posting month itself. One
+posting per changed account limits ``n_defects + n_decoys`` to the year's room (about 22; more
+raises a ``ConfigError``).
 """
 
 from __future__ import annotations
@@ -33,8 +47,9 @@ from __future__ import annotations
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAY_DATES, month_close_dates
+from jeval_ray.errors import ConfigError
+from jeval_ray.tasks._spec import key, spec
+from jeval_ray.world._base import month_close_dates
 
 SPEC = spec(
     "JE-3",
@@ -53,39 +68,58 @@ SPEC = spec(
     available=True,
 )
 
-LOG_TITLE = "Chart of accounts maintenance log"
-#: Debit accounts whose postings may move to a changed account.
-EXPENSE_DEBITS = ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100")
-# (account, name, split out of): expense accounts changed during FY2025; which are opened or
-# closed, and which carry defects or decoys, is drawn per seed
-CHANGED = (
-    ("6210", "Utilities - Denver Site", "6200"),
-    ("6250", "Utilities - Warehouse", "6200"),
-    ("6310", "Travel - Regional Sales Offices", "6300"),
-    ("6350", "Travel - Trade Fairs", "6300"),
-    ("6410", "Consulting - Merger Advisory", "6400"),
-    ("6450", "Consulting - ERP Implementation", "6400"),
-    ("6650", "Repairs - Leased Premises", "6600"),
-    ("6750", "Marketing - Digital Campaigns", "6700"),
-    ("6760", "Marketing - Trade Shows", "6700"),
-    ("6910", "Office Supplies - Denver Site", "6900"),
-    ("7050", "Insurance - Fleet Policy", "7000"),
-    ("7150", "Cloud Hosting Services", "7100"),
-    ("7160", "Software Subscriptions", "7100"),
-    ("6220", "Utilities - Water and Waste", "6200"),
-    ("6420", "Legal Fees - Litigation", "6400"),
-    ("6620", "Repairs - Production Equipment", "6600"),
-    ("6720", "Marketing - Sponsorships", "6700"),
-    ("6920", "Office Supplies - Printing", "6900"),
-    ("7020", "Insurance - Cyber Policy", "7000"),
+_STD = "AS 2401.58-.61; ISA 240.32(a)"
+KEY_RATIONALE = (
+    key("defect", "posting_before_account_opened",
+        evidence="master:accounts (the maintenance log corroborates)",
+        facts="the account opened on the first day of the month after the posting date; the entry was keyed after "
+              "the opening, during the close of the posting month",
+        conclusion="The entry was backdated into a period in which its account did not exist: the ERP accepted it "
+                   "only because it checks the account at keying. Exception: posting to an account not open at the "
+                   "posting date.",
+        standard=_STD),
+    key("decoy", "account_opened_before_posting",
+        evidence="master:accounts",
+        facts="the account opened on or before the first day of the posting month, so it was open at the posting date",
+        conclusion="A posting to a newly opened account within its validity; no exception.",
+        standard=_STD),
+    key("decoy", "account_closed_after_posting",
+        evidence="master:accounts",
+        facts="the account was closed at the end of a month after the posting date (and after the keying date)",
+        conclusion="A posting to an account later closed, made while it was open; no exception.",
+        standard=_STD),
 )
+
+LOG_TITLE = "Chart of accounts maintenance log"
+#: month-end postings keyed by people during the next month's close, with no vendor: bank charges,
+#: bank interest, allowance reviews and year-end top-side adjustments
+POOL_CODES = ("BC", "BI", "AL", "TS")
+#: sub-accounts split out of the profit-and-loss account of those postings during FY2025 (code, name);
+#: which are opened or closed, and which carry defects or decoys, is drawn per seed
+CHANGED = {
+    "6950": (("6951", "Bank Charges - Lockbox Fees"), ("6952", "Bank Charges - Wire Transfer Fees"),
+             ("6953", "Bank Charges - Account Analysis Fees"), ("6954", "Bank Charges - Card Processing Fees"),
+             ("6955", "Bank Charges - ACH Fees"), ("6956", "Bank Charges - Sweep Account Fees")),
+    "4900": (("4910", "Interest Income - Operating Account"), ("4920", "Interest Income - Money Market Sweep"),
+             ("4930", "Interest Income - Term Deposits"), ("4940", "Other Income - Bank Rebates"),
+             ("4950", "Interest Income - Overnight Investments"), ("4960", "Interest Income - Treasury Bills")),
+    "6500": (("6510", "Bad Debt Expense - Specific Provisions"), ("6520", "Bad Debt Expense - General Provision"),
+             ("6530", "Bad Debt Expense - Export Customers"), ("6540", "Bad Debt Expense - Distributors"),
+             ("6550", "Bad Debt Expense - OEM Customers"), ("6560", "Bad Debt Expense - Aftermarket Customers")),
+    "6000": (("6010", "Salaries - Year-end Bonus"), ("6020", "Salaries - Sales Commissions"),
+             ("6030", "Salaries - Retention Awards")),
+    "6400": (("6410", "Consulting - Merger Advisory"), ("6420", "Legal Fees - Litigation"),
+             ("6430", "Audit and Assurance Fees")),
+    "6700": (("6710", "Marketing - Digital Campaigns"), ("6720", "Marketing - Sponsorships"),
+             ("6760", "Marketing - Trade Shows")),
+}
 #: share of decoy accounts that were closed (the rest were opened) during the year
 CLOSED_SHARE = 0.3
 
 
 def split_in_groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (entries sharing an account here,
-    a user in JE-4): a group is all defects or all decoys, so no order within it gives the key away."""
+    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (entries sharing a user in JE-4):
+    a group is all defects or all decoys, so no order within it gives the key away."""
     out = []
     while n > 0:
         g = min(n, int(rng.integers(least, least + 2)))
@@ -94,61 +128,78 @@ def split_in_groups(n: int, rng, least: int) -> list[int]:
     return out
 
 
-def _first(month: int) -> np.datetime64:
-    return np.datetime64(f"2025-{month:02d}-01")
+def _first_of_next_month(d: np.datetime64) -> np.datetime64:
+    return (np.datetime64(d, "M") + 1).astype("datetime64[D]")
 
 
 def plant(b) -> None:
-    """Add the changed accounts to the chart; plant month-end postings to them, keyed in the next
-    month's close, dated before (defect) or after (decoy) the account's change."""
+    """Add the changed accounts to the chart; move planted month-end postings' profit-and-loss line
+    to them, each posting dated before (defect) or within (decoy) its account's validity."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
-    closes = {int(p[5:7]): np.datetime64(c) for p, c in month_close_dates()}
-    # groups of at least ``least`` entries keep the number of changed accounts within CHANGED
-    least = max(1, -(-(b.n_defects + b.n_decoys) // (len(CHANGED) - 2)))
-    groups = [(g, True) for g in split_in_groups(b.n_defects, rng, least)]
-    groups += [(g, False) for g in split_in_groups(b.n_decoys, rng, least)]
-    groups = [groups[i] for i in rng.permutation(len(groups))]
-    accounts = [CHANGED[i] for i in sorted(rng.choice(len(CHANGED), size=len(groups), replace=False))]
-    pool = e["manual"] & np.isin(e["debit_account"], EXPENSE_DEBITS)
+    closes = {p: np.datetime64(c) for p, c in month_close_dates()}
+    # candidates: the (few) manual postings of the pool's document types, checked one by one below
+    cand = np.flatnonzero(e["manual"] & np.isin(e["doc_code"], POOL_CODES))
+    # the profit-and-loss side of each posting (bank interest and allowance releases credit it)
+    pnl_side = np.full(b.n, "credit_account", dtype="<U14")
+    pnl_side[cand[np.isin(e["debit_account"][cand], list(CHANGED))]] = "debit_account"
+    pnl = np.full(b.n, "", dtype="<U6")
+    pnl[cand] = np.where(pnl_side[cand] == "debit_account", e["debit_account"][cand], e["credit_account"][cand])
+    # keyed after the posting date, within that month's close: the ERP checks the account at keying
+    close_of = np.array([closes.get(str(m), np.datetime64("1970-01-01"))
+                         for m in e["post_date"][cand].astype("datetime64[M]").astype(str).tolist()], dtype="datetime64[D]")
+    pool = np.zeros(b.n, dtype=bool)
+    # January-November postings only: a defect's account opens the month after its posting, and a
+    # December posting would leave it opening in 2026, after the year-end closing entry that closes
+    # it (decoys come from the same months, so the month does not tell them apart)
+    pool[cand] = (np.isin(pnl[cand], list(CHANGED)) & (e["entry_date"][cand] > e["post_date"][cand])
+                  & (e["post_date"][cand] < np.datetime64("2025-12-01"))
+                  & (e["entry_date"][cand] <= close_of))
+    free = {base: [CHANGED[base][i] for i in rng.permutation(len(CHANGED[base]))] for base in CHANGED}
+    k = b.n_defects + b.n_decoys
+    room = sum(min(int((pool & (pnl == base)).sum()), len(names)) for base, names in CHANGED.items())
+    if k > room:
+        raise ConfigError(f"impossible knobs for JE-3: n_defects + n_decoys = {k}, but the year has room for {room} "
+                          "postings to changed accounts (one per account, from its month-end bank, allowance and "
+                          "top-side postings); lower n_defects/n_decoys")
+    roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
     rows: list[dict] = []
     log: list[tuple[str, str]] = []
-    for (size, is_defect), (code, name, like) in zip(groups, accounts):
-        month = int(rng.integers(2, 12))  # posted at the end of Feb-Nov, keyed in the next month's close
-        where = pool & (e["debit_account"] == like)
-        if int((where & ~b.used).sum()) < size:
-            where = pool if int((pool & ~b.used).sum()) >= size else None
-        idxs = b.pick(size, where=where, what="manual expense postings")
-        keyed_days = np.arange(_first(month + 1), closes[month] + 1, dtype="datetime64[D]")
-        keyed_days = keyed_days[np.is_busday(keyed_days, holidays=HOLIDAY_DATES)]
-        for idx in idxs:
-            b.post_late(int(idx), month, keyed_days[int(rng.integers(0, len(keyed_days)))])
-            e["debit_account"][idx] = code
-        posted = [b.date_str(e["post_date"][i]) for i in idxs]
-        cr = f"CR-2025-{int(rng.integers(10, 99)):03d}"
+    transfers: list[tuple[str, str, int, np.datetime64]] = []
+    base_row = {a["account"]: a for a in b.accounts}
+    for is_defect in roles:
+        # one posting per changed account, so no account holds both a defect and a decoy
+        idx = int(b.pick(1, where=pool & np.isin(pnl, [c for c, left in free.items() if left]),
+                         what="month-end bank, allowance and top-side postings")[0])
+        base = str(pnl[idx])
+        code, name = free[base].pop()
+        e[pnl_side[idx]][idx] = code
+        posted = e["post_date"][idx]
+        cr = "{CR}"  # numbered below, in the order the changes were processed
+        row = {"account": code, "name": name, "type": base_row[base]["type"],
+               "normal_balance": base_row[base]["normal_balance"], "contra_of": None}
+        month = int(str(posted)[5:7])
         if is_defect:
-            opened = _first(month + 1)
-            _opened(b, rows, log, code, name, like, opened, cr)
-            for idx, p in zip(idxs, posted):
-                b.add_defect(int(idx), "posting_before_account_opened", "INVALID_ACCOUNT", ["master:accounts"],
-                             facts=[code, str(opened), p])
-        elif rng.random() >= CLOSED_SHARE:
+            opened = _first_of_next_month(posted)
+            _opened(b, rows, log, row, base, opened, cr)
+            b.add_defect(idx, "posting_before_account_opened", "INVALID_ACCOUNT", ["master:accounts"],
+                         facts=[code, str(opened), str(posted)])
+        elif month == 12 or rng.random() >= CLOSED_SHARE:
             back = 0 if rng.random() < near else int(rng.integers(1, 3))
-            opened = _first(max(1, month - back))
-            _opened(b, rows, log, code, name, like, opened, cr)
-            for idx, p in zip(idxs, posted):
-                b.add_decoy(int(idx), "account_opened_before_posting", ["master:accounts"], facts=[code, str(opened), p])
+            opened = max(np.datetime64(posted, "M") - back, np.datetime64("2025-01")).astype("datetime64[D]")
+            _opened(b, rows, log, row, base, opened, cr)
+            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"], facts=[code, str(opened), str(posted)])
         else:
             # the end of the month after the posting month, or of the month after that
             later = int(rng.integers(0, min(2, 12 - month)))
-            closed = (np.datetime64(f"2025-{month:02d}", "M") + 2 + later).astype("datetime64[D]") - 1
-            rows.append({"account": code, "name": name, "type": "expense", "status": "closed", "opened": "2015-01-01",
-                         "closed": str(closed)})
+            closed = (np.datetime64(posted, "M") + 2 + later).astype("datetime64[D]") - 1
+            rows.append({**row, "status": "closed", "opened": "2015-01-01", "closed": str(closed)})
+            signed = int(e["debit_cents"][idx]) if pnl_side[idx] == "debit_account" else -int(e["credit_cents"][idx])
+            transfers.append((code, base, signed, closed))
             log.append((str(closed - int(rng.integers(3, 10))), f"{cr}  Close account {code} {name}: valid for postings "
-                        f"dated up to {closed}; later postings to {like}. Approved by IBROWN."))
-            for idx, p in zip(idxs, posted):
-                b.add_decoy(int(idx), "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), p])
+                        f"dated up to {closed}; later postings to {base}. Approved by IBROWN."))
+            b.add_decoy(idx, "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), str(posted)])
 
     # the changed accounts are new rows, so no base entry can use them; keep it so if the base changes
     planted = {i for i, *_ in b.defects} | {i for i, *_ in b.decoys}
@@ -163,21 +214,43 @@ def plant(b) -> None:
         a.pop("blocked_on", None)
     b.accounts.extend(rows)
     b.accounts.sort(key=lambda r: r["account"])
+    _transfer_closed_balances(b, transfers)
+    # change requests are numbered in the order they were processed, with other requests between them
+    numbers = np.cumsum(rng.integers(3, 15, size=len(log)))
+    lines = [f"{d}  {text.replace('{CR}', f'CR-{d[:4]}-{int(no):03d}')}" for (d, text), no in zip(sorted(log), numbers)]
     b.add_document(
         "memo", LOG_TITLE,
         "Chart of accounts changes processed by the General Ledger team in FY2025 (date processed, change request, "
-        "change):\n" + "\n".join(f"{d}  {text}" for d, text in sorted(log))
+        "change):\n" + "\n".join(lines)
         + "\nThe ERP checks that an account exists and is open when an entry is keyed; the posting date typed by the "
         "preparer must also fall within the account's validity in the chart of accounts, which is authoritative.",
         "2025-12-31",
     )
 
 
-def _opened(b, rows: list[dict], log: list, code: str, name: str, like: str, opened: np.datetime64, cr: str) -> None:
+def _transfer_closed_balances(b, transfers: list[tuple[str, str, int, np.datetime64]]) -> None:
+    """A closed account's balance is moved back to its parent on the day it closes (a top-side
+    reclass keyed by the accounting manager), so nothing is left on it for the closing entry."""
+    if not transfers:
+        return
+    rows = []
+    for code, base, signed, closed in transfers:
+        v = abs(signed)
+        rows.append({"doc_code": "TS", "post_date": closed, "entry_date": closed, "time_s": 16 * 3600,
+                     "preparer": "HJOHANSSON", "approver": "IBROWN", "reference": f"RCL-{code}",
+                     "description": f"Transfer balance of closed account {code} to {base}",
+                     "lines": [(base, v), (base, -v)]})
+    new = b.add_entries(rows)
+    for i, (code, _, signed, _) in zip(new.tolist(), transfers):
+        # the sub-account's side: credited when it holds a debit balance, debited when a credit one
+        b.e["credit_account" if signed > 0 else "debit_account"][i] = code
+
+
+def _opened(b, rows: list[dict], log: list, row: dict, like: str, opened: np.datetime64, cr: str) -> None:
     """Add an account opened during the year (valid from ``opened``) to the chart rows and the log."""
-    rows.append({"account": code, "name": name, "type": "expense", "status": "active", "opened": str(opened), "closed": ""})
-    log.append((str(opened - int(b.rng.integers(3, 10))), f"{cr}  Open account {code} {name} (split out of {like}), "
-                f"valid for postings dated from {opened}. Requested by FNGUYEN, approved by IBROWN."))
+    rows.append({**row, "status": "active", "opened": str(opened), "closed": ""})
+    log.append((str(opened - int(b.rng.integers(3, 10))), f"{cr}  Open account {row['account']} {row['name']} (split "
+                f"out of {like}), valid for postings dated from {opened}. Requested by FNGUYEN, approved by IBROWN."))
 
 
 # ----------------------------------------------------------------- strategies

@@ -5,26 +5,32 @@ can take weeks; entries keyed under such a user after the date the rights ended 
 someone without the right to post (the user master is authoritative, the ERP's late removal is
 the control failure). Two kinds of change are planted, each a new row of the user master with
 the date it took effect: leavers (``status`` terminated, ``termination_date``) and staff moved
-to a role without posting rights (``posting_rights`` false, ``rights_withdrawn_on``).
+to a role without posting rights (``posting_rights`` false, ``rights_withdrawn_on``; ``may_post``
+keeps the posting profile they held until then).
 
-Every candidate is a manual entry prepared by one of these users: all drawn from one pool
-(manual payables and GL postings, the same dates, amounts and texts), in groups of one or two
-per user, and each user's group made defects or decoys at random; the users themselves are drawn
-per seed from one list. So the ledger alone does not tell them apart; the user master does.
+Planting is a perturbation of the books: each changed user is a former AP clerk or GL accountant
+and takes over a group of one or two of the books' own manual entries of the kinds that role keys
+(vendor invoices for an AP clerk; accruals, bank charges and interest, sales tax returns for a GL
+accountant). Only the preparer changes; amounts, accounts, dates and the approver (another user
+whose limit covers the entry) stay as the books posted them. Each user's group is made defects or
+decoys at random and the users are drawn per seed from one list, so the ledger alone does not
+tell them apart; the user master does.
 
-* Defects ``posted_after_termination``: the leaver's termination date is before the posting
-  date. Decisive facts: the user, the termination date and the posting date.
-* Defects ``posted_after_rights_withdrawn``: the user's posting rights were withdrawn before the
-  posting date. Decisive facts: the user, the withdrawal date and the posting date.
+* Defects ``posted_after_termination``: the leaver's termination date is before the day the entry
+  was keyed (its entry timestamp) and before its posting date. Decisive facts: the user, the
+  termination date, the entry date and the posting date.
+* Defects ``posted_after_rights_withdrawn``: the same with the date posting rights were withdrawn.
 * Decoys ``posted_before_termination`` / ``posted_before_rights_withdrawn``: the user's rights
-  ended only after the posting date. Decisive facts: the user, the date the rights ended and the
-  posting date.
+  ended only after the entry was both keyed and posted (a GL accrual is keyed a few days after
+  the month end it posts to; both dates sit before the change). Decisive facts as for defects.
 
 HR's year-end starters, leavers and transfers report (one document) corroborates the dates.
-Red-flag rule: the preparer has no posting rights or is terminated (the user master). The base
-preparers are active staff with posting rights and the changed users are new rows, so the base
-never trips the rule; ``plant`` re-checks it. Required evidence: ``master:users``. ``near_miss``
-brings the change dates closer to the postings.
+Red-flag rule: the preparer has no posting rights or is terminated (the user master). The books'
+users without posting rights (the treasury analyst, the buyer) prepare no journal entry, so the
+rule catches no unplanted look-alike: 0 of the 25,410 unplanted entries over seeds 0-49 (default
+knobs); every hit is a planted defect or decoy, and the decoys are the look-alikes a real filter
+returns (leavers' and transferees' earlier postings). Required evidence: ``master:users``.
+``near_miss`` brings the change dates closer to the entries.
 """
 
 from __future__ import annotations
@@ -32,24 +38,49 @@ from __future__ import annotations
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
+from jeval_ray.tasks._spec import key, spec
 from jeval_ray.tasks.je03 import split_in_groups
 
 SPEC = spec(
     "JE-4",
     "L1",
     'Unauthorised posters',
-    objective="Find entries posted by users without posting rights or after the user's termination date.",
+    objective="Find entries posted by users who had no right to post them.",
     defect='posted by a user after termination, or after his or her posting rights were withdrawn',
     decoys="postings by leavers and transferred staff dated before their rights ended",
     required_evidence='user master',
     sources=('general_ledger', 'user_master'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNAUTHORISED_USER', "posted by a user without posting rights or after the user's termination"),
+        ('UNAUTHORISED_USER', "posted by a user who had no right to post it (no posting rights, or no longer employed)"),
     ),
     withheld_variant=('search_documents',),
     available=True,
+)
+
+#: examining journal entries for management override: who keyed an entry is one of the characteristics looked at
+_STANDARD = "AS 2401 .58-.62; ISA 240 .32(a), A41-A45"
+KEY_RATIONALE = (
+    key("defect", "posted_after_termination", evidence="master:users (the leaver's row); HR's leavers report",
+        facts="the preparer's user id; termination_date; the entry's timestamp and posting date, both after it",
+        conclusion="Entry keyed and posted under the ID of a user terminated before it was recorded: the user had no "
+                   "right to post and the ERP access was not removed on the termination date. Exception.",
+        standard=_STANDARD),
+    key("defect", "posted_after_rights_withdrawn", evidence="master:users (posting_rights false, rights_withdrawn_on)",
+        facts="the preparer's user id; rights_withdrawn_on; the entry's timestamp and posting date, both after it",
+        conclusion="Entry keyed and posted by a user whose posting rights had been withdrawn on transfer to a role "
+                   "without them: posted without authority. Exception.",
+        standard=_STANDARD),
+    key("decoy", "posted_before_termination", evidence="master:users (the leaver's row)",
+        facts="the preparer's user id; termination_date; the entry's timestamp and posting date, both before it",
+        conclusion="Entry keyed and posted while the user was still employed with posting rights, approved by another "
+                   "user whose limit covers it: authorised. No exception.",
+        standard=_STANDARD),
+    key("decoy", "posted_before_rights_withdrawn", evidence="master:users (rights_withdrawn_on)",
+        facts="the preparer's user id; rights_withdrawn_on; the entry's timestamp and posting date, both before it",
+        conclusion="Entry keyed and posted before the user's transfer withdrew the posting rights: authorised. "
+                   "No exception.",
+        standard=_STANDARD),
 )
 
 REPORT_TITLE = "HR starters, leavers and transfers report FY2025"
@@ -76,19 +107,26 @@ CHANGED_USERS = (
 )
 #: roles without posting rights that transferred staff move to
 NEW_ROLES = (("Treasury Analyst", "Treasury"), ("Sales Operations", "Sales"), ("FP&A Analyst", "Finance"))
+#: document types each former role keys (as the books' AP clerks and GL accountants do)
+ROLE_POSTS = {"AP Clerk": ("VI", "VN"), "GL Accountant": ("AC", "BC", "BI", "TX")}
 #: share of changed users who left (the rest moved to a role without posting rights)
 LEAVER_SHARE = 0.6
 #: candidates are posted in this window, so every change date falls inside FY2025
 WINDOW = (np.datetime64("2025-02-15"), np.datetime64("2025-11-15"))
+FY_START, FY_END = np.datetime64("2025-01-01"), np.datetime64("2025-12-31")
 
 
 def plant(b) -> None:
-    """Add users whose posting rights ended during the year; give each a group of manual entries
-    dated after (defects) or before (decoys) the date the rights ended."""
+    """Add users whose posting rights ended during the year; hand each a group of the manual
+    entries their former role keys, recorded and posted after (defects) or before (decoys) the
+    date the rights ended. Only the preparer changes: amounts, accounts, dates and the approver
+    (another user whose limit covers the entry) stay as the books have them."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
     post = e["post_date"].astype("datetime64[D]")
+    keyed = e["entry_date"].astype("datetime64[D]")
+    first, last = np.minimum(post, keyed), np.maximum(post, keyed)
     manual = e["manual"]
     no_rights = sorted(u["user_id"] for u in b.users if not u["posting_rights"])
     if (manual & np.isin(e["preparer"], no_rights)).any():
@@ -99,27 +137,23 @@ def plant(b) -> None:
     groups += [(g, False) for g in split_in_groups(b.n_decoys, rng, least)]
     groups = [groups[i] for i in rng.permutation(len(groups))]
     people = [CHANGED_USERS[i] for i in sorted(rng.choice(len(CHANGED_USERS), size=len(groups), replace=False))]
-    # payables and GL work (never the AR clerk's postings), inside the window
-    pool = manual & ~np.isin(e["template"], ("customer_invoice", "customer_receipt")) & \
-        (post >= WINDOW[0]) & (post <= WINDOW[1])
+    in_window = (first >= WINDOW[0]) & (last <= WINDOW[1])
     gap_max = 3 + int(round((1 - near) * 40))
     added, report = [], []
     for (size, is_defect), (uid, name, role, dept, limit) in zip(groups, people):
-        # stay out of the band just below the user's own approval limit (another task's red flag)
-        cents = e["debit_cents"]
-        fits = pool & ~((cents >= 0.8 * limit * 100) & (cents < limit * 100))
-        if int((fits & ~b.used).sum()) < size:  # a small slice: any manual entry the dates allow
-            fits = manual & (post > np.datetime64("2025-01-02")) & (post < np.datetime64("2025-12-31"))
-        idxs = b.pick(size, where=fits, what="manual entries")
-        dates = post[idxs]
-        # the change date stays inside FY2025 (the fallback pool reaches its first and last days)
+        kind_ok = manual & np.isin(e["doc_code"], ROLE_POSTS[role])
+        fits = kind_ok & in_window
+        if int((fits & ~b.used).sum()) < size:  # a small slice: any entry of the role's kinds inside the year
+            fits = kind_ok & (first > FY_START) & (last < FY_END)
+        idxs = b.pick(size, where=fits, what=f"manual entries of the kinds an {role} keys")
+        # the change date stays inside FY2025 and on one side of both the recording and the posting
         if is_defect:
-            ended = max(dates.min() - int(rng.integers(1, gap_max + 1)), np.datetime64("2025-01-01"))
+            ended = max(first[idxs].min() - int(rng.integers(1, gap_max + 1)), FY_START)
         else:
-            ended = min(dates.max() + int(rng.integers(1, gap_max + 1)), np.datetime64("2025-12-31"))
+            ended = min(last[idxs].max() + int(rng.integers(1, gap_max + 1)), FY_END)
         leaver = rng.random() < LEAVER_SHARE
         row = {"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-               "approval_limit": float(limit), "status": "active",
+               "may_post": ", ".join(ROLE_POSTS[role]), "approval_limit": float(limit), "status": "active",
                "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
                "termination_date": "", "bank_account": b.bank_account(), "rights_withdrawn_on": ""}
         if leaver:
@@ -128,6 +162,8 @@ def plant(b) -> None:
             kind = "termination"
         else:
             new_role, new_dept = NEW_ROLES[int(rng.integers(0, len(NEW_ROLES)))]
+            # may_post keeps the posting profile the user held until rights_withdrawn_on (the
+            # document types of the entries keyed before it); posting_rights says it is withdrawn
             row.update(role=new_role, department=new_dept, posting_rights=False, approval_limit=0.0,
                        rights_withdrawn_on=str(ended))
             report.append((str(ended), f"{name} ({uid}) moved from {role}, {dept} to {new_role}, {new_dept} on "
@@ -136,9 +172,7 @@ def plant(b) -> None:
         added.append(row)
         for idx in idxs:
             e["preparer"][idx] = uid
-            if e["approver"][idx] == uid:  # never the case in the base; keep the finding single-cause
-                e["approver"][idx] = "JWRIGHT"
-            facts = [uid, str(ended), b.date_str(post[idx])]
+            facts = [uid, str(ended), b.date_str(keyed[idx]), b.date_str(post[idx])]
             if is_defect:
                 b.add_defect(int(idx), f"posted_after_{kind}", "UNAUTHORISED_USER", ["master:users"], facts=facts)
             else:
@@ -168,8 +202,8 @@ def _entries_by(kit: Kit, user_ids: list[str]):
     if not user_ids:
         return {}
     rows = yield from kit.ledger(
-        filters=[{"column": "preparer", "op": "in", "value": user_ids}, {"column": "line_no", "op": "eq", "value": 1}],
-        columns=["entry_id", "posting_date", "preparer", "debit", "description"],
+        filters=[{"column": "preparer", "op": "in", "value": user_ids}],
+        columns=["entry_id", "posting_date", "entry_timestamp", "preparer", "debit", "description"],
     )
     return entries_of(rows)
 
@@ -190,8 +224,9 @@ def naive(kit: Kit):
 
 
 def careful(kit: Kit):
-    """Reads the user master, then checks every posting by a user without rights or terminated
-    against the date the rights ended: flags postings dated after it, clears those before."""
+    """Reads the user master, then checks every entry by a user without rights or terminated
+    against the date the rights ended: flags entries keyed and posted after it, clears those keyed
+    and posted before it."""
     users = yield from kit.master("users")
     sus = _suspects(users)
     ents = yield from _entries_by(kit, sorted(sus))
@@ -199,7 +234,7 @@ def careful(kit: Kit):
     for eid in sorted(ents):
         v = ents[eid]
         u = sus[v["preparer"]]
-        posted = v["posting_date"]
+        posted, keyed = str(v["posting_date"])[:10], str(v["entry_timestamp"])[:10]
         if u.get("status") == "terminated":
             end, what = u.get("termination_date") or "", "was terminated on"
         else:
@@ -207,11 +242,12 @@ def careful(kit: Kit):
         if not end:
             flags.append((eid, f"{u['user_id']} ({u.get('role')}) holds no posting rights in master:users and no date "
                                "shows the user ever held them"))
-        elif posted > end:
-            flags.append((eid, f"{u['user_id']} {what} {end}, before the posting date {posted}"))
+        elif max(posted, keyed) > end:
+            flags.append((eid, f"{u['user_id']} {what} {end}, before the entry was keyed on {keyed} and posted on "
+                               f"{posted}"))
         else:
-            clears.append((eid, f"{u['user_id']} {what} {end} only, after the posting date {posted}; the user "
-                                "held posting rights when the entry was posted"))
+            clears.append((eid, f"{u['user_id']} {what} {end} only, after the entry was keyed on {keyed} and posted on "
+                                f"{posted}; the user held posting rights at the time"))
     for eid, why in flags:
         if kit.calls_left <= 1:
             break
@@ -224,5 +260,5 @@ def careful(kit: Kit):
         v = ents[eid]
         yield from kit.clear(eid, ["master:users"],
                              f"Entry {eid} (USD {v['total_debit']:.2f}) is authorised: {why} (master:users).")
-    yield from kit.submit(f"Checked {len(ents)} postings by users without rights or terminated: flagged "
+    yield from kit.submit(f"Checked {len(ents)} entries by users without rights or terminated: flagged "
                           f"{len(flags)}, cleared {len(clears)}.")

@@ -1,41 +1,56 @@
-"""JE-5 (L2): approval-limit avoidance.
+"""JE-5 (L2): approval-limit avoidance (split purchases).
 
-Every user who prepares manual entries carries an ``approval_limit`` in ``master:users``
-(AP/AR clerks 5,000, GL accountants 10,000, senior accountants 25,000). The approval authority
-matrix (a policy document) says that an entry within the preparer's limit is released by a
-reviewer whose own limit covers it, that an entry above it needs an approver whose limit covers
-the full amount, that a purchase is recorded at its full amount (splitting one purchase into parts
-that each stay within the limit is prohibited), and that a manual entry at 90% or more of the
-preparer's limit (and below it) is acceptable only where a statement of work or contract on file
-fixes that amount for the vendor and the date.
+Every manual entry is released by another user whose approval limit (``master:users``) covers
+its amount, and a purchase order is approved the same way before it is placed. The approval
+authority matrix (a policy document) adds that a purchase is approved at its full amount:
+splitting one purchase (one requisition, one vendor quotation) into several orders or invoices so
+that each part stays within the approver's limit is prohibited, while a purchase order approved
+for its full amount by a user whose limit covers it authorises the purchase even when the vendor
+invoices it in instalments, and separate requisitions are separate purchases.
 
-Every entry the rule catches is planted from one surface distribution: manual vendor invoices
-keyed by a clerk or accountant for a vendor billed under statements of work (with that vendor's
-expense account), released by a peer reviewer, either *single* (one invoice at 90-99.9% of the
-preparer's limit) or a *group* (two or three invoices by one preparer for one vendor on the same
-or adjacent business days, each under the limit, together above it and above the reviewer's
-limit). Defects and decoys draw their shapes from the same process; only the documents differ.
+Red-flag rule (what ``naive`` applies): two or more manual vendor invoices keyed by one preparer
+for one vendor, each posted at most three days after the one before, that together exceed the
+preparer's approval limit. Every planted entry is such a run (a *unit* of two or three invoices),
+drawn from one process for defects and decoys: a vendor bought from under purchase orders
+(freight, maintenance, marketing), an AP preparer, parts of 36-86 % of an approval tier (25,000,
+or 100,000 one time in five) that together exceed it, each part released by the approver of
+that tier (whose limit covers the part but not the total), posted on the same or adjacent
+business days. Planting is a perturbation of the books: each part is one of the books' own manual
+vendor invoices without a goods receipt (``VN``, two lines: Dr the vendor's cost account,
+Cr 2000) for an ad-hoc purchase (freight, maintenance, marketing, office, travel: no rent,
+subscription, premium or accrued service whose schedule would show the gap; in a year too small
+for the planted count, 4 of seeds 0-99 at default knobs, bills of accrued services as well),
+moved to the unit's vendor, preparer, approver, date and amount; its reference stays. The books' payment of a re-used
+invoice stays as it was (amount, date, cash) and now pays the planted invoice on account: it is
+dated after it, never above it, and names its vendor. Each part's vendor invoice (titled like the
+books' own, citing its purchase order) and the purchase orders are added to the support pack;
+only those documents tell the kinds apart.
 
-Singles. Every single's vendor has a statement of work on file (titled with the vendor), signed
-before the entry, with a term covering its date.
-  * decoy ``contract_fixed_price``: the statement of work fixes exactly the entry's amount.
-    Decisive facts: the statement of work, the amount and the vendor id.
-  * defect ``near_limit`` (criteria ``LIMIT_AVOIDANCE``): the vendor's statement of work fixes
-    another price for another deliverable (closer to the amount as ``near_miss`` rises), so
-    nothing fixes the amount. Decisive facts: the preparer, the limit, the amount and the
-    statement of work read.
-Groups. Every part has the vendor invoice in the pack (``Invoice <reference> - <vendor>``).
-  * defect ``split_entry``: every part is a partial invoice against one purchase order whose total
-    (the sum of the parts) exceeds the preparer's limit and the reviewer's: one purchase split.
-    Decisive facts: the purchase order, its total, the preparer's limit and the invoice.
-  * decoy ``separate_purchases``: each invoice bills its own purchase order, ordered on its own date
-    by its own requester, in full. Decisive facts: the purchase order, the amount and the invoice.
+* Defect ``split_purchase`` (criteria ``LIMIT_AVOIDANCE``): the unit's purchase orders were raised
+  the same day under one requisition and one vendor quotation whose total (the sum of the parts)
+  exceeds the limit of every user who approved the orders and the invoices. Decisive facts: the
+  quotation, its total and the approvers' limit (from the orders and ``master:users``).
+* Decoy ``order_approved_in_full``: all parts invoice one purchase order for the total, approved
+  before the invoices by a user whose limit covers the total (the accounting manager or the
+  controller). Decisive facts: the order, its total, its approver and that approver's limit.
+* Decoy ``separate_purchases``: each part bills its own purchase order, raised on its own date
+  (weeks apart; closer as ``near_miss`` rises) under its own requisition and quotation, for
+  other goods or services. Decisive facts: each order, its own quotation and its amount.
 
-Required evidence: the matrix and ``master:users``, plus the statement of work read (singles) or
-the part's invoice (groups); a decoy is cleared by the matrix, ``master:users`` and its statement
-of work or invoice. The base population keeps manual amounts out of 80-100% of the preparer's
-limit; ``plant`` also re-checks that band and breaks up any run of same-preparer, same-vendor
-manual entries that would read as a split, so only planted entries trip the rule.
+Required evidence: the matrix, ``master:users``, the part's vendor invoice and its purchase order;
+a decoy is cleared by the same. There are no contracts in this task (an earlier version cleared
+near-limit amounts by statements of work that the ledger contradicted).
+
+Unplanted look-alikes: the rule also catches runs in the books themselves (an AP clerk, limit
+5,000, keying two invoices of one supplier within three days). Over seeds 0-49 at default knobs
+it returns 32 unplanted entries in 15 of 50 worlds (5.3 % of its 606 hits; 0.8 % of the 4,024
+unplanted manual vendor invoices). None is an exception: in most, the user who approved each
+invoice holds a limit covering the whole run (``master:users`` clears them); for the others
+(12 entries) the books' own invoices and purchase orders are added to the pack, and they show
+separate purchase orders raised on different days or one order approved by a user whose limit
+covers it (at most ``MAX_DOCUMENTED_INVOICES`` invoices: in a slice of a million entries the runs
+merge into chains of thousands, which the pack does not document one by one). ``plant`` keeps planted units from running into the books' invoices (no other invoice
+of the unit's preparer and vendor within three days of it).
 """
 
 from __future__ import annotations
@@ -44,403 +59,441 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.books import chart, master as md
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import APPROVERS, PERIOD_END, PERIOD_START, VENDOR_NAMES, business_days
+from jeval_ray.tasks._spec import key, spec
+from jeval_ray.world._base import HOLIDAY_DATES
 
 SPEC = spec(
     "JE-5",
     "L2",
     'Approval-limit avoidance',
-    objective="Find manual entries sized just below the preparer's approval limit with no fixed price on file, or one purchase split into several entries that together exceed it.",
-    defect="amount just below the preparer's approval limit, or a split above it",
-    decoys='a fixed-price item near the limit backed by a statement of work, or separate purchases on adjacent days',
-    required_evidence='approval-limit matrix, user limits and the statement of work or vendor invoice',
-    sources=('general_ledger', 'user_master', 'approval_limit_matrix', 'invoices', 'contracts'),
+    objective="Find purchases recorded in parts so that each part stayed within the approval limit of the user who "
+              "released it while the purchase as a whole exceeded it.",
+    defect="one purchase split into several orders and invoices, each within the approver's limit, together above it",
+    decoys="runs of invoices of one vendor keyed close together that were approved at their full amount or are "
+           "separate purchases",
+    required_evidence='approval authority matrix, user limits, the vendor invoices and purchase orders',
+    sources=('general_ledger', 'user_master', 'approval_limit_matrix', 'invoices', 'purchase_orders'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('LIMIT_AVOIDANCE', "amount just below the preparer's approval limit, or split entries that together exceed it"),
+        ('LIMIT_AVOIDANCE', "one purchase recorded in parts that each stay within the approver's limit while together "
+                            "they exceed it"),
     ),
     withheld_variant=('search_documents',),
     available=True,
 )
 
-POLICY_TITLE = "Approval authority matrix - manual journal entries"
-#: share of the preparer's limit from which a manual entry needs a contract fixing its amount
-REVIEW_SHARE = 0.90
-#: the policy's "same or adjacent days" for splits, in calendar days
-SPLIT_WINDOW_DAYS = 1
-#: a wider window used when sanitising the base, so no near-split survives by a day
-SANITISE_WINDOW_DAYS = 3
-#: users who key vendor invoices (the AR clerk does not)
-INVOICE_PREPARERS = ("AKIM", "BOKAFOR", "DPATEL", "EMUELLER", "FNGUYEN", "GSILVA")
-#: users who review (release) manual entries within the preparer's limit
-REVIEWERS = ("AKIM", "BOKAFOR", "CRUIZ", "DPATEL", "EMUELLER", "FNGUYEN", "GSILVA")
-_ALL_VENDOR_IDS = tuple(f"V{1001 + i}" for i in range(len(VENDOR_NAMES)))
-
-# vendor name -> (expense account, deliverables billed at a fixed price under a statement of work)
-CONTRACTABLE = {
-    "Evergreen Facilities": ("6600", ("deep cleaning of the Denver production hall", "re-marking of the warehouse floor")),
-    "Falcon IT Services": ("7100", ("migration of the file servers to the new data centre", "replacement of 40 laptops")),
-    "Granite Legal LLP": ("6400", ("review of the revised distributor agreements", "trademark renewal filings")),
-    "Juniper Marketing Group": ("6700", ("design of the spring product catalogue", "trade-show booth artwork")),
-    "Lumen Software Inc.": ("7100", ("configuration of the ERP approval workflow", "ERP user training for Finance")),
-    "Northstar Consulting": ("6400", ("review of the month-end close process", "inventory costing assessment")),
-    "Orion Packaging": ("1200", ("tooling for the new shipping carton", "pallet-wrap trial run")),
-    "Redwood Maintenance": ("6600", ("overhaul of production line 2", "inspection of the sprinkler system")),
-    "Summit Staffing": ("6400", ("recruitment of an AP team lead", "temporary cover for the payroll clerk")),
-    "Titan Equipment Rental": ("6600", ("hire of a scissor lift for the roof works", "hire of a generator for the outage")),
-    "Unity Telecom": ("6200", ("cabling of the new Boulder office", "upgrade of the phone system")),
-    "Vista Print Solutions": ("6700", ("printing of the annual product catalogue", "printing of the trade-show banners")),
+#: examining journal entries and the controls over them for management override (AS 2401, ISA 240)
+_STANDARD = "AS 2401 .58-.62; ISA 240 .32(a), A41-A45"
+KEY_RATIONALE = (
+    key("defect", "split_purchase",
+        evidence="the part's vendor invoice (its purchase order), the purchase orders of the run, master:users, "
+                 "the approval authority matrix",
+        facts="the orders were raised the same day under one requisition and one vendor quotation; the quotation's "
+              "total (= the sum of the parts); the limit of the user who approved the orders and invoices, below "
+              "that total",
+        conclusion="One purchase was split into orders and invoices that each stay within the approver's limit; the "
+                   "purchase as a whole needed a higher approver and never had one. Breach of the matrix's section 3; "
+                   "every part is an exception.",
+        standard=_STANDARD),
+    key("decoy", "order_approved_in_full",
+        evidence="the part's vendor invoice and its one purchase order, master:users",
+        facts="one order for the run's total, approved before the invoices by a user (the accounting manager or "
+              "the controller) whose limit covers that total",
+        conclusion="The purchase was approved at its full amount; the vendor invoiced it in instalments, each "
+                   "released within its approver's limit. No exception.",
+        standard=_STANDARD),
+    key("decoy", "separate_purchases",
+        evidence="the vendor invoices and their purchase orders, master:users",
+        facts="each invoice bills its own order, raised on its own date under its own requisition and quotation "
+              "for other goods or services, approved within its approver's limit",
+        conclusion="Separate purchases that happened to be invoiced within days of each other; each was approved at "
+                   "its full amount. No exception.",
+        standard=_STANDARD),
+)
+POLICY_TITLE = "Approval authority matrix - purchases and manual journal entries"
+#: the red-flag rule's run: invoices of one preparer and vendor at most this many days apart
+RUN_GAP_DAYS = 3
+#: vendor categories bought under purchase orders without a goods receipt (the books' two-way flow)
+UNIT_CATEGORIES = ("freight", "maintenance", "marketing")
+#: categories whose ad-hoc invoices a unit may re-use (no schedule, accrual or recurring fee shows the gap)
+REUSED_CATEGORIES = ("freight", "maintenance", "marketing", "office", "travel")
+#: categories re-used only when a small year lacks ad-hoc invoices
+FALLBACK_CATEGORIES = ("professional", "utilities")
+#: the smallest part, as a share of the tier (``_parts``)
+MIN_PART_SHARE = 0.36
+#: the books' own invoices in runs whose documents are added to the pack, at most (a default slice
+#: has none to three; in a slice of a million entries the runs merge into long chains of tens of
+#: thousands of invoices, which no review reads one by one)
+MAX_DOCUMENTED_INVOICES = 300
+#: users who key vendor invoices in the books
+INVOICE_PREPARERS = tuple(u.user_id for u in md.USERS if "VN" in u.posts)
+#: the approval tiers a unit's parts sit under (their weights), and who releases a part of each
+TIERS = ((25_000_00, 0.8), (100_000_00, 0.2))
+BUYER = next(u for u in md.USERS if u.posts == ("PO",))
+_USER = {u.user_id: u for u in md.USERS}
+_GOODS = {
+    "freight": ("haulage of the relocated press line", "dedicated trucking for the plant shutdown",
+                "expedited deliveries to the Midwest warehouse", "crating and shipping of the test rig"),
+    "maintenance": ("overhaul of production line 2", "roof repairs at the Denver plant", "servicing of the compressors",
+                    "replacement of the dock levellers", "repainting of the warehouse floor"),
+    "marketing": ("design and print of the product catalogue", "trade-show booth and artwork", "product photography",
+                  "online campaign for the new valve range", "distributor brochures"),
 }
-_GOODS = ("spare parts", "consumables", "service visit", "materials", "hardware", "installation work")
-_REQUESTERS = ("Plant maintenance", "Warehouse", "Finance", "IT", "Sales operations", "Production planning")
-_VENDOR_ID = {nm: f"V{1001 + i}" for i, nm in enumerate(VENDOR_NAMES)}
-_VENDOR_NAME = {v: k for k, v in _VENDOR_ID.items()}
-_SIGNATORIES = ("Maria Lopez, Managing Director", "Tom Becker, Account Director", "Priya Shah, VP Sales",
-                "Daniel Moore, Partner", "Sofia Rossi, Commercial Manager")
+_REQUESTERS = ("Plant maintenance", "Warehouse", "Production planning", "Sales operations", "Facilities", "Logistics")
 
 
 # ---------------------------------------------------------------------------- the rule
-def split_chains(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, window: int) -> list[np.ndarray]:
-    """Positions of chains of two or more entries by one preparer for one vendor whose dates are
-    at most ``window`` days apart one after the other (entries without a vendor never chain)."""
+def runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, gap: int = RUN_GAP_DAYS) -> list[np.ndarray]:
+    """Positions of runs of two or more invoices by one preparer for one vendor, each at most
+    ``gap`` days after the one before (entries without a vendor never run)."""
     idx = np.flatnonzero(vendor != "")
     if len(idx) < 2:
         return []
-    order = idx[np.lexsort((day[idx], vendor[idx], prep[idx]))]
-    link = ((prep[order][1:] == prep[order][:-1]) & (vendor[order][1:] == vendor[order][:-1])
-            & (day[order][1:] - day[order][:-1] <= window))
+    p = np.unique(prep[idx], return_inverse=True)[1]
+    v = np.unique(vendor[idx], return_inverse=True)[1]
+    o = np.lexsort((day[idx], v, p))
+    order, p, v, d = idx[o], p[o], v[o], day[idx][o]
+    link = (p[1:] == p[:-1]) & (v[1:] == v[:-1]) & (d[1:] - d[:-1] <= gap)
     starts = np.flatnonzero(np.concatenate([[True], ~link]))
     return [g for g in np.split(order, starts[1:]) if len(g) >= 2]
 
 
-def is_split(cents: np.ndarray, limit_cents: float) -> bool:
-    """The policy's split: every part within the limit, the parts together above it."""
-    return limit_cents > 0 and bool(np.all(cents < limit_cents)) and int(cents.sum()) > limit_cents
-
-
-def in_band(cents, limit_cents, share: float = REVIEW_SHARE):
-    """At ``share`` or more of the preparer's limit and below it (vectorised)."""
-    cents = np.asarray(cents)
-    limit_cents = np.asarray(limit_cents)
-    return (limit_cents > 0) & (cents >= share * limit_cents) & (cents < limit_cents)
+def flagged_runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, cents: np.ndarray,
+                 prep_limit_cents: np.ndarray) -> list[np.ndarray]:
+    """The red-flag rule: runs whose total exceeds the preparer's approval limit."""
+    return [g for g in runs(prep, vendor, day) if int(cents[g].sum()) > prep_limit_cents[g[0]]]
 
 
 # ---------------------------------------------------------------------------- planting
 def _policy_body() -> str:
+    limits = {u.role: u.approval_limit_cents for u in md.USERS
+              if u.kind == "human" and u.approval_limit_cents and u.role != "AR Clerk"}
+    roles = "\n".join(f"   {r} {'.' * (30 - len(r))} USD {c // 100:,}" for r, c in limits.items())
     return (
-        "Policy FIN-07 Approval authority for manual journal entries. Effective 2024-07-01. Owner: Controller.\n\n"
-        "1. Individual limits. Every user who prepares manual journal entries holds an individual approval limit, "
-        "recorded in the user master (master data: users, field approval_limit). Standard limits by role:\n"
-        "   AP Clerk / AR Clerk ............ USD 5,000\n"
-        "   GL Accountant .................. USD 10,000\n"
-        "   Senior Accountant .............. USD 25,000\n"
-        "   Accounting Manager ............. USD 100,000\n"
-        "   Controller ..................... USD 500,000\n"
-        "   CFO ............................ USD 5,000,000\n"
-        "2. Release. A manual entry within the preparer's limit is released after review by another user whose own "
-        "limit covers it. An entry above the preparer's limit must be approved by a user whose own limit covers the "
-        "full amount.\n"
-        "3. Splitting. A purchase is recorded at its full amount. Recording one purchase (one purchase order) as "
-        "several entries for the same vendor by the same preparer on the same or adjacent days, so that each part "
-        "stays within the preparer's limit, is prohibited; such parts are assessed together against the limit and "
-        "each of them is in breach of this policy. Separate purchase orders, each invoiced in full, are separate "
-        "purchases.\n"
-        f"4. Entries close to the limit. A manual entry at {REVIEW_SHARE:.0%} or more of the preparer's limit, but "
-        "below it, is acceptable only where a signed statement of work or contract on file fixes that amount for "
-        "the vendor, for a term covering the date of the entry. Otherwise it must be re-routed to an approver "
-        "with sufficient authority.\n"
-        "5. Evidence. Statements of work and vendor invoices are kept in the support pack."
+        "Policy FIN-07 Approval authority for purchases and manual journal entries. Effective 2024-07-01. "
+        "Owner: Controller.\n\n"
+        "1. Individual limits. Every user holds an individual approval limit recorded in the user master (master "
+        "data: users, field approval_limit). Standard limits by role:\n" + roles + "\n"
+        "2. Release. A purchase order is approved before it is placed, and a manual journal entry (a vendor invoice "
+        "keyed in Accounts Payable included) before it is posted, each by a user other than its preparer whose own "
+        "limit covers its full amount.\n"
+        "3. Splitting. A purchase is approved at its full amount. Splitting one purchase - one requisition or one "
+        "vendor quotation - into several purchase orders or invoices so that each part stays within the approver's "
+        "limit is prohibited; the parts are assessed together against the limit of whoever approved them, and each "
+        "of them is in breach of this policy. A purchase order approved for its full amount by a user whose limit "
+        "covers it authorises the purchase even when the vendor invoices it in instalments. Separate requisitions, "
+        "ordered on their own dates, are separate purchases.\n"
+        "4. Evidence. Purchase orders (which cite their requisition and the vendor's quotation) and vendor invoices "
+        "are kept in the support pack."
     )
 
 
-class _Planter:
-    """Places planted entries so that no two planted items chain by accident."""
-
-    def __init__(self, b):
-        self.b = b
-        self.rng = b.rng
-        self.bdays = business_days(PERIOD_START, PERIOD_END)
-        self.placed: list[tuple[str, str, int]] = []  # (preparer, vendor, day number)
-        self.planted = np.zeros(b.n, dtype=bool)
-        self.limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
-
-    def free(self, prep: str, vendor: str, days: list[int]) -> bool:
-        return not any(p == prep and v == vendor and abs(d - x) <= SANITISE_WINDOW_DAYS
-                       for p, v, x in self.placed for d in days)
-
-    def slot(self, vendors: tuple[str, ...], preps: tuple[str, ...] = INVOICE_PREPARERS, n_days: int = 1):
-        """A (preparer, vendor, [days]) with the days on the same or adjacent business days."""
-        rng = self.rng
-        for _ in range(500):
-            prep = str(preps[int(rng.integers(0, len(preps)))])
-            vendor = str(vendors[int(rng.integers(0, len(vendors)))])
-            d0 = int(self.bdays[int(rng.integers(0, len(self.bdays) - 1))].astype(np.int64))
-            nxt = int(self.bdays[np.searchsorted(self.bdays.astype(np.int64), d0) + 1].astype(np.int64))
-            days = [d0]
-            for _k in range(n_days - 1):
-                # a later part lands the same day or the next calendar day when that is a business day
-                days.append(nxt if (nxt - d0 == 1 and rng.random() < 0.5) else d0)
-            days.sort()
-            if self.free(prep, vendor, days):
-                self.placed += [(prep, vendor, d) for d in days]
-                return prep, vendor, days
-        raise ConfigError(f"impossible knobs for JE-5: no room left to place {n_days} more planted invoice(s); "
-                          "lower n_defects/n_decoys")
-
-    def reviewer(self, prep: str, need: int, below: int | None = None) -> str:
-        """A peer reviewer (policy section 2): another preparer whose limit covers ``need`` (and,
-        for a group, is below the group's total ``below``); an approver when no peer fits."""
-        ok = [u for u in REVIEWERS if u != prep and self.limits[u] >= need and (below is None or self.limits[u] < below)]
-        ok = ok or [a for a in APPROVERS if a != prep and self.limits[a] >= need]
-        return ok[int(self.rng.integers(0, len(ok)))]
-
-    def invoice(self, idx: int, prep: str, vendor: str, day: int, cents: int, account: str, reviewer: str) -> None:
-        """Rewrite base entry ``idx`` as a manual vendor invoice keyed by ``prep``."""
-        b, e, rng = self.b, self.b.e, self.rng
-        d = np.datetime64(day, "D")
-        e["template"][idx] = "vendor_invoice"
-        e["manual"][idx] = True
-        e["doc_type"][idx] = "KR"
-        e["post_date"][idx] = d
-        e["entry_date"][idx] = d
-        e["doc_date"][idx] = max(d - int(rng.integers(0, 6)), PERIOD_START)
-        e["time_s"][idx] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
-        e["preparer"][idx] = prep
-        e["approver"][idx] = reviewer
-        e["debit_account"][idx] = account
-        e["credit_account"][idx] = "2000"
-        e["debit_cents"][idx] = cents
-        e["credit_cents"][idx] = cents
-        e["vendor_id"][idx] = vendor
-        ref = "INV-" + str(e["reference"][idx]).split("-")[-1]
-        e["reference"][idx] = ref
-        if rng.random() < b.knobs.description_quality:
-            e["description"][idx] = f"Invoice {ref} {_VENDOR_NAME[vendor]}"
-        else:
-            e["description"][idx] = str(rng.choice(["Adj", "Per JV", "See file", "Entry"]))
-        self.planted[idx] = True
+def _money(cents: int) -> str:
+    return f"USD {cents / 100:,.2f}"
 
 
-def _cents_in_band(rng, limit_cents: float, lo: float, hi: float = 0.999) -> int:
-    """An amount between ``lo`` and ``hi`` of the limit, with cents and never a whole hundred."""
-    c = int(limit_cents * rng.uniform(lo, hi))
-    if c % 10_000 == 0:
-        c += 1_737
-    return min(c, int(limit_cents) - 1)
+def _approver_for(cents: int, preparer: str, rng) -> str:
+    """The user of the lowest tier whose limit covers ``cents`` (never the preparer), as the books route it."""
+    for a in md.APPROVERS:
+        if a != preparer and _USER[a].approval_limit_cents >= cents:
+            same = [b for b in md.APPROVERS if b != preparer
+                    and _USER[b].approval_limit_cents == _USER[a].approval_limit_cents]
+            return same[int(rng.integers(0, len(same)))]
+    raise ValueError(f"no approver covers {cents} cents")
 
 
-def _split_parts(rng, limit_cents: float, k: int) -> list[int]:
-    lo, hi = (0.45, 0.86) if k == 2 else (0.34, 0.75)
+def _parts(rng, tier: int, k: int, near: float) -> list[int]:
+    """``k`` amounts of 34-86 % of ``tier`` that together exceed it (by less as ``near_miss`` rises)."""
+    lo, hi = (0.52, 0.86) if k == 2 else (0.36, 0.62)
     while True:
-        parts = [int(limit_cents * rng.uniform(lo, hi)) + int(rng.integers(1, 99)) for _ in range(k)]
-        if sum(parts) > 1.03 * limit_cents and max(parts) < REVIEW_SHARE * limit_cents:
+        parts = [int(tier * rng.uniform(lo, hi)) + int(rng.integers(1, 99)) for _ in range(k)]
+        parts = [p + 1_737 if p % 10_000 == 0 else p for p in parts]
+        if tier * (1.03 + 0.1 * (1 - near)) < sum(parts) < 4 * tier:
             return parts
 
 
 def _units(rng, n: int) -> list[int]:
-    """Sizes of the planted units (1 = a single invoice, 2-3 = a group) holding ``n`` entries; the
-    same process for defects and decoys, so both have the same mix of shapes."""
+    """Sizes (2 or 3 parts) of the units holding ``n`` planted entries; the same process for
+    defects and decoys, so both have the same mix of shapes (a lone entry joins a unit of two)."""
     sizes: list[int] = []
     while n > 0:
-        if n >= 2 and rng.random() < 0.45:
-            k = 3 if n >= 3 and rng.random() < 0.3 else 2
-        else:
-            k = 1
-        sizes.append(k)
-        n -= k
+        k = 3 if n >= 3 and rng.random() < 0.3 else 2
+        k = n if n <= 3 else k
+        if n - k == 1:
+            k = 3 if k == 2 else 2
+        sizes.append(min(k, n))
+        n -= min(k, n)
     return sizes
 
 
-def _sow(b, vendor: str, cents: int, deliverable: str, day: int) -> int:
-    """A statement of work fixing ``cents`` for ``deliverable``, signed before ``day`` with a term covering it."""
-    rng = b.rng
-    name = _VENDOR_NAME[vendor]
-    d = np.datetime64(day, "D")
-    start = d - int(rng.integers(15, 90))
-    end = d + int(rng.integers(20, 120))
-    signed = start - int(rng.integers(3, 20))
-    no = f"SOW-{int(rng.integers(2100, 2999))}"
-    body = (
-        f"Statement of work {no} under the master services agreement\n"
-        f"Parties: {b.facts['company_name']} (the Customer) and {name}, vendor no. {vendor} (the Supplier).\n"
-        f"Deliverable: {deliverable}.\n"
-        f"Term: {start} to {end}.\n"
-        f"Price: a fixed price of USD {cents / 100:,.2f} for the deliverable, invoiced once on completion, payable 30 "
-        f"days from invoice. The price is fixed; changes need a written amendment. Other services are ordered "
-        f"separately.\n"
-        f"Signed for the Customer: Isabel Brown, Controller. Signed for the Supplier: "
-        f"{_SIGNATORIES[int(rng.integers(0, len(_SIGNATORIES)))]}."
-    )
-    return b.add_document("contract", f"Statement of work {no} - {name}", body, str(signed))
+class _Docs:
+    """Document texts worded like the books' own (``jeval_ray.books.documents.render``)."""
+
+    def __init__(self, b):
+        self.b = b
+        self.next_po = len(b.books.docs.type) + 1  # numbers above every books document: no collision
+
+    def po_number(self) -> str:
+        n, self.next_po = self.next_po, self.next_po + 1 + int(self.b.rng.integers(0, 40))
+        return f"PO-{n:07d}"
+
+    def purchase_order(self, po: str, vendor: dict, date, req: tuple[str, str, str], quote: tuple[str, str, int],
+                       goods: str, ordered: str, cents: int, approver: str, approved_on) -> int:
+        a = _USER[approver]
+        body = "\n".join([
+            f"Purchase order {po}", f"Document date: {date}", f"Vendor: {vendor['name']} ({vendor['vendor_id']})",
+            f"Requisition: {req[0]} raised by {req[1]} on {req[2]} for {goods}",
+            f"Vendor quotation: {quote[0]} of {quote[1]}, {_money(quote[2])} for {goods}",
+            f"Ordered: {ordered}", f"Amount: {_money(cents)}",
+            f"Prepared by: {BUYER.name} ({BUYER.user_id})",
+            f"Approved by: {a.name} ({a.user_id}, {a.role}) on {approved_on}",
+        ])
+        return self.b.add_document("purchase order", f"Purchase order {po} - {vendor['name']}", body, str(date))
+
+    def invoice(self, idx: int, vendor: dict, po: str, ext: int, account: str, approved_on) -> int:
+        b, e = self.b, self.b.e
+        ref = str(e["reference"][idx])
+        prep, appr = _USER[str(e["preparer"][idx])], _USER[str(e["approver"][idx])]
+        doc_date = e["doc_date"][idx]
+        body = "\n".join([
+            f"Vendor invoice (no goods receipt) {ref}", f"Document date: {doc_date}",
+            f"Posting date: {e['post_date'][idx]}", f"Vendor: {vendor['name']} ({vendor['vendor_id']})",
+            f"Reference document: {po}", f"Vendor invoice number: {ext}",
+            f"Account: {account} {chart.ACCOUNTS[chart.CODE[account]].name}",
+            f"Amount: {_money(int(e['debit_cents'][idx]))}",
+            f"Due date: {doc_date + int(vendor['payment_terms_days'])}",
+            f"Prepared by: {prep.name} ({prep.user_id})",
+            f"Approved by: {appr.name} ({appr.user_id}, {appr.role}) on {approved_on}",
+        ])
+        return b.add_document("invoice", f"Vendor invoice (no goods receipt) {ref} - {vendor['name']}", body,
+                              str(doc_date))
 
 
-def _invoice_doc(b, ref: str, vendor: str, day, cents: int, po: str, order_total: int, part: tuple[int, int] | None,
-                 goods: str, requester: str, ordered: str) -> int:
-    """The vendor invoice behind a group part, with its purchase order."""
-    name = _VENDOR_NAME[vendor]
-    d = str(np.datetime64(day, "D"))  # the entry's document date
-    billing = (f"Partial invoice {part[0]} of {part[1]} against purchase order {po} (order total USD "
-               f"{order_total / 100:,.2f}, one delivery)" if part else
-               f"Purchase order {po} (order total USD {order_total / 100:,.2f}), invoiced in full")
-    return b.add_document(
-        "invoice", f"Invoice {ref} - {name}",
-        f"{name} (vendor {vendor})\nINVOICE {ref}\nInvoice date: {d}\n{billing}.\nPurchase order {po} raised on "
-        f"{ordered} by {requester} for {goods}.\nAmount due: USD {cents / 100:,.2f}\nPayment terms: net 30 days.",
-        d,
-    )
+def _workday_on_or_before(d) -> np.datetime64:
+    """The buyer raises orders on business days."""
+    return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=HOLIDAY_DATES)
+
+
+def _busday(d, offset: int = 0) -> np.datetime64:
+    return np.busday_offset(np.datetime64(d, "D"), offset, roll="forward", holidays=HOLIDAY_DATES)
 
 
 def plant(b) -> None:
-    rng = b.rng
-    e = b.e
-    pl = _Planter(b)
-    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-06-20")
+    """Plant units of two or three vendor invoices (defects: one purchase split; decoys: one order
+    approved in full, or separate purchases), then add the books' own documents behind the runs
+    of the books that the rule catches."""
+    rng, e = b.rng, b.e
     near = b.knobs.near_miss
-    vendors = tuple(_VENDOR_ID[v] for v in CONTRACTABLE)
+    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-06-20")
+    docs = _Docs(b)
+    vendors = [v for v in b.vendors if v["category"] in UNIT_CATEGORIES]
+    if not vendors:
+        raise ConfigError("JE-5 needs a vendor bought from under purchase orders (freight, maintenance, marketing); "
+                          "raise n_entries")
+    limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users}
     units = [(k, True) for k in _units(rng, b.n_defects)] + [(k, False) for k in _units(rng, b.n_decoys)]
     units = [units[int(i)] for i in rng.permutation(len(units))]
-    idxs = [int(i) for i in rng.permutation(b.pick(b.n_defects + b.n_decoys, what="entries to plant"))]
+    # the books' manual invoices without a goods receipt that a unit re-uses: of vendors bought from
+    # ad hoc (not rent, subscriptions, insurance premiums or accrued services, whose schedules would
+    # show the gap), below the smallest part, so the books' payment of one never exceeds its new amount
+    reusable = e["manual"] & (e["doc_code"] == "VN") & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0])
+
+    def of_categories(names: tuple[str, ...]) -> np.ndarray:
+        out = np.zeros(b.n, dtype=bool)
+        idx = np.flatnonzero(reusable)
+        out[idx] = np.isin(e["vendor_id"][idx], [v["vendor_id"] for v in b.vendors if v["category"] in names])
+        return out
+
+    pool = of_categories(REUSED_CATEGORIES)
+    if int(pool.sum()) < b.n_defects + b.n_decoys + 4:
+        # a small year with few ad-hoc invoices: bills of accrued services too (their accrual then
+        # reverses without the month's invoice)
+        pool |= of_categories(FALLBACK_CATEGORIES)
+    paid_inv, pay = _payments_of(b)
+    first_paid = np.full(b.n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_paid, paid_inv, e["post_date"][pay].astype(np.int64))
+    invoices = e["manual"] & np.isin(e["doc_code"], ("VI", "VN"))
+    first, last = np.datetime64("2025-02-03"), np.datetime64("2025-12-10")
     for k, defect in units:
-        prep, vendor, days = pl.slot(vendors, n_days=k)
-        lim = pl.limits[prep]
-        account, deliverables = CONTRACTABLE[_VENDOR_NAME[vendor]]
-        if k == 1:
-            idx, day = idxs.pop(), days[0]
-            cents = _cents_in_band(rng, lim, REVIEW_SHARE)
-            pl.invoice(idx, prep, vendor, day, cents, account, pl.reviewer(prep, cents))
-            j = int(rng.integers(0, 2))
-            if not defect:
-                doc = _sow(b, vendor, cents, deliverables[j], day)
-                b.add_decoy(idx, "contract_fixed_price", [policy, "master:users", doc],
-                            facts=[f"{{D:{doc}}}", cents / 100, vendor])
+        # k re-usable invoices, then a preparer, vendor and days before the books pay any of them,
+        # with no other invoice of that preparer and vendor within the run's gap
+        group: list[int] = []
+        for _attempt in range(500):
+            free = np.flatnonzero(pool & ~b.used)
+            if len(free) < k:
+                break
+            group = [int(i) for i in rng.choice(free, size=k, replace=False)]
+            latest = min(last, np.datetime64(int(first_paid[group].min()) - 1 - RUN_GAP_DAYS, "D")) \
+                if first_paid[group].min() < np.iinfo(np.int64).max else last
+            if latest < first:
                 continue
-            # the vendor's statement of work fixes another price (nearer the amount as near_miss rises)
-            rel = (0.03 + 0.3 * (1 - near) * rng.random()) * (1 if rng.random() < 0.5 else -1)
-            fee = int(cents * (1 + rel)) // 100 * 100 + int(rng.integers(0, 4)) * 25
-            doc = _sow(b, vendor, fee if fee != cents else fee + 2_500, deliverables[j], day)
-            b.add_defect(idx, "near_limit", "LIMIT_AVOIDANCE", [policy, "master:users", doc], cents,
-                         facts=[prep, lim / 100, cents / 100, f"{{D:{doc}}}"])
-            continue
-        parts = _split_parts(rng, lim, k)
+            prep = str(INVOICE_PREPARERS[int(rng.integers(0, len(INVOICE_PREPARERS)))])
+            vendor = vendors[int(rng.integers(0, len(vendors)))]
+            days = [_busday(first + int(rng.integers(0, int((latest - first).astype(np.int64)) + 1)))]
+            for _p in range(k - 1):
+                nxt = _busday(days[-1], int(rng.random() < 0.5))
+                # the next business day, unless a long weekend puts it beyond the run's gap
+                days.append(nxt if int((nxt - days[-1]).astype(np.int64)) <= RUN_GAP_DAYS else days[-1])
+            lo, hi = int(days[0].astype(np.int64)), int(days[-1].astype(np.int64))
+            day = e["post_date"].astype(np.int64)  # as moved by the units placed so far
+            others = invoices & (e["preparer"] == prep) & (e["vendor_id"] == vendor["vendor_id"])
+            others[group] = False
+            if hi < first_paid[group].min() and \
+                    not (others & (day >= lo - RUN_GAP_DAYS - 1) & (day <= hi + RUN_GAP_DAYS + 1)).any():
+                b.used[group] = True
+                break
+        if len(group) < k or not b.used[group].all():
+            raise ConfigError(f"impossible knobs for JE-5: the slice has too few manual vendor invoices of ad-hoc "
+                              f"purchases to re-use for {b.n_defects + b.n_decoys} planted entries; lower "
+                              "n_defects/n_decoys or raise n_entries")
+        tier = TIERS[0][0] if rng.random() < TIERS[0][1] else TIERS[1][0]
+        parts = _parts(rng, tier, k, near)
         total = sum(parts)
-        reviewer = pl.reviewer(prep, max(parts), total)
-        group = [idxs.pop() for _ in range(k)]
-        requesters = [str(x) for x in rng.permutation(_REQUESTERS)]
-        po0 = int(rng.integers(400_000, 499_000))
-        for p, (idx, day, cents) in enumerate(zip(group, days, parts)):
-            pl.invoice(idx, prep, vendor, day, cents, account, reviewer)
-            ref = str(e["reference"][idx])
-            goods = _GOODS[int(rng.integers(0, len(_GOODS)))]
-            d = np.datetime64(day, "D")
-            if defect:
-                po = f"PO-{po0}"
-                ordered = str(np.datetime64(days[0], "D") - int(10 + po0 % 20))
-                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, total, (p + 1, k), goods, requesters[0], ordered)
-                b.add_defect(idx, "split_entry", "LIMIT_AVOIDANCE", [policy, "master:users", doc], cents,
-                             facts=[po, total / 100, lim / 100, f"{{D:{doc}}}"])
-            else:
-                po = f"PO-{po0 + 7 * p + int(rng.integers(1, 6)) * (p > 0)}"
-                ordered = str(d - int(rng.integers(6, 40)))
-                doc = _invoice_doc(b, ref, vendor, e["doc_date"][idx], cents, po, cents, None, goods, requesters[p], ordered)
-                b.add_decoy(idx, "separate_purchases", [policy, "master:users", doc],
-                            facts=[po, cents / 100, f"{{D:{doc}}}"])
-    _sanitise(b, pl)
-
-
-def _limit_cents(b, prep: np.ndarray) -> np.ndarray:
-    limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
-    uniq, inv = np.unique(prep, return_inverse=True)
-    return np.array([limits.get(p, 0.0) for p in uniq], dtype=float)[inv]
-
-
-def _sanitise(b, pl: _Planter) -> None:
-    """Keep the base clear of the rule: no base manual amount in the review band, and no base
-    manual entry chaining (same preparer, vendor, within a few days) with a planted entry or with
-    other base entries into something that could read as a split."""
-    e = b.e
-    manual = e["manual"]
-    lim = _limit_cents(b, e["preparer"])
-    band = manual & ~pl.planted & (lim > 0) & (e["debit_cents"] >= 0.8 * lim) & (e["debit_cents"] < lim)
-    e["debit_cents"] = np.where(band, (e["debit_cents"] * 0.6).astype(np.int64) + 13, e["debit_cents"])
-    e["credit_cents"] = np.where(band, (e["credit_cents"] * 0.6).astype(np.int64) + 13, e["credit_cents"])
-    for _round in range(6):
-        m = np.flatnonzero(e["manual"])
-        prep, vend = e["preparer"][m], np.where(e["manual"][m], e["vendor_id"][m], "")
-        day = e["post_date"][m].astype(np.int64)
-        bad: list[int] = []
-        for g in split_chains(prep, vend, day, SANITISE_WINDOW_DAYS):
-            rows = m[g]
-            planted = pl.planted[rows]
-            if planted.all():
-                continue  # a planted split (planted items never chain with each other otherwise)
-            if planted.any():
-                bad += [int(r) for r in rows[~planted]]
-            elif int(e["debit_cents"][rows].sum()) > lim[rows[0]]:
-                bad += [int(r) for r in rows[1:]]
-        if not bad:
-            return
-        if len(bad) > 64 or _round == 5:
-            # a dense slice (hundreds of thousands of entries): moving vendors one by one would not
-            # converge quickly, so these invoices become automated interface postings instead
-            _automate(b, pl, np.array(sorted(set(bad)), dtype=np.int64))
+        approver = _approver_for(max(parts), prep, rng)
+        if _USER[approver].approval_limit_cents >= total:
+            approver = _approver_for(tier, prep, rng)  # the tier's own approver: covers each part, not the total
+        account = chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[vendor["category"]]].account)].code
+        goods = [str(g) for g in rng.permutation(_GOODS[vendor["category"]])]
+        requesters = [str(r) for r in rng.permutation(_REQUESTERS)]
+        inv_dates = []
+        for idx, d, cents in zip(group, days, parts):
+            doc_date = _workday_on_or_before(max(d - int(rng.integers(0, 5)), np.datetime64("2025-01-02")))
+            inv_dates.append(doc_date)
+            e["vendor_id"][idx] = vendor["vendor_id"]
+            e["preparer"][idx], e["approver"][idx] = prep, approver
+            e["post_date"][idx] = e["entry_date"][idx] = d
+            e["doc_date"][idx] = doc_date
+            e["time_s"][idx] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
+            e["debit_account"][idx], e["credit_account"][idx] = account, "2000"
+            e["debit_cents"][idx] = e["credit_cents"][idx] = cents
+        exts = [int(x) for x in rng.integers(100_000, 999_999, k)]
+        for idx, ext in zip(group, exts):
+            e["description"][idx] = (f"Invoice {ext} {vendor['name']} - "
+                                     f"{chart.ACCOUNTS[chart.CODE[account]].name.lower()}"
+                                     if rng.random() < b.knobs.description_quality else
+                                     str(rng.choice(["Adj", "Per JV", "See file", "Entry"])))
+        for idx in group:
+            # the books' payment of the re-used invoice stays (amount, date, cash): a payment on account
+            for p in pay[paid_inv == idx].tolist():
+                e["vendor_id"][p] = vendor["vendor_id"]
+                e["description"][p] = f"Payment run {vendor['name']} invoice {e['reference'][idx]}"
+        # the orders: dated before the first invoice, approved on their own date
+        ordered_by = _workday_on_or_before(min(inv_dates) - int(rng.integers(6, 30)))
+        base_ev = [policy, "master:users"]
+        if defect:
+            req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[0], str(ordered_by - int(rng.integers(1, 6))))
+            quote = (f"Q-{int(rng.integers(50_000, 99_999))}", str(ordered_by - int(rng.integers(6, 12))), total)
+            for p, (idx, cents, ext) in enumerate(zip(group, parts, exts)):
+                po = docs.po_number()
+                po_doc = docs.purchase_order(po, vendor, ordered_by, req, quote, goods[0], f"{goods[0]} (lot {p + 1})",
+                                             cents, approver, ordered_by)
+                inv_doc = docs.invoice(idx, vendor, po, ext, account, _approval_day(rng, idx, e))
+                b.add_defect(idx, "split_purchase", "LIMIT_AVOIDANCE", [*base_ev, inv_doc, po_doc], cents,
+                             facts=[quote[0], total / 100, _USER[approver].approval_limit_cents / 100])
+        elif rng.random() < 0.5:
+            po = docs.po_number()
+            full = _approver_for(total, prep, rng)
+            req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[0], str(ordered_by - int(rng.integers(1, 6))))
+            quote = (f"Q-{int(rng.integers(50_000, 99_999))}", str(ordered_by - int(rng.integers(6, 12))), total)
+            po_doc = docs.purchase_order(po, vendor, ordered_by, req, quote, goods[0],
+                                         f"{goods[0]}, invoiced in {k} instalments", total, full, ordered_by)
+            for idx, ext in zip(group, exts):
+                inv_doc = docs.invoice(idx, vendor, po, ext, account, _approval_day(rng, idx, e))
+                b.add_decoy(idx, "order_approved_in_full", [*base_ev, inv_doc, po_doc],
+                            facts=[po, total / 100, full, _USER[full].approval_limit_cents / 100])
         else:
-            for r in bad:
-                _move_vendor(b, pl, r)
+            # each part its own requisition, quotation and order, on dates weeks apart (closer as near_miss rises)
+            gap = 5 + int(round((1 - near) * 25))
+            dates = [ordered_by]
+            for _p in range(k - 1):
+                dates.append(_workday_on_or_before(dates[-1] - gap - int(rng.integers(0, gap))))
+            dates.reverse()
+            for p, (idx, cents, ext) in enumerate(zip(group, parts, exts)):
+                od = dates[p]
+                req = (f"REQ-{int(rng.integers(20_000, 29_999))}", requesters[p], str(od - int(rng.integers(1, 6))))
+                quote = (f"Q-{int(rng.integers(50_000, 99_999))}", str(od - int(rng.integers(6, 12))), cents)
+                po = docs.po_number()
+                po_doc = docs.purchase_order(po, vendor, od, req, quote, goods[p], goods[p], cents, approver, od)
+                inv_doc = docs.invoice(idx, vendor, po, ext, account, _approval_day(rng, idx, e))
+                b.add_decoy(idx, "separate_purchases", [*base_ev, inv_doc, po_doc], facts=[po, quote[0], cents / 100])
+    _document_book_runs(b, limit)
 
 
-def _automate(b, pl: _Planter, rows: np.ndarray) -> None:
-    """Turn base manual entries into automated batch postings (night-time, no approver)."""
+def _payments_of(b) -> tuple[np.ndarray, np.ndarray]:
+    """(invoice entry, payment entry) pairs: the books' payments (``VP``) and the entries they pay."""
+    e, parent = b.e, b.books.docs.parent
+    vp = np.flatnonzero(e["doc_code"] == "VP")
+    docs = e["books_doc"]
+    # entries are in books-document order (the books post document by document); sort if not
+    order = np.arange(len(docs)) if bool(np.all(docs[1:] > docs[:-1])) else np.argsort(docs, kind="stable")
+    paid = parent[docs[vp]]
+    pos = np.clip(np.searchsorted(docs[order], paid), 0, len(order) - 1)
+    found = docs[order][pos] == paid
+    return order[pos[found]], vp[found]
+
+
+def _approval_day(rng, idx: int, e) -> np.datetime64:
+    """The invoice's approval: on or after its document date, by the day it was keyed."""
+    lo, hi = e["doc_date"][idx], e["entry_date"][idx]
+    return _workday_on_or_before(lo + int(rng.integers(0, int((hi - lo).astype(np.int64)) + 1)))
+
+
+def _document_book_runs(b, limit: dict[str, int]) -> None:
+    """Add the books' own invoices and purchase orders behind the unplanted runs the rule catches
+    whose total some approver's limit does not cover, so an auditor can vouch them."""
     e = b.e
-    e["manual"][rows] = False
-    e["preparer"][rows] = "SYS_BATCH"
-    e["approver"][rows] = ""
-    e["time_s"][rows] = pl.rng.integers(3600, 5 * 3600, len(rows))
-
-
-def _move_vendor(b, pl: _Planter, r: int) -> None:
-    """Re-point a base manual entry to a vendor its preparer has not billed within a few days;
-    when there is none, the entry becomes an automated posting."""
-    e = b.e
-    m = e["manual"] & (e["preparer"] == e["preparer"][r])
-    near = m & (np.abs(e["post_date"].astype(np.int64) - int(e["post_date"][r].astype(np.int64))) <= SANITISE_WINDOW_DAYS)
-    taken = set(e["vendor_id"][near].tolist())
-    free = [v for v in _ALL_VENDOR_IDS if v not in taken]
-    old = str(e["vendor_id"][r])
-    if free:
-        new = free[int(pl.rng.integers(0, len(free)))]
-        e["vendor_id"][r] = new
-        e["description"][r] = str(e["description"][r]).replace(_VENDOR_NAME[old], _VENDOR_NAME[new])
-    else:
-        _automate(b, pl, np.array([r]))
+    planted = np.zeros(b.n, dtype=bool)
+    planted[[d[0] for d in b.defects] + [d[0] for d in b.decoys]] = True
+    inv = np.flatnonzero(e["manual"] & np.isin(e["doc_code"], ("VI", "VN")) & ~planted)
+    if len(inv) < 2:
+        return
+    prep = e["preparer"][inv]
+    cents = e["debit_cents"][inv]
+    plim = np.array([limit.get(p, 0) for p in prep.tolist()], dtype=np.int64)
+    alim = np.array([limit.get(a, 0) for a in e["approver"][inv].tolist()], dtype=np.int64)
+    d = b.books.docs
+    added: set[int] = set()
+    found = [g for g in flagged_runs(prep, e["vendor_id"][inv], e["post_date"][inv].astype(np.int64), cents, plim)
+             if alim[g].min() < cents[g].sum()]  # (a run every approver's limit covers is cleared by master:users)
+    budget = MAX_DOCUMENTED_INVOICES
+    for g in found:
+        budget -= len(g)
+        if budget < 0:
+            break
+        for i in inv[g]:
+            b.source_document(int(i))
+            parent = int(d.parent[int(e["books_doc"][i])])
+            if parent >= 0 and parent not in added:
+                added.add(parent)
+                r = b.books.document(parent)
+                b.add_document(r["doc_type"], r["title"], r["body"], r["date"])
 
 
 # ---------------------------------------------------------------------------- strategies
-_LEDGER_COLS = ["entry_id", "posting_date", "preparer", "approver", "vendor_id", "debit", "reference", "description"]
+_LEDGER_COLS = ["entry_id", "posting_date", "preparer", "approver", "vendor_id", "debit", "reference", "document_type"]
 
 
-def _manual_heads(kit: Kit):
-    """Line 1 of every manual entry (one row per entry, carrying its amount)."""
-    return (yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
-                                          {"column": "line_no", "op": "eq", "value": 1}], columns=_LEDGER_COLS))
+def _invoice_entries(kit: Kit):
+    """Manual vendor invoices, one record per entry (its total debits as the amount)."""
+    rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
+                                          {"column": "document_type", "op": "in", "value": ["VI", "VN"]}],
+                                 columns=_LEDGER_COLS)
+    return list(entries_of(rows).values())
 
 
-def find_candidates(rows: list[dict], limits: dict[str, float], share: float = REVIEW_SHARE):
-    """(band entries, split groups) under the rule, from manual line-1 rows and the users' limits."""
-    if not rows:
-        return [], []
-    prep = np.array([r["preparer"] for r in rows])
-    vend = np.array([r.get("vendor_id") or "" for r in rows])
-    day = np.array([r["posting_date"] for r in rows], dtype="datetime64[D]").astype(np.int64)
-    cents = np.rint(np.array([r["debit"] for r in rows]) * 100).astype(np.int64)
-    lim = np.array([limits.get(p, 0.0) * 100 for p in prep])
-    splits = [[rows[i] for i in g] for g in split_chains(prep, vend, day, SPLIT_WINDOW_DAYS)
-              if is_split(cents[g], lim[g[0]])]
-    in_split = {r["entry_id"] for g in splits for r in g}
-    band = [rows[i] for i in np.flatnonzero(in_band(cents, lim, share)) if rows[i]["entry_id"] not in in_split]
-    return band, splits
+def find_runs(ents: list[dict], limits: dict[str, float]) -> list[list[dict]]:
+    """The red-flag rule over manual vendor-invoice entries and the users' limits (in USD)."""
+    if not ents:
+        return []
+    prep = np.array([r["preparer"] for r in ents])
+    vend = np.array([r.get("vendor_id") or "" for r in ents])
+    day = np.array([str(r["posting_date"])[:10] for r in ents], dtype="datetime64[D]").astype(np.int64)
+    cents = np.rint(np.array([r["total_debit"] for r in ents]) * 100).astype(np.int64)
+    lim = np.rint(np.array([limits.get(p, 0.0) for p in prep]) * 100).astype(np.int64)
+    return [[ents[i] for i in g] for g in flagged_runs(prep, vend, day, cents, lim)]
 
 
 def _limits(users: list[dict]) -> dict[str, float]:
@@ -448,142 +501,127 @@ def _limits(users: list[dict]) -> dict[str, float]:
 
 
 def naive(kit: Kit):
-    """Flags every manual entry in the band below the preparer's limit and every split, reading no contract."""
-    users = yield from kit.master("users")
-    limits = _limits(users)
-    rows = yield from _manual_heads(kit)
-    band, splits = find_candidates(rows, limits)
-    for r in band:
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(r["entry_id"], "LIMIT_AVOIDANCE", ["master:users"],
-                            f"Entry {r['entry_id']} of {r['debit']:,.2f} by {r['preparer']} is just below the "
-                            f"preparer's limit of {limits[r['preparer']]:,.0f}.")
-    for g in splits:
+    """Flags every invoice of every run the rule catches, reading no order or invoice."""
+    limits = _limits((yield from kit.master("users")))
+    found = find_runs((yield from _invoice_entries(kit)), limits)
+    n = 0
+    for g in found:
+        total = sum(r["total_debit"] for r in g)
         for r in g:
             if kit.calls_left <= 1:
                 break
             yield from kit.flag(r["entry_id"], "LIMIT_AVOIDANCE", ["master:users"],
-                                f"Entry {r['entry_id']} is part of a split for vendor {r['vendor_id']}.")
-    yield from kit.submit(f"Flagged {len(band)} near-limit entries and {sum(len(g) for g in splits)} split parts.")
+                                f"Entry {r['entry_id']} is one of {len(g)} invoices {r['preparer']} keyed for vendor "
+                                f"{r['vendor_id']} within days, together USD {total:,.2f}, above the preparer's "
+                                f"USD {limits[r['preparer']]:,.2f} limit.")
+            n += 1
+    yield from kit.submit(f"Flagged {n} invoices in {len(found)} runs above the preparer's limit.")
 
 
-_FEE = re.compile(r"fixed price of USD ([\d,]+\.\d\d)")
-_TERM = re.compile(r"Term: (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)")
-_VENDOR_NO = re.compile(r"vendor no\. (V\d+)")
-_PO = re.compile(r"(?:against purchase order|Purchase order) (PO-\d+) \(order total USD ([\d,]+\.\d\d)")
+_FIELD = re.compile(r"^([A-Za-z ]+): (.*)$", re.M)
+_MONEY = re.compile(r"USD ([\d,]+\.\d\d)")
+_APPROVED = re.compile(r"\(([A-Z_]+), [^)]*\) on (\d{4}-\d\d-\d\d)")
 
 
-def _parse_contract(body: str) -> dict:
-    fee, term, vendor = _FEE.search(body), _TERM.search(body), _VENDOR_NO.search(body)
-    return {
-        "fee": float(fee.group(1).replace(",", "")) if fee else None,
-        "start": term.group(1) if term else None,
-        "end": term.group(2) if term else None,
-        "vendor": vendor.group(1) if vendor else None,
-    }
+def _fields(body: str) -> dict[str, str]:
+    return {k.strip().lower(): v.strip() for k, v in _FIELD.findall(body)}
 
 
-def _parse_invoice(body: str) -> dict:
-    m = _PO.search(body)
-    return {"po": m.group(1) if m else None, "order_total": float(m.group(2).replace(",", "")) if m else None,
-            "partial": "Partial invoice" in body}
+def _usd(text: str) -> float | None:
+    m = _MONEY.search(text or "")
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def _order(body: str) -> dict:
+    f = _fields(body)
+    appr = _APPROVED.search(f.get("approved by", ""))
+    quote = f.get("vendor quotation", "")
+    return {"amount": _usd(f.get("amount", "")), "approver": appr.group(1) if appr else "",
+            "quote": quote.split(" ")[0] if quote else "", "quote_total": _usd(quote),
+            "requisition": (f.get("requisition") or " ").split(" ")[0], "date": f.get("document date", "")}
 
 
 def careful(kit: Kit):
-    """Reads the matrix and the user limits, finds near-limit entries and groups; for a group, reads
-    each part's vendor invoice and flags the parts of one purchase order whose total exceeds the
-    preparer's limit (clearing separate, fully invoiced orders); for a near-limit entry, reads the
-    vendor's statements of work and clears it only when one fixes exactly its amount over its date."""
+    """Reads the matrix and the user limits and finds the runs the rule catches. A run whose every
+    approver holds a limit covering its total is within authority. Otherwise it vouches each
+    invoice to its purchase order: one order approved in full by a user whose limit covers it, or
+    separate requisitions and quotations, clear the run; orders under one requisition or quotation
+    whose total exceeds their approvers' limits are one purchase split, and every part is flagged."""
     docs = yield from kit.documents()
-    policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "approval" in d["title"].lower()), None)
-    share = REVIEW_SHARE
+    policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "approval authority" in d["title"].lower()),
+                  None)
     if policy:
-        body = (yield from kit.open(policy)).get("body", "")
-        m = re.search(r"at (\d+)% or more of the preparer's limit", body)
-        share = int(m.group(1)) / 100 if m else REVIEW_SHARE
-    users = yield from kit.master("users")
-    limits = _limits(users)
-    vendors = {v["vendor_id"]: v["name"] for v in (yield from kit.master("vendors"))}
-    rows = yield from _manual_heads(kit)
-    band, splits = find_candidates(rows, limits, share)
+        yield from kit.open(policy)
+    limits = _limits((yield from kit.master("users")))
+    found = find_runs((yield from _invoice_entries(kit)), limits)
     base_ev = [x for x in (policy, "master:users") if x]
-    invoices = {d["title"].split(" - ")[0][len("Invoice "):]: d["doc_id"] for d in docs
-                if d["doc_type"] == "invoice" and d["title"].startswith("Invoice ")}
-    contracts = [d for d in docs if d["doc_type"] == "contract"]
-    read: dict[str, dict] = {}
-    n_flag = n_clear = 0
+    by_title = {d["title"]: d["doc_id"] for d in docs}
+    read: dict[str, str] = {}
 
-    for g in splits:
-        if kit.calls_left <= 2 * len(g) + 1:
+    def body(doc_id: str):
+        if doc_id not in read:
+            read[doc_id] = (yield from kit.open(doc_id)).get("body", "")
+        return read[doc_id]
+
+    n_flag = n_clear = 0
+    for g in found:
+        total = round(sum(r["total_debit"] for r in g), 2)
+        approvers = {r["approver"] for r in g}
+        if all(limits.get(a, 0.0) >= total for a in approvers):
+            continue  # every part was released by a user whose limit covers the whole run
+        if kit.calls_left <= 3 * len(g) + 1:
             break
-        prep = g[0]["preparer"]
-        lim = limits[prep]
-        total = sum(r["debit"] for r in g)
-        ids = [r["entry_id"] for r in g]
-        docs_of = {r["entry_id"]: invoices.get(r["reference"]) for r in g}
-        for d in docs_of.values():
-            if d and d not in read:
-                read[d] = _parse_invoice((yield from kit.open(d)).get("body", ""))
-        pos = {read[d]["po"] for d in docs_of.values() if d}
-        one_order = len(pos) == 1 and all(docs_of.values()) and all(read[d]["partial"] for d in docs_of.values())
+        vouched = []  # (entry, invoice doc, order doc, order)
         for r in g:
+            inv = next((i for t, i in by_title.items() if f" {r['reference']} - " in t and t.startswith("Vendor invoice")),
+                       None)
+            po_no = _fields((yield from body(inv))).get("reference document", "") if inv else ""
+            po_doc = next((i for t, i in by_title.items() if t.startswith(f"Purchase order {po_no} - ")), None) if po_no else None
+            order = _order((yield from body(po_doc))) if po_doc else {}
+            vouched.append((r, inv, po_doc, order))
+        orders = {v[2]: v[3] for v in vouched if v[2]}
+        one = len(orders) == 1 and all(v[2] for v in vouched)
+        shared = {o["quote"] for o in orders.values() if o["quote"]}
+        reqs = {o["requisition"] for o in orders.values() if o["requisition"]}
+        if one:
+            (po_doc, o), = orders.items()
+            ok = (o["amount"] or 0) >= total - 0.005 and limits.get(o["approver"], 0.0) >= (o["amount"] or 0)
+        else:
+            o = next(iter(orders.values()), {})
+            split = len(orders) >= 2 and (len(shared) == 1 and len(shared) < len(orders) or len(reqs) == 1 and len(reqs) < len(orders))
+            quote_total = max((x["quote_total"] or 0) for x in orders.values()) if orders else 0.0
+            over = [x["approver"] for x in orders.values() if limits.get(x["approver"], 0.0) < quote_total]
+            ok = not (split and over)
+        for r, inv, po_doc, order in vouched:
             if kit.calls_left <= 1:
                 break
-            eid, doc = r["entry_id"], docs_of[r["entry_id"]]
-            if doc and not one_order and not read[doc]["partial"] and abs((read[doc]["order_total"] or 0) - r["debit"]) < 0.005:
-                yield from kit.clear(
-                    eid, [*base_ev, doc],
-                    f"Entry {eid} ({r['debit']:,.2f}, {r['posting_date']}) is one of {len(g)} invoices {prep} keyed for "
-                    f"vendor {r['vendor_id']} on adjacent days, but {doc} bills its own purchase order {read[doc]['po']} in full "
-                    f"(order total USD {r['debit']:,.2f}): separate purchases, not a split (section 3 of {policy}).")
+            ev = [*base_ev, *[x for x in (inv, po_doc) if x]]
+            eid, amt = r["entry_id"], r["total_debit"]
+            po_no = (read.get(po_doc, "").split("\n")[0].split(" ")[-1]) if po_doc else "no purchase order"
+            if ok and one:
+                yield from kit.clear(eid, ev,
+                    f"Entry {eid} (USD {amt:,.2f}) is one of {len(g)} instalments of purchase order {po_no} for "
+                    f"USD {order['amount']:,.2f}, approved in full by {order['approver']}, whose limit of "
+                    f"USD {limits.get(order['approver'], 0.0):,.2f} covers it: the purchase was approved at its full "
+                    f"amount (section 3 of {policy}). Not a split.")
                 n_clear += 1
-                continue
-            inv = read.get(doc, {}) if doc else {}
-            po_text = (f"{doc} is a partial invoice against purchase order {inv.get('po')}, order total USD "
-                       f"{inv.get('order_total') or total:,.2f}, billed in {len(g)} parts ({', '.join(ids)})"
-                       if inv.get("po") else f"the {len(g)} parts ({', '.join(ids)}) total USD {total:,.2f}")
-            yield from kit.flag(
-                eid, "LIMIT_AVOIDANCE", [*base_ev, *([doc] if doc else [])],
-                f"Entry {eid} ({r['debit']:,.2f}, {r['posting_date']}) by {prep}, reviewed by {r.get('approver') or 'a peer'}: "
-                f"{po_text}; one purchase above {prep}'s USD {lim:,.2f} limit recorded in parts that each stay "
-                f"within it, prohibited by section 3 of {policy}.")
-            n_flag += 1
-
-    for r in band:
-        if kit.calls_left <= 2:
-            break
-        eid, vendor, amount, date = r["entry_id"], r.get("vendor_id") or "", float(r["debit"]), str(r["posting_date"])
-        lim = limits.get(r["preparer"], 0.0)
-        name = vendors.get(vendor, "")
-        mine = [d["doc_id"] for d in contracts if name and d["title"].endswith(f"- {name}")]
-        match = None
-        for d in mine:
-            if d not in read:
-                if kit.calls_left <= 2:
-                    break
-                read[d] = _parse_contract((yield from kit.open(d)).get("body", ""))
-            c = read[d]
-            if (c.get("fee") is not None and abs(c["fee"] - amount) < 0.005 and c["vendor"] == vendor
-                    and c["start"] and c["start"] <= date <= c["end"]):
-                match = d
-                break
-        seen = [d for d in mine if d in read]
-        if match:
-            yield from kit.clear(
-                eid, [*base_ev, match],
-                f"Entry {eid} of USD {amount:,.2f} is {amount / lim:.1%} of {r['preparer']}'s USD {lim:,.2f} limit, "
-                f"but {match} fixes a price of exactly USD {amount:,.2f} for vendor {vendor} ({name}) over a term "
-                f"covering {date}; a fixed price on file is allowed by section 4 of {policy}.")
-            n_clear += 1
-        else:
-            why = ("; ".join(f"{d} fixes USD {read[d]['fee']:,.2f}" for d in seen if read[d].get("fee") is not None)
-                   + f", not USD {amount:,.2f}") if seen else f"no statement of work on file for vendor {vendor}"
-            yield from kit.flag(
-                eid, "LIMIT_AVOIDANCE", [*base_ev, *seen],
-                f"Entry {eid} of USD {amount:,.2f} by {r['preparer']} is {amount / lim:.1%} of the preparer's "
-                f"USD {lim:,.2f} approval limit (section 4 of {policy}) and nothing fixes that amount: {why}.")
-            n_flag += 1
-    yield from kit.submit(f"Reviewed manual entries against the approval matrix: flagged {n_flag} entries "
-                          f"(near-limit amounts without a fixed price on file, and parts of split purchases), cleared "
-                          f"{n_clear} (fixed prices and separate purchase orders).")
+            elif ok:
+                own = (f"under its own requisition {order['requisition']} and quotation {order['quote']} "
+                       if order.get("quote") else "")
+                basis = (f"bills purchase order {po_no}, raised on {order.get('date')} {own}for "
+                         f"USD {order.get('amount') or 0:,.2f}" if po_doc else "cites no purchase order")
+                yield from kit.clear(eid, ev,
+                    f"Entry {eid} (USD {amt:,.2f}) {basis}; the other invoices of the run bill other orders: separate "
+                    f"purchases, each approved within its approver's limit (section 3 of {policy}). Not a split.")
+                n_clear += 1
+            else:
+                lim = limits.get(r["approver"], 0.0)
+                yield from kit.flag(eid, "LIMIT_AVOIDANCE", ev,
+                    f"Entry {eid} (USD {amt:,.2f}) bills purchase order {po_no}, one of {len(orders)} orders raised "
+                    f"on {order.get('date')} under requisition {order.get('requisition')} and vendor quotation "
+                    f"{order.get('quote')} for USD {order.get('quote_total') or 0:,.2f}: one purchase split into parts "
+                    f"that each stay within the USD {lim:,.2f} limit of {r['approver']}, who approved them, while the "
+                    f"purchase exceeds it (section 3 of {policy}).")
+                n_flag += 1
+    yield from kit.submit(f"Reviewed {len(found)} runs of invoices above the preparer's limit: flagged {n_flag} "
+                          f"invoices of split purchases, cleared {n_clear} (orders approved in full, separate purchases).")

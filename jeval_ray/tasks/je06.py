@@ -6,30 +6,41 @@ hours, judged on the ERP entry timestamp. Automated postings by system users run
 are outside the rule. For a period close, the Controller may authorise named users, in a memo, to
 key entries on named dates within stated hours, up to the period's close date (``master:calendar``).
 
-Every entry the rule catches is planted from one surface distribution: close work, a manual entry
-posted to the last day of a closing month (January-November) and keyed in that month's close
-window (after the month end, on or before its close date) on a weekend day or public holiday
-between 08:30 and 19:30, or on a business-day evening at least an hour after business hours end.
-Each is then made a defect or a decoy at random, and every closing month with such entries has a
-close-work memo (its title names the month); only the memo's text decides.
+Planted as perturbations of the books' own close: every entry the rule catches is one of the
+year's month-end close entries (an accrual, an allowance review, bank charges or interest:
+manual, posted to the last day of a month of January-November and keyed in that month's close
+window by the GL accountant or senior accountant who keys them) whose *entry time* alone was
+moved, to a weekend day or public holiday of the window between 08:30 and 19:30, or to a
+business-day evening at least an hour after business hours end. Its posting date, amount,
+accounts, preparer and approver stay the books'; an accrual's reversal, which the batch records
+the night the accrual is keyed, follows it. Each is then made a defect or a decoy at random, and
+every closing month with such entries has a close-work memo (its title names the month); only the
+memo's text decides.
 
 Decoys (``authorised_close_work``): the memo names the entry's preparer and lists the day it was
 keyed, with hours (08:00-20:00 for weekend and holiday days, from the end of business hours to
-23:30 for evenings) that include its time. Decisive facts: the memo, the user, the day and the
-period's close date (the day is on or before it).
+23:30 for evenings) that include its time, and the day is after the month end and on or before
+the period's close date in ``master:calendar``. Decisive facts: the memo, the user, the day and
+the close date.
 
 Planted defects (criteria ``OFF_HOURS``):
   * ``date_not_authorised``: the memo of that close does not list the day the entry was keyed;
   * ``user_not_authorised``: the memo lists the day but does not name the preparer (more of these
     as ``near_miss`` rises: the memo then lists the defect's day too);
   * ``hours_not_authorised``: only in a close so crowded (large ``n_defects``/``n_decoys``) that its
-    memo names every preparer on every day of the window: keyed after the memo's hours that day.
+    memo names the preparer on every day of the window: keyed after the memo's hours that day.
 Decisive facts: the user, the day and the memo. Required evidence: the policy,
 ``master:calendar``, the memo and the entry; a decoy is cleared by the policy, its memo,
-``master:calendar`` (the close date) and the entry. The base population keeps manual entries
-inside the posting window.
-"""
+``master:calendar`` (the close date) and the entry. No planted time sits within minutes of the
+stated hours: a business-day defect is keyed an hour or more after they end.
 
+Unplanted look-alikes: the books key every manual entry on a business day between 08:30 and
+17:30, inside every posting window a policy states, so the rule (manual entries outside the
+window) catches no unplanted entry (0 of the 8,381 unplanted manual entries of seeds 0-49). A filter on the
+timestamp alone, without the policy's scope, also catches the system postings, 72 %
+of the unplanted entries (the night batch, the evening interfaces and their weekend runs), which
+section 5 of the policy puts outside it.
+"""
 from __future__ import annotations
 
 import datetime as dt
@@ -39,9 +50,9 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import (APPROVERS, HOLIDAYS_2025, MONTH_ABBR, PERIOD_END, PERIOD_START, PREPARERS,
-                                  business_days, month_close_dates)
+from jeval_ray.books import master as md
+from jeval_ray.tasks._spec import key, spec
+from jeval_ray.world._base import HOLIDAYS_2025, month_close_dates
 
 SPEC = spec(
     "JE-6",
@@ -60,16 +71,46 @@ SPEC = spec(
     available=True,
 )
 
+KEY_RATIONALE = (
+    key("defect", "date_not_authorised",
+        evidence="the posting-window policy, master:calendar, the close-work memo of the entry's close and the entry",
+        facts="the entry timestamp falls on a weekend, a public holiday or outside the stated hours; the memo for "
+              "that close does not list the day it was keyed",
+        conclusion="Manual entry keyed outside the posting window on a day no close-work authorisation covers: a "
+                   "deviation from the posting-window policy, reported as an exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("defect", "user_not_authorised",
+        evidence="the posting-window policy, master:calendar, the close-work memo of the entry's close and the entry",
+        facts="the entry was keyed outside the window on a day the memo lists, but the memo does not name its "
+              "preparer",
+        conclusion="The close-work authorisation covers other users only; the preparer keyed a manual entry outside "
+                   "the window without authorisation: an exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("defect", "hours_not_authorised",
+        evidence="the posting-window policy, master:calendar, the close-work memo of the entry's close and the entry",
+        facts="the memo names the preparer and lists the day, but the entry time is after the hours it grants that day",
+        conclusion="Keyed outside the hours the close-work memo authorises: not covered by the authorisation, an "
+                   "exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("decoy", "authorised_close_work",
+        evidence="the close-work memo of the entry's close (with the policy's section 4 and master:calendar) and the entry",
+        facts="the memo, issued before the close began, names the preparer and lists the day with hours that include "
+              "the entry time; the day is after the month end and on or before the period's close date",
+        conclusion="Close work keyed outside business hours under a written authorisation that covers user, day and "
+                   "time within the close: no exception.",
+        standard="AS 2401.58; ISA 240.32(a)"),
+)
+
 POLICY_TITLE = "Journal entry posting window policy"
 MEMO_TITLE = "Authorisation of close work outside business hours"
 #: business-hour windows (seconds after midnight) a world may state; the base keys 08:30-17:30
 HOUR_OPTIONS = ((8 * 3600, 18 * 3600), (7 * 3600 + 1800, 18 * 3600), (8 * 3600, 18 * 3600 + 1800), (7 * 3600, 19 * 3600))
-_NAMES = {"AKIM": "Anna Kim", "BOKAFOR": "Ben Okafor", "CRUIZ": "Carla Ruiz", "DPATEL": "Dev Patel",
-          "EMUELLER": "Eva Mueller", "FNGUYEN": "Frank Nguyen", "GSILVA": "Grace Silva"}
+_NAMES = {u.user_id: u.name for u in md.USERS}
+#: the people who key month-end close entries (accruals, allowance reviews, bank charges and interest)
+CLOSE_PREPARERS = tuple(u.user_id for u in md.USERS if set(u.posts) & {"AC", "AL", "BC", "BI"})
 _MONTH = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 _HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
-_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 
 
 def hhmm(s: int) -> str:
@@ -141,28 +182,44 @@ def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
     return day, int(rng.integers(end + 3600, 23 * 3600))
 
 
+#: the close entries of the books: manual, posted to the last day of a month, keyed in its close window
+CLOSE_TYPES = ("AC", "AL", "BC", "BI")
+
+
+def _close_entries(b, months) -> np.ndarray:
+    """Month-end close entries of ``months`` (accruals, allowance reviews, bank charges and interest)."""
+    e = b.e
+    month = e["post_date"].astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1
+    month_end_day = (e["post_date"].astype("datetime64[M]") + 1).astype("datetime64[D]") - 1
+    return (e["manual"] & np.isin(e["doc_code"], CLOSE_TYPES) & (e["post_date"] == month_end_day)
+            & (e["entry_date"] > e["post_date"]) & np.isin(month, list(months)))
+
+
 def plant(b) -> None:
     rng = b.rng
     e = b.e
     start, end = HOUR_OPTIONS[int(rng.integers(0, len(HOUR_OPTIONS)))]
     policy = b.add_document("policy", POLICY_TITLE, _policy_body(start, end), "2023-12-12")
-    planted = np.zeros(b.n, dtype=bool)
-    limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
     n = b.n_defects + b.n_decoys
     months = [int(m) for m in rng.permutation(np.arange(1, 12))]
     n_periods = min(len(months), max(2, math.ceil(n / 4))) if n else 0
-
-    # 1. every candidate from one distribution: a closing month, a day in its close window, a time, a user
+    chosen = months[:n_periods]
+    # 1. the candidates are the books' own close entries of some closes; only when keyed changes
+    pool = _close_entries(b, chosen)
+    if int((pool & ~b.used).sum()) < n:
+        chosen = months
+        pool = _close_entries(b, chosen)
+    idxs = b.pick(n, pool, what="month-end close entries (accruals, allowance, bank charges and interest)")
     cands = []
-    for _ in range(n):
-        month = months[int(rng.integers(0, n_periods))]
+    for idx in idxs.tolist():
+        month = int(str(e["post_date"][idx])[5:7])
         win = close_window(month)
         off = win[~np.is_busday(win, holidays=_HOLIDAYS)]
         on = win[np.is_busday(win, holidays=_HOLIDAYS)]
         day = off[int(rng.integers(0, len(off)))] if len(off) and (rng.random() < 0.5 or not len(on)) \
             else on[int(rng.integers(0, len(on)))]
         day, t = _draw_time(rng, day, end)
-        cands.append({"month": month, "day": day, "t": t, "user": str(PREPARERS[int(rng.integers(0, len(PREPARERS)))])})
+        cands.append({"idx": idx, "month": month, "day": day, "t": t, "user": str(e["preparer"][idx])})
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
 
@@ -173,25 +230,22 @@ def plant(b) -> None:
         users = {c["user"] for c, d in mine if not d}
         days = {str(c["day"]) for c, d in mine if not d}
         if not users:
-            users = {str(u) for u in rng.choice(PREPARERS, size=2, replace=False)}
+            users = {str(u) for u in rng.choice(CLOSE_PREPARERS, size=2, replace=False)}
         for c, d in mine:
-            if d and rng.random() < b.knobs.near_miss:
+            # near miss: the memo lists the defect's day, but not its preparer
+            if d and c["user"] not in users and rng.random() < b.knobs.near_miss:
                 days.add(str(c["day"]))
         if not days:
             win = close_window(month)
             days = {str(win[int(rng.integers(0, len(win)))])}
-        # a defect the memo would cover is keyed by a user it does not name instead
+        # a defect the memo would cover is keyed on a day the memo does not list instead
         for c, d in mine:
             if d and str(c["day"]) in days and c["user"] in users:
-                others = [u for u in PREPARERS if u not in users]
                 free = [x for x in close_window(month) if str(x) not in days]
-                if others:
-                    c["user"] = str(others[int(rng.integers(0, len(others)))])
-                elif free:
-                    # every preparer is named: the defect is keyed on a day the memo does not list
+                if free:
                     c["day"], c["t"] = _draw_time(rng, free[int(rng.integers(0, len(free)))], end)
                 else:
-                    # a close so crowded that the memo names everyone on every day: keyed after its hours
+                    # a close so crowded that the memo names its user on every day: keyed after its hours
                     w1 = _window_hours(c["day"], end)[1]
                     c["t"] = int(rng.integers(w1 + 600, min(w1 + 3 * 3600, 24 * 3600 - 60)))
         events[month] = {"users": sorted(users), "days": sorted(days)}
@@ -200,41 +254,27 @@ def plant(b) -> None:
     if spare:
         m = spare[0]
         win = close_window(m)
-        events[m] = {"users": sorted(str(u) for u in rng.choice(PREPARERS, size=2, replace=False)),
+        events[m] = {"users": sorted(str(u) for u in rng.choice(CLOSE_PREPARERS, size=2, replace=False)),
                      "days": [str(win[int(rng.integers(0, len(win)))])]}
     for month, ev in events.items():
         slots = [(np.datetime64(d), *_window_hours(np.datetime64(d), end)) for d in ev["days"]]
-        ev["slots"] = slots
         period = f"{_MONTH[month - 1]} 2025"
         # issued before the close starts, so that no entry of the close was keyed before its memo
         issued = str(np.datetime64(f"2025-{month + 1:02d}-01", "D") - int(rng.integers(2, 7)))
         ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo_body(ev["users"], slots, period), issued)
 
-    def take(user: str) -> int:
-        """An unplanted manual entry by ``user``; in a slice too small to have one, an unplanted
-        entry is re-keyed as a manual entry by them."""
-        where = e["manual"] & (e["preparer"] == user)
-        if (where & ~b.used).any():
-            return int(b.pick(1, where)[0])
-        (idx,) = b.pick(1, what="entries")
-        e["manual"][idx] = True
-        e["preparer"][idx] = user
-        ok = [a for a in APPROVERS if a != user and limits[a] >= e["debit_cents"][idx]] or ["JWRIGHT"]
-        e["approver"][idx] = ok[int(rng.integers(0, len(ok)))]
-        return int(idx)
-
-    # 3. plant: close work is posted to the last day of the closing month; the timestamp is the close window
+    # 3. plant: the close entry keeps its posting date (the month end) and is keyed at the drawn time;
+    # an accrual's reversal (recorded by the batch the night the accrual is keyed) follows it
+    reversal = _reversals(b)
     for c, d in zip(cands, is_defect):
         ev = events[c["month"]]
-        idx = take(c["user"])
-        post = np.datetime64(f"2025-{c['month'] + 1:02d}-01", "D") - 1
+        idx = c["idx"]
         e["entry_date"][idx] = c["day"]
-        e["post_date"][idx] = post
-        e["doc_date"][idx] = max(post - int(rng.integers(0, 6)), PERIOD_START)
         e["time_s"][idx] = c["t"]
-        # the description's month word follows the month the entry is posted to
-        e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[c["month"] - 1], str(e["description"][idx]))
-        planted[idx] = True
+        rv = reversal.get(int(e["books_doc"][idx]))
+        if rv is not None:
+            e["entry_date"][rv] = c["day"]
+            e["time_s"][rv] = max(int(e["time_s"][rv]), min(c["t"] + 60, 24 * 3600 - 1))
         day = str(c["day"])
         if not d:
             b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "master:calendar", "entry"],
@@ -244,22 +284,14 @@ def plant(b) -> None:
                 "user_not_authorised" if c["user"] not in ev["users"] else "hours_not_authorised")
         b.add_defect(idx, kind, "OFF_HOURS", [policy, "master:calendar", ev["doc"], "entry"], int(e["debit_cents"][idx]),
                      facts=[c["user"], day, f"{{D:{ev['doc']}}}"])
-    _sanitise(b, planted, start, end)
 
-def _sanitise(b, planted: np.ndarray, start: int, end: int) -> None:
-    """Base manual entries stay inside the posting window (the base is built that way; this keeps
-    it so whatever the stated hours): move any stray one to a business day within business hours."""
+
+def _reversals(b) -> dict[int, int]:
+    """{books document of an accrual: the entry of its reversal} (reversals are linked to what they reverse)."""
     e = b.e
-    bad = e["manual"] & ~planted & off_hours(e["entry_date"], e["time_s"], _HOLIDAYS, start, end)
-    rows = np.flatnonzero(bad)
-    if len(rows) == 0:
-        return
-    bdays = business_days(PERIOD_START, PERIOD_END)
-    day = bdays[b.rng.integers(0, len(bdays), len(rows))]
-    e["entry_date"][rows] = day
-    e["post_date"][rows] = day
-    e["doc_date"][rows] = np.minimum(e["doc_date"][rows], day)
-    e["time_s"][rows] = b.rng.integers(max(start, 8 * 3600 + 1800), min(end, 17 * 3600 + 1800), len(rows))
+    rv = np.flatnonzero(e["doc_code"] == "RV")
+    parent = b.books.docs.parent[e["books_doc"][rv]]
+    return dict(zip(parent.tolist(), rv.tolist()))
 
 
 

@@ -1,34 +1,48 @@
 """JE-8 (L2): unsupported round-amount entries.
 
-The red-flag rule: a manual entry for a whole number of hundreds. Every entry the rule catches is
-planted from one surface distribution: a manual GL journal (an accrual or reclass) for a whole
-number of thousands, with a description that states a business purpose (a board-approved item or a
-fixed-fee contract, with its accounts) and the number of the document that should fix it in the
-reference field (``BR-<year>-<nn>`` for a board resolution, ``CTR-<year>-<nnn>`` for a contract,
-numbered in one register for both kinds). Each is then made a defect or a decoy at random; only
-the support pack differs. Minutes and agreements are titled by meeting date and vendor, never by
-the reference.
+The red-flag rule: a manual entry whose amount (its total debits) is a whole number of hundreds.
+The pack's manual JE policy governs top-side adjustments (document type TS: manual journal
+entries keyed by Finance management directly in the general ledger): each needs the number of its
+supporting document in the reference field (section 2.1), a description stating its purpose
+(2.2) and, for a round sum, the document that fixes the amount dated no later than the day the
+entry was recorded (2.3).
+
+Planted as perturbations of the books: the candidates are the books' own year-end top-side
+adjustments (the bonus, audit fee, litigation and marketing accruals, whole thousands, posted to
+31 December and keyed in January) and new top-side adjustments of the same kind (copies of one,
+Dr an expense / Cr 2100 Accrued Liabilities, a whole number of thousands, posted to a month end of
+January-November and keyed by the accounting manager in that close, the Controller above his
+limit; approved by the lowest approver tier that covers the amount). Each states its purpose and
+carries the number of the document that should fix it in the reference field (``BR-2025-<nn>``
+for a board resolution, ``CTR-2025-<nnn>`` for a fixed-fee agreement with a vendor of the vendor
+master, numbered in one register per kind in posting order). Each is then made a defect or a
+decoy at random; only the support pack differs. Minutes and agreements are titled by meeting
+date, never by the reference.
 
 Decoys (``round_amount_with_support``): the minutes or agreement carrying the reference exist,
 are dated 3-40 days before the posting date and fix exactly the entry's amount for the stated
 purpose. Decisive facts: the document, the reference and the amount.
 
-Planted defects (criteria ``UNSUPPORTED_ROUND``), against the manual JE policy (section 2.1: the
-supporting document's number in the reference; 2.3: a round sum needs the document that fixes it,
-dated no later than the entry):
+Planted defects (criteria ``UNSUPPORTED_ROUND``):
   * ``amount_not_supported``: the referenced document exists but fixes a smaller round sum (half
     the entry's amount or more), so the entry records more than was approved (decisive facts: the
     reference, the document, the figure it shows, the entry's amount);
   * ``approved_after_posting``: the referenced document fixes the amount but is dated 3-40 days
-    after the entry was posted (facts: the reference, the document, its date, the posting date);
+    after the entry was recorded (facts: the reference, the document, its date, the entry date);
   * ``no_support``: no document in the pack carries the reference (facts: the reference and the
     amount); more often at a high ``near_miss``, the pack holds minutes approving the same figure
     under another number for another purpose, which do not support it.
 Required evidence: the policy, and the referenced document where one exists; a decoy is cleared
-by its document. The base population has no amounts in whole hundreds (the generator guarantees
-it and ``plant`` re-checks), so nothing outside the planted entries trips the rule.
-"""
+by its document. Every top-side adjustment of the year is a candidate at the default knobs;
+with fewer candidates than the books' four year-end ones, the rest keep a supporting document and
+stay out of the key. Their descriptions state their purpose at any ``description_quality``.
 
+Unplanted look-alikes: the rule also catches the books' honest round manual entries outside the
+policy's scope: rent instalments and fixed fees billed in whole hundreds (vendor invoices, which
+the AP policy supports by the vendor's invoice) and month-end accrual estimates that happen to be
+whole hundreds: 775 of the 8,701 unplanted manual entries of seeds 0-49 (8.9 %, about 15 a
+world, 58 % of what the rule returns; 763 vendor invoices, 12 accruals, no top-side adjustment).
+"""
 from __future__ import annotations
 
 import datetime as dt
@@ -37,46 +51,85 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import APPROVERS
+from jeval_ray.tasks._spec import key, spec
+from jeval_ray.books import close, master as md
+from jeval_ray.world._base import APPROVERS, HOLIDAY_DATES
 
 SPEC = spec(
     "JE-8",
     "L2",
     'Unsupported round-amount entries',
-    objective='Find round-amount manual entries that no document supports.',
-    defect='round-amount manual entry whose referenced document does not fix it',
+    objective='Find round-sum manual adjustments keyed in the general ledger that no document supports.',
+    defect='round-sum top-side adjustment whose referenced document does not fix it',
     decoys='round amounts backed by a board resolution or contract',
     required_evidence='the support document (or its absence)',
     sources=('general_ledger', 'board_minutes', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNSUPPORTED_ROUND', 'round-amount manual entry that no supporting document fixes'),
+        ('UNSUPPORTED_ROUND', 'round-sum manual adjustment that no supporting document fixes'),
     ),
     withheld_variant=('search_documents',),
     available=True,
 )
 
-POLICY_TITLE = "Manual journal entry policy - supporting documentation"
-#: (purpose, short description, debit account, credit account)
-BOARD_ITEMS = (
-    ("a special bonus for the ERP implementation team", "ERP team special bonus", "6000", "2200"),
-    ("a charitable donation to the Denver Community Foundation", "Donation Denver Community Foundation", "6700", "2100"),
-    ("the settlement of the warranty claim brought by Allied Motors", "Allied Motors warranty settlement", "5000", "2100"),
-    ("a contribution to the employee wellness programme", "Employee wellness programme contribution", "6000", "2100"),
-    ("the sponsorship of the Colorado Manufacturing Expo", "Colorado Manufacturing Expo sponsorship", "6700", "2100"),
-    ("a retention award for the plant leadership team", "Plant leadership retention award", "6000", "2200"),
+KEY_RATIONALE = (
+    key("defect", "amount_not_supported",
+        evidence="the manual JE policy (section 2.3) and the board minutes or agreement carrying the entry's reference",
+        facts="the referenced document fixes a smaller round sum than the entry records",
+        conclusion="The top-side adjustment records more than the document approves, so as recorded it is not "
+                   "supported (the excess over the approved figure has no support at all): report the exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("defect", "approved_after_posting",
+        evidence="the manual JE policy (section 2.3) and the board minutes or agreement carrying the entry's reference",
+        facts="the referenced document fixes the amount but is dated after the day the entry was recorded",
+        conclusion="The entry was recorded before any document fixed its amount; an approval given afterwards does "
+                   "not support it under section 2.3: an exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("defect", "no_support",
+        evidence="the manual JE policy (sections 2.1, 2.3) and the support pack searched for the entry's reference",
+        facts="no minute or agreement carries the reference; a document approving the same figure under another "
+              "number for another purpose (at high near_miss) is not its support",
+        conclusion="Round-sum top-side adjustment without the document the policy requires: unsupported, reported.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
+    key("decoy", "round_amount_with_support",
+        evidence="the board minutes or agreement carrying the entry's reference",
+        facts="the document names the reference, fixes exactly the entry's amount for its stated purpose and is "
+              "dated before the posting date",
+        conclusion="The round sum is fixed by a board resolution or a fixed-fee agreement in force before it was "
+                   "recorded: supported, no exception.",
+        standard="AS 2401.58, .61; ISA 240.32(a)"),
 )
+
+POLICY_TITLE = "Manual journal entry policy - supporting documentation"
+#: board-approved items: (purpose, short description, debit account)
+BOARD_ITEMS = (
+    ("a special bonus for the ERP implementation team", "ERP team special bonus accrual", "6000"),
+    ("the settlement of the warranty claim brought by a customer over faulty castings", "Warranty claim settlement accrual", "5000"),
+    ("a contribution to the employee wellness programme", "Employee wellness programme contribution accrual", "6000"),
+    ("the sponsorship of the Colorado Manufacturing Expo", "Colorado Manufacturing Expo sponsorship accrual", "6700"),
+    ("a retention award for the plant leadership team", "Plant leadership retention award accrual", "6000"),
+)
+#: fixed-fee agreements: (vendor category, scope, short description, debit account)
 CONTRACT_ITEMS = (
-    ("Northstar Consulting", "a fixed-fee operational efficiency review", "Northstar fixed-fee review", "6400", "2100"),
-    ("Granite Legal LLP", "the annual legal retainer", "Granite Legal annual retainer", "6400", "2100"),
-    ("Lumen Software Inc.", "the enterprise licence true-up", "Lumen licence true-up", "7100", "2100"),
-    ("Juniper Marketing Group", "the spring campaign fixed fee", "Juniper spring campaign fee", "6700", "2100"),
-    ("Falcon IT Services", "the managed-service onboarding fee", "Falcon IT onboarding fee", "7100", "2100"),
-    ("Redwood Maintenance", "the annual preventive maintenance contract", "Redwood annual maintenance", "6600", "2100"),
+    ("professional", "a fixed-fee operational efficiency review", "fixed-fee efficiency review accrual", "6400"),
+    ("professional", "the fixed-fee tax structuring advice", "fixed-fee tax advice accrual", "6400"),
+    ("software", "the enterprise licence true-up", "licence true-up accrual", "7100"),
+    ("marketing", "the spring campaign fixed fee", "spring campaign fee accrual", "6700"),
+    ("maintenance", "the annual preventive maintenance contract", "preventive maintenance contract accrual", "6600"),
+)
+#: the books' year-end top-side adjustments (``close.TOP_SIDE``, by ``ext_ref``) and what fixes each:
+#: (board item or vendor category, scope)
+YEAR_END_SUPPORT = (
+    ("board", "the FY2025 year-end bonus pool for employees"),
+    ("professional", "the audit of the FY2025 financial statements"),
+    ("professional", "the defence of the open litigation through year end (fees incurred to 31 December 2025)"),
+    ("marketing", "the Q4 2025 marketing campaign"),
 )
 CAPEX_ITEMS = ("a replacement CNC milling machine for the Denver plant", "a forklift fleet upgrade for the warehouse",
                "a new packaging line", "roof replacement at the Commerce City site")
+MONTHS = md.MONTH_NAMES
+#: defect kinds and their shares
+_KINDS = (("amount_not_supported", 0.4), ("approved_after_posting", 0.3), ("no_support", 0.3))
 
 
 def _usd(cents: int) -> str:
@@ -85,51 +138,6 @@ def _usd(cents: int) -> str:
 
 
 # ------------------------------------------------------------------ world
-def _sanitise(b) -> None:
-    """The rule is "whole hundreds": move any such base amount off the round figure."""
-    e = b.e
-    for _ in range(10):
-        bad = np.flatnonzero(~b.used & (e["debit_cents"] % 10_000 == 0))
-        if not len(bad):
-            return
-        e["debit_cents"][bad] += 1_737
-        e["credit_cents"][bad] += 1_737
-    raise RuntimeError("JE-8: could not remove round amounts from the base")  # pragma: no cover
-
-
-def _carriers(b, k: int, what: str) -> np.ndarray:
-    """Manual entries to turn into round-amount entries, preferring GL journals (accruals, reclasses)."""
-    gl = b.e["manual"] & np.isin(b.e["template"], ["accrual", "reclass"])
-    if int((gl & ~b.used).sum()) >= k:
-        return b.pick(k, gl, what=what)
-    return b.pick(k, b.e["manual"], what=what)
-
-
-def _set_amount(b, i: int, cents: int) -> None:
-    """Set a round amount and an approver whose limit covers it (never the preparer)."""
-    e = b.e
-    e["debit_cents"][i] = cents
-    e["credit_cents"][i] = cents
-    prep = str(e["preparer"][i])
-    ok = [a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents]
-    e["approver"][i] = ok[int(b.rng.integers(0, len(ok)))]
-
-
-def _round_amounts(b, k: int, idxs: np.ndarray, taken: set) -> list[int]:
-    """Whole-thousand amounts, distinct, and outside 80-100% of each preparer's approval limit."""
-    out = []
-    # USD 2,000-60,000 normally; the range widens only when a huge knob setting needs more values
-    top = max(60, 2 * (len(taken) + k) + 10)
-    for i in idxs:
-        lim = b.user(str(b.e["preparer"][i]))["approval_limit"] * 100
-        ok = [c for c in range(2 * 1_000_00, (top + 1) * 1_000_00, 1_000_00)
-              if c not in taken and not (0.8 * lim <= c < lim)]
-        c = ok[int(b.rng.integers(0, len(ok)))]
-        taken.add(c)
-        out.append(c)
-    return out
-
-
 def _minutes(b, date: str, item: str) -> int:
     """Board minutes in the company's usual form, with one substantive item."""
     return b.add_document(
@@ -143,127 +151,197 @@ def _minutes(b, date: str, item: str) -> int:
     )
 
 
-def _agreement(b, date: str, ref: str, vendor: str, purpose: str, cents: int, month: str) -> int:
+def _agreement(b, date: str, ref: str, vendor: str, vid: str, purpose: str, cents: int, period: str) -> int:
     return b.add_document(
         "contract", f"Services agreement dated {date}",
-        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (the Provider), "
-        f"dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any expenses, "
-        f"earned in {month} 2025 and accrued by the Client on that basis; invoicing follows completion. The Client "
-        f"records the fee under reference {ref}.\nSigned for the Client by Isabel Brown, Controller, and for the "
-        "Provider by an authorised signatory.",
+        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (vendor {vid}, the "
+        f"Provider), dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any "
+        f"expenses, earned in {period} and accrued by the Client on that basis; invoicing follows completion. The "
+        f"Client records the fee under reference {ref}.\nSigned for the Client by Isabel Brown, Controller, and for "
+        "the Provider by an authorised signatory.",
         date,
     )
 
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
-#: defect kinds with a referenced document, and their shares (the rest have none)
-_KINDS = (("amount_not_supported", 0.4), ("approved_after_posting", 0.3), ("no_support", 0.3))
+def _new_topsides(b, k: int) -> np.ndarray:
+    """``k`` new top-side adjustments at month ends of January-November: copies of one of the books'
+    top-side entries, posted to a month end and keyed by the accounting manager in the close."""
+    e = b.e
+    rng = b.rng
+    template = np.flatnonzero(e["doc_code"] == "TS")
+    if not len(template) or not k:
+        return np.zeros(0, dtype=np.int64)
+    new = b.copy_entries(np.full(k, template[0]))
+    months = np.sort(rng.integers(1, 12, k))
+    for i, m in zip(new.tolist(), months.tolist()):
+        end = np.datetime64(f"2025-{m + 1:02d}-01", "D") - 1
+        e["post_date"][i] = e["doc_date"][i] = end
+        e["entry_date"][i] = np.busday_offset(end + 1, int(rng.integers(0, 3)), roll="forward", holidays=HOLIDAY_DATES)
+        e["time_s"][i] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
+    return new
+
+
+def _set_amount(b, i: int, cents: int, account: str) -> None:
+    """Amount, debit account, and the preparer and approver the books would give it (a top-side by the
+    accounting manager, by the Controller above his limit; approved by the lowest tier that covers it)."""
+    e = b.e
+    e["debit_cents"][i] = e["credit_cents"][i] = cents
+    e["debit_account"][i] = account
+    prep = "HJOHANSSON" if cents <= b.user("HJOHANSSON")["approval_limit"] * 100 else "IBROWN"
+    e["preparer"][i] = prep
+    e["approver"][i] = next(a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents)
+
+
+def _round_amounts(b, k: int, taken: set) -> list[int]:
+    """Whole-thousand amounts, distinct (USD 2,000-60,000, wider only when a huge knob setting needs it)."""
+    top = max(60, 2 * (len(taken) + k) + 10)
+    pool = [c for c in range(2 * 1_000_00, (top + 1) * 1_000_00, 1_000_00) if c not in taken]
+    out = [int(c) for c in b.rng.choice(pool, size=k, replace=False)]
+    taken.update(out)
+    return out
+
+
+def _vendor(b, category: str, scope: str) -> dict:
+    """A vendor of ``category`` from the vendor master (a law firm or an audit firm where the scope says so)."""
+    cands = [v for v in b.vendors if v["category"] == category]
+    pref = [v for v in cands if ("Legal" in v["name"] if "litigation" in scope else "CPAs" in v["name"] if "audit" in scope else True)]
+    pick = pref or cands
+    return pick[int(b.rng.integers(0, len(pick)))]
 
 
 def plant(b) -> None:
-    """Plant the policy and round-amount entries with a purpose and a reference, each a defect or a
-    decoy at random; decoys get the document that fixes them, defects a document that does not (or none)."""
+    """Plant the policy and round-sum top-side adjustments with a purpose and a reference (the books'
+    year-end ones and new month-end ones), each a defect or a decoy at random; decoys get the document
+    that fixes them, defects a document that does not (or none)."""
     rng = b.rng
     e = b.e
-    _sanitise(b)
+    d = b.books.docs
     policy = b.add_document(
         "policy", POLICY_TITLE,
-        "Section 2.1 Every manual journal entry must be supported by source documentation (invoice, contract, "
-        "board resolution or a reviewed calculation) whose number is recorded in the entry's reference field. "
+        "Section 1 Scope. This policy governs top-side adjustments: manual journal entries keyed by Finance "
+        "management directly in the general ledger (document type TS). Vendor invoices are governed by the accounts "
+        "payable policy (the vendor's invoice is their support); month-end accruals, allowance reviews, bank and tax "
+        "entries follow the close checklist. "
+        "Section 2.1 Every top-side adjustment must be supported by source documentation (contract, board "
+        "resolution or a reviewed calculation) whose number is recorded in the entry's reference field. "
         "Section 2.2 The description must state the business purpose of the entry; terms such as 'adjustment' or "
-        "'per management' alone are not sufficient. Section 2.3 Entries in round sums require the document that "
-        "fixes the amount, dated no later than the entry; an approval given after the entry was recorded does not "
-        "support it. Entries without support must not be approved and are reported to the Controller.",
+        "'per management' alone are not sufficient. Section 2.3 Adjustments in round sums require the document that "
+        "fixes the amount, dated no later than the day the entry is recorded (its entry timestamp); an approval "
+        "given after the entry was recorded does not support it. Adjustments without support must not be approved "
+        "and are reported to the Controller.",
         "2024-10-01",
     )
     n = b.n_defects + b.n_decoys
-    idxs = _carriers(b, n, "round-amount manual entries")
-    amounts = _round_amounts(b, n, idxs, set())
-    is_defect = np.zeros(n, dtype=bool)
-    is_defect[rng.permutation(n)[: b.n_defects]] = True
+    # the candidates: the books' year-end top-side adjustments first, then new month-end ones
+    year_end = np.flatnonzero(e["doc_code"] == "TS")
+    year_end = year_end[rng.permutation(len(year_end))]
+    taken = {int(c) for c in e["debit_cents"][year_end]}
+    new = _new_topsides(b, max(0, n - len(year_end)))
+    cands = np.concatenate([year_end[:n], new]).astype(np.int64)
+    spare = year_end[n:]
+    b.used[cands] = True
+    b.used[spare] = True
+    new_amounts = iter(_round_amounts(b, len(new), taken))
+    is_defect = np.zeros(len(cands) + len(spare), dtype=bool)
+    is_defect[rng.permutation(len(cands))[: b.n_defects]] = True
     names, shares = zip(*_KINDS)
-    kind = [str(rng.choice(names, p=shares)) if is_defect[j] else "support" for j in range(n)]
-    board = rng.random(n) < 0.5
-    post = [b.date_str(e["post_date"][i]) for i in idxs]
-    lag = rng.integers(3, 41, n)
-    doc_dates = [str(np.datetime64(p) + (int(g) if k == "approved_after_posting" else -int(g)))
-                 for p, g, k in zip(post, lag, kind)]
-    # accounting references rise with the posting date in the books' year, whatever the document's
-    # date (numbering by the document's date would put an approval given afterwards out of order)
-    refs = [""] * n
-    counters: dict[tuple[str, str], int] = {}
-    for j in sorted(range(n), key=lambda j: (post[j], j)):
-        key = ("BR" if board[j] else "CTR", post[j][:4])
-        counters[key] = counters.get(key, int(rng.integers(1, 6) if board[j] else rng.integers(10, 40))) + int(rng.integers(1, 4))
-        refs[j] = f"BR-{key[1]}-{counters[key]:02d}" if board[j] else f"CTR-{key[1]}-{counters[key]:03d}"
-    used_refs = set(refs)
-    board_order = rng.permutation(len(BOARD_ITEMS))
-    ctr_order = rng.permutation(len(CONTRACT_ITEMS))
-    n_board = n_ctr = 0
-    taken = set(amounts)
-    for j, (i, cents) in enumerate(zip(idxs.tolist(), amounts)):
-        _set_amount(b, i, cents)
-        ref, doc_date, month = refs[j], doc_dates[j], MONTHS[int(post[j][5:7]) - 1]
-        if board[j]:
-            purpose, short, dr, cr = BOARD_ITEMS[int(board_order[n_board % len(BOARD_ITEMS)])]
-            n_board += 1
+    kinds = [str(rng.choice(names, p=shares)) if is_defect[j] else "support" for j in range(len(cands))]
+    kinds += ["support"] * len(spare)  # a year-end adjustment left unplanted keeps its support (not in the key)
+    every = np.concatenate([cands, spare]).astype(np.int64)
+    # what each one is: a board item or a fixed-fee agreement (the books' year-end ones keep their purpose)
+    items = []
+    board_order, ctr_order = rng.permutation(len(BOARD_ITEMS)), rng.permutation(len(CONTRACT_ITEMS))
+    nb = nc = 0
+    books_year_end = set(year_end.tolist())
+    for i in every.tolist():
+        if i in books_year_end:
+            part = int(d.ext_ref[int(e["books_doc"][i])])
+            kind, scope = YEAR_END_SUPPORT[part]
+            short = close.TOP_SIDE[part][0]
+            items.append((kind == "board", scope, short, str(e["debit_account"][i]), kind, int(e["debit_cents"][i])))
+            continue
+        board = rng.random() < 0.5
+        if board:
+            purpose, short, dr = BOARD_ITEMS[int(board_order[nb % len(BOARD_ITEMS)])]
+            nb += 1
+            items.append((True, purpose, short, dr, "board", next(new_amounts)))
         else:
-            vendor, purpose, short, dr, cr = CONTRACT_ITEMS[int(ctr_order[n_ctr % len(CONTRACT_ITEMS)])]
-            n_ctr += 1
+            cat, purpose, short, dr = CONTRACT_ITEMS[int(ctr_order[nc % len(CONTRACT_ITEMS)])]
+            nc += 1
+            items.append((False, purpose, short, dr, cat, next(new_amounts)))
+    post = [b.date_str(e["post_date"][i]) for i in every]
+    keyed = [b.date_str(e["entry_date"][i]) for i in every]
+    lag = rng.integers(3, 41, len(every))
+    # supported: dated 3-40 days before the posting date; approved afterwards: 3-40 days after it was keyed
+    doc_dates = [str(np.datetime64(k) + int(g)) if kd == "approved_after_posting" else str(np.datetime64(p) - int(g))
+                 for p, k, g, kd in zip(post, keyed, lag, kinds)]
+    # accounting references rise with the posting date, whatever the document's date
+    refs = [""] * len(every)
+    counters: dict[str, int] = {}
+    for j in sorted(range(len(every)), key=lambda j: (post[j], j)):
+        kd = "BR" if items[j][0] else "CTR"
+        counters[kd] = counters.get(kd, int(rng.integers(1, 6) if kd == "BR" else rng.integers(10, 40))) + int(rng.integers(1, 4))
+        refs[j] = f"BR-2025-{counters[kd]:02d}" if kd == "BR" else f"CTR-2025-{counters[kd]:03d}"
+    used_refs = set(refs)
+    for j, i in enumerate(every.tolist()):
+        board, purpose, short, dr, cat, cents = items[j]
+        _set_amount(b, i, cents, dr)
+        ref, doc_date = refs[j], doc_dates[j]
+        period = (f"{MONTHS[int(post[j][5:7]) - 1]} 2025" if post[j] < "2025-12-31" else "FY2025")
         e["reference"][i] = ref
-        e["debit_account"][i] = dr
-        e["credit_account"][i] = cr
         e["description"][i] = f"{short} per {ref}"
         # the figure the document fixes: the entry's, or for amount_not_supported a smaller round sum
-        # (the entry records more than was approved)
         doc_cents = cents
-        if kind[j] == "amount_not_supported":
+        if kinds[j] == "amount_not_supported":
             thousands = cents // 1_000_00
             choices = [c for c in range((thousands + 1) // 2, thousands) if c * 1_000_00 not in taken] or [thousands - 1]
             doc_cents = int(choices[int(rng.integers(0, len(choices)))]) * 1_000_00
         doc = None
-        if kind[j] != "no_support":
-            if board[j]:
+        if kinds[j] != "no_support":
+            if board:
                 doc = _minutes(b, doc_date, f"Resolution {ref}: RESOLVED, that the Company approves {purpose} in the "
-                                            f"amount of {_usd(doc_cents)}, to be recorded in {month} 2025 under "
+                                            f"amount of {_usd(doc_cents)}, to be accrued in {period} under "
                                             f"accounting reference {ref}. The resolution was carried unanimously.")
             else:
-                doc = _agreement(b, doc_date, ref, vendor, purpose, doc_cents, month)
+                v = _vendor(b, cat, purpose)
+                doc = _agreement(b, doc_date, ref, v["name"], v["vendor_id"], purpose, doc_cents, period)
+        if j >= len(cands):
+            continue  # an unplanted year-end adjustment: supported, not in the key
         amount = cents / 100
-        if kind[j] == "support":
+        if kinds[j] == "support":
             b.add_decoy(i, "round_amount_with_support", [doc], facts=[f"{{D:{doc}}}", ref, amount])
             continue
-        if kind[j] == "amount_not_supported":
+        if kinds[j] == "amount_not_supported":
             facts = [ref, f"{{D:{doc}}}", doc_cents / 100, amount]
-        elif kind[j] == "approved_after_posting":
-            facts = [ref, f"{{D:{doc}}}", doc_date, post[j]]
+        elif kinds[j] == "approved_after_posting":
+            facts = [ref, f"{{D:{doc}}}", doc_date, keyed[j]]
         else:
             facts = [ref, amount]
-        trap = kind[j] == "no_support" and board[j] and rng.random() < b.knobs.near_miss
+        trap = kinds[j] == "no_support" and board and rng.random() < b.knobs.near_miss
         if trap:
             # the same figure approved for something else: matching on the amount alone is not support
-            d = str(np.datetime64(post[j]) - int(lag[j]))
+            dd = str(np.datetime64(post[j]) - int(lag[j]))
             capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
-            _minutes(b, d, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
-                           f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
-                           "be capitalised as property, plant and equipment against supplier invoices. The "
-                           "resolution was carried unanimously.")
-        if kind[j] in ("no_support", "approved_after_posting") and not trap:
+            _minutes(b, dd, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
+                            f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
+                            "be capitalised as property, plant and equipment against supplier invoices. The "
+                            "resolution was carried unanimously.")
+        if kinds[j] in ("no_support", "approved_after_posting") and not trap:
             # like every candidate, a document of its kind dated shortly before it, which carries another number
-            d = str(np.datetime64(post[j]) - int(lag[j]))
-            other = _free_ref(rng, "BR" if board[j] else "CTR", post[j][:4], used_refs)
-            if board[j]:
+            dd = str(np.datetime64(post[j]) - int(lag[j]))
+            other = _free_ref(rng, "BR" if board else "CTR", "2025", used_refs)
+            if board:
                 o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
                 o_cents = int(rng.integers(2, 61)) * 1_000_00
-                _minutes(b, d, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
-                               f"{_usd(o_cents)}, to be recorded under accounting reference {other}. The resolution "
-                               "was carried unanimously.")
+                _minutes(b, dd, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
+                                f"{_usd(o_cents)}, to be accrued under accounting reference {other}. The resolution "
+                                "was carried unanimously.")
             else:
-                o_vendor, o_purpose = CONTRACT_ITEMS[int(rng.integers(0, len(CONTRACT_ITEMS)))][:2]
-                _agreement(b, d, other, o_vendor, o_purpose, int(rng.integers(2, 61)) * 1_000_00,
-                           MONTHS[int(d[5:7]) - 1])
-        b.add_defect(i, kind[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), cents, facts=facts)
+                o_cat, o_purpose = CONTRACT_ITEMS[int(rng.integers(0, len(CONTRACT_ITEMS)))][:2]
+                v = _vendor(b, o_cat, o_purpose)
+                _agreement(b, dd, other, v["name"], v["vendor_id"], o_purpose, int(rng.integers(2, 61)) * 1_000_00,
+                           f"{MONTHS[int(dd[5:7]) - 1]} {dd[:4]}")
+        b.add_defect(i, kinds[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), cents, facts=facts)
 
 
 def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
@@ -276,16 +354,23 @@ def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
 
 
 # ------------------------------------------------------------------ strategies
-_COLS = ["entry_id", "posting_date", "account", "debit", "preparer", "description", "reference"]
+_COLS = ["entry_id", "posting_date", "entry_timestamp", "document_type", "account", "debit", "preparer", "description",
+         "reference"]
 _USD = re.compile(r"USD ([\d,]+\.\d\d)")
 
 
 def _round_manual(kit: Kit):
-    """Manual entries whose amount is a whole number of hundreds (debit lines carry the amount)."""
-    rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
-                                          {"column": "line_no", "op": "eq", "value": 1}], columns=_COLS)
-    return {r["entry_id"]: r for r in sorted(rows, key=lambda r: r["entry_id"])
-            if round(float(r["debit"]) * 100) % 10_000 == 0 and float(r["debit"]) > 0}
+    """Manual entries whose amount (their total debits) is a whole number of hundreds; one row per
+    entry (its first line, ``debit`` set to the total)."""
+    rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"}], columns=_COLS + ["line_no"])
+    heads: dict[str, dict] = {}
+    total: dict[str, int] = {}
+    for r in rows:
+        total[r["entry_id"]] = total.get(r["entry_id"], 0) + round(float(r["debit"] or 0) * 100)
+        if r["line_no"] == 1:
+            heads[r["entry_id"]] = r
+    return {e: {**heads[e], "debit": total[e] / 100} for e in sorted(heads)
+            if total[e] > 0 and total[e] % 10_000 == 0}
 
 
 def naive(kit: Kit):
@@ -300,8 +385,10 @@ def naive(kit: Kit):
 
 
 def careful(kit: Kit):
-    """Reads the policy, then the minutes and agreements that carry each entry's reference; clears an
-    entry whose document fixes its amount and is dated no later than it, flags the rest.
+    """Reads the policy (its scope: top-side adjustments), then the minutes and agreements that carry
+    each round top-side adjustment's reference; clears an entry whose document fixes its amount and is
+    dated no later than the day it was recorded, flags the rest. Round vendor invoices and accruals
+    are outside the policy's scope (their own procedures support them).
 
     With ``search_documents`` it searches each reference and opens the minutes and agreements that
     mention it; without, it reads every minute and agreement (nearest to a candidate first). A
@@ -309,6 +396,7 @@ def careful(kit: Kit):
     number, for another purpose, is not support).
     """
     cands = yield from _round_manual(kit)
+    cands = {k: r for k, r in cands.items() if r["document_type"] == "TS"}
     docs = (yield from kit.documents()) if cands else []
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "manual journal" in d["title"].lower()), None)
     if policy and cands:
@@ -333,18 +421,18 @@ def careful(kit: Kit):
     for eid, r in cands.items():
         if kit.calls_left <= 1:
             break
-        ref, amt, posted = r["reference"], float(r["debit"]), r["posting_date"]
+        ref, amt, posted, keyed = r["reference"], float(r["debit"]), r["posting_date"], str(r["entry_timestamp"])[:10]
         carrying = [d for d in look[eid] if d in bodies and ref and re.search(rf"\b{re.escape(ref)}\b", bodies[d])]
         if not all(d in bodies for d in look[eid]) and not carrying:
             continue  # not read within the budget: left undisposed rather than guessed
         figure = {d: float(m.group(1).replace(",", "")) if (m := _USD.search(bodies[d])) else None for d in carrying}
         ok = next((d for d in carrying if figure[d] is not None and abs(figure[d] - amt) < 0.005
-                   and support[d] <= posted), None)
+                   and support[d] <= keyed), None)
         if ok:
             yield from kit.clear(
-                eid, [ok], f"Entry {eid}: round amount {amt:,.2f} under reference {ref} is fixed by {ok} (dated "
-                           f"{support[ok]}, before the posting date {posted}), which names reference {ref} and "
-                           f"USD {amt:,.2f}.")
+                eid, [ok], f"Entry {eid}: top-side adjustment of a round {amt:,.2f} under reference {ref} is fixed by "
+                           f"{ok} (dated {support[ok]}, before the entry was recorded on {keyed}), which names "
+                           f"reference {ref} and USD {amt:,.2f}.")
             n_clear += 1
             continue
         ev = [x for x in (policy,) if x]
@@ -353,8 +441,8 @@ def careful(kit: Kit):
             if figure[d] is not None and abs(figure[d] - amt) >= 0.005:
                 why = f"{d}, the document carrying reference {ref}, fixes USD {figure[d]:,.2f}, not the {amt:,.2f} recorded"
             else:
-                why = (f"{d}, the document carrying reference {ref}, is dated {support[d]}, after the entry was posted "
-                       f"on {posted}; an approval given afterwards does not support it")
+                why = (f"{d}, the document carrying reference {ref}, is dated {support[d]}, after the entry was recorded "
+                       f"on {keyed}; an approval given afterwards does not support it")
             ev.append(d)
         else:
             why = f"no board minute or agreement in the pack carries reference {ref}"
@@ -364,6 +452,6 @@ def careful(kit: Kit):
             f"lacks the support section 2.3 of {policy or 'the manual JE policy'} requires.")
         n_flag += 1
     left = len(cands) - n_flag - n_clear
-    yield from kit.submit(f"{len(cands)} round-amount manual entries: {n_flag} unsupported and flagged, "
+    yield from kit.submit(f"{len(cands)} round-sum top-side adjustments: {n_flag} unsupported and flagged, "
                           f"{n_clear} cleared against board resolutions or agreements"
                           + (f"; {left} left unresolved for lack of budget." if left else "."))

@@ -1,43 +1,78 @@
-"""JE-9 (L3): year-end cut-off.
+"""JE-9 (L3): year-end cut-off and the year-end close.
 
-An annual audit tests cut-off at the year end (AS 2401.62, entries at the end of a reporting
-period and post-closing entries): misstatements between two months of the same year do not
-change the year's figures, so everything planted here sits at the FY2025 year end. Every
-candidate's kind is drawn first and its label (defect or decoy) independently, so defects and
-decoys of a kind share one listing surface; only the documents tell them apart.
+An annual audit tests cut-off and the entries of the close at the year end (AS 2401.58-.62: entries
+made at the end of a reporting period and post-closing entries; ISA 240.32(a)): a misstatement
+between two months of the same year does not change the year's figures, so everything here sits at
+the FY2025 year end, in the simulated company's own books. Four procedures, one per kind of
+planted entry; each candidate's kind is drawn first (sales 35 %, post-closing 35 %, top-side 20 %,
+accruals 10 %, within what the books hold: four top-side entries, the December accruals) and its
+label (defect or decoy) independently, so defects and decoys of a kind share one listing surface
+and only the documents tell them apart. Every misstatement in the key is above the brief's clearly
+trivial amount (sales and accruals are drawn among those above it, a top-side excess is kept above
+it); an unauthorised post-closing entry is a control deviation, reported whatever its amount.
 
-Planted defects (criteria ``CUTOFF``, misstatement = the entry amount):
+**Sales cut-off.** Product sales are billed by the interface the evening their goods issue
+(shipment, COGS) posts. The policy keeps, for every product sale billed in the last ten days of
+the year (2025-12-22 to 2025-12-31), the delivery note the carrier signs when it takes the goods:
+its ship date is when control passes (FCA warehouse). Candidates are December sales still unpaid at
+the year end, moved with their goods issue to a later day of the window (nothing else of the
+chain moves). Delivery notes of a few ordinary sales earlier in the year complete the shipping file.
+* defect ``revenue_before_shipment`` (criteria ``CUTOFF``): the carrier took the goods in January
+  2026 (first business days, closer to 1 January as ``near_miss`` rises): the goods issue and the
+  billing were recorded before the goods left. Misstatement: the product revenue line (the net
+  amount; tax and COGS move with it). Decisive facts: the delivery note, its ship date, the billing
+  date, the revenue.
+* decoy ``year_end_revenue_shipped``: the carrier took the goods on the goods-issue date, within
+  the year. Decisive facts: the delivery note, its ship date, the billing date.
 
-* ``revenue_before_shipment``: a customer invoice (DR 1100 / CR 4000) billed in the last week of
-  the year (2025-12-24 to 2025-12-31) whose delivery note shows the goods left the warehouse in
-  January 2026. Required evidence: the delivery note, the billing entry (``get_entry``) and the
-  revenue and cut-off policy. Decisive facts: the delivery note, its ship date, the billing date
-  and the amount.
-* ``post_closing_entry_unauthorised``: a manual accrual or vendor invoice posted into December
-  2025 but recorded after the year-end close date of ``master:calendar`` (2026-01-09) without a
-  post-closing adjustment request that authorises it: none exists, or (with probability
-  ``near_miss``) the request was rejected, approved only after the entry was recorded, or
-  approved for a smaller amount. Required evidence: the entry, ``master:calendar``, the policy
-  (and the request, where one exists). Decisive facts: the recording date, the close date, the
-  amount (and the request with its approval date, "rejected" or the amount approved).
+**Post-closing entries.** Manual December entries with nothing after them in the year (vendor
+invoices not yet paid, bank charges and interest, allowance reviews, sales tax remittances,
+write-offs) are recorded 2-11 business days after the year-end close date of
+``master:calendar`` (2026-01-09), still posted to December. The policy allows this only under a
+post-closing adjustment request approved by the Controller and the CFO before the entry is
+recorded, for the amount posted.
+* defect ``post_closing_entry_unauthorised`` (``CUTOFF``, reported at the entry's total): no
+  request, or (with probability ``near_miss``) one that was rejected, approved only after the
+  entry was recorded, or approved for a smaller amount. Decisive facts: the recording date, the
+  close date, the amount (and the request, with its approval date, "rejected" or the amount it
+  approved).
+* decoy ``post_closing_entry_approved``: a request approved after the close, before the entry was
+  recorded, for the amount posted. Decisive facts: the request, its approval date, the recording
+  date.
 
-Decoys of the same two kinds:
+**Top-side adjustments.** The books' four year-end top-side accruals (bonus, audit fee, legal fees,
+marketing campaign) are keyed in January by the accounting manager or the controller and posted to
+31 December. Each has its support in the pack under its reference (the bonus pool approved by the
+compensation committee, the audit engagement letter, outside counsel's letter, the agency's
+statement), which states the one figure the accrual rests on.
+* defect ``topside_unsupported`` (criteria ``UNSUPPORTED``): the support states a smaller figure
+  (30 % of what was booked up to 70 % at the default ``near_miss``, 85 % at 1): the excess is a
+  management cushion. Misstatement: booked less supported. Decisive facts: the support, the amount booked,
+  the amount supported, the excess.
+* decoy ``topside_supported``: the support states exactly the amount booked. Decisive facts: the
+  support and the amount.
 
-* ``year_end_revenue_shipped``: billed in the same window, shipped on or before 2025-12-31
-  (sometimes after the billing date, still within the year). Cleared by the delivery note and the
-  policy. Decisive facts: the delivery note, its ship date and the billing date.
-* ``post_closing_entry_approved``: recorded after the close like the defects, under a request
-  approved by the Controller and the CFO after the close and before the entry was recorded, for
-  the amount posted (the policy allows exactly this). Cleared by the request, ``master:calendar``
-  and the policy. Decisive facts: the request, its approval date and the recording date.
+**Year-end accruals reversed in the next period.** Services billed a month late are accrued at
+each month end and reversed on the first day of the next month, when the invoice comes; the
+December accrual's reversal (1 January) and invoice fall in January 2026, so the pack holds each
+accrued vendor's statement of account at 2026-01-31.
+* defect ``year_end_accrual_unsupported`` (``UNSUPPORTED``, misstatement = the accrual): the
+  statement shows no December service: the engagement or supply ended in November, so there is
+  no later invoice for the accrual to meet. Decisive facts: the statement, the date the service
+  ended, the accrual.
+* decoy ``year_end_accrual_supported``: the statement shows the January invoice for the December
+  service within the policy's 10 % estimate tolerance (within 3 % at ``near_miss`` 0, 5.5 % at
+  the default, 8 % at 1). Decisive facts: the statement and the invoice amount.
 
-``near_miss`` moves decoy ship dates towards the year end and defect ship dates towards
-2026-01-01. A few ordinary manual entries posted on 2025-12-31 and recorded between the year end
-and the close date (normal close work) are caught by the naive rule as well; they are not
-planted. Delivery notes of a few ordinary sales earlier in the year complete the shipping file.
-
-The base population is made clean for the rule: base customer invoices are moved out of the
-year-end window and base entries are always recorded on their posting date.
+**Unplanted look-alikes.** Nothing of the books is sanitised. Every product sale billed in the window
+gets its (true) delivery note; every top-side entry and December accrual not drawn gets support
+that agrees. The naive surface rule (product revenue billed in the window, and every FY2025 entry
+recorded after the year end) therefore also catches ordinary close work keyed in January before
+the close date (December allowance reviews, accruals, top-side entries, bank charges and interest
+that are not in the key) and in-time window sales: over seeds 0-49 at default knobs it catches
+5.7 unplanted look-alikes per world, 34 % of its hits (``tests/test_key_audit_je09.py`` measures
+it). None of them is an exception under the policy (the key-audit test checks it): recorded on or
+before the close date, shipped within the year, supported.
 """
 
 from __future__ import annotations
@@ -47,137 +82,264 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
+from jeval_ray.books import close as books_close
+from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import HOLIDAY_DATES, month_end
 
 SPEC = spec(
     "JE-9",
     "L3",
-    'Cut-off',
-    objective='Find revenue recorded before the goods shipped and entries recorded after the period was closed; state the misstatement amount.',
-    defect='cut-off: revenue recorded before shipment / entry after close',
-    decoys='year-end sales shipped in time; post-closing entries approved before they were recorded',
-    required_evidence='close calendar, shipping documents, invoice',
-    sources=('general_ledger', 'close_calendar', 'shipping_documents', 'invoices'),
+    'Year-end cut-off and close',
+    objective='Test the FY2025 year end: sales cut-off, entries posted into FY2025 after the year-end close, and the '
+              'year-end top-side adjustments and accruals; state the misstatement amount of each exception.',
+    defect='cut-off: revenue recorded before shipment / entry after close; year-end adjustment or accrual beyond its support',
+    decoys='year-end sales shipped in time; approved post-closing entries; supported top-side adjustments and accruals',
+    required_evidence='close calendar, delivery notes, post-closing requests, top-side support, vendor statements',
+    sources=('general_ledger', 'close_calendar', 'shipping_documents', 'close_binder', 'vendor_statements'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('CUTOFF', 'revenue recorded before shipment, or an entry recorded after the period close'),
+        ('CUTOFF', 'a transaction recorded in the wrong fiscal year, or an entry posted into a closed period without authorisation'),
+        ('UNSUPPORTED', 'a year-end adjustment or accrual recorded above what its documentation supports'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=True,
     available=True,
 )
 
-POLICY_TITLE = "Revenue recognition and period-end cut-off policy"
+_STD_CLOSE = "AS 2401.58-.62 (entries at the end of a reporting period, post-closing entries); ISA 240.32(a), A41-A45"
+_STD_EST = "AS 2401.58-.62 (top-side and period-end adjustments); AS 2401.63-.65 and ISA 240.32(b) (estimates reviewed for bias); ISA 240.A41-A45"
+KEY_RATIONALE = (
+    key("defect", "revenue_before_shipment",
+        evidence="the carrier-signed delivery note of the sale (filed under its billing reference), the billing entry, the cut-off policy",
+        facts="ship date on the delivery note in January 2026; billing and goods issue dated in the last days of December 2025; the product revenue line",
+        conclusion="Revenue and the goods issue were recorded in FY2025 although control passed on shipment in FY2026: revenue is overstated by the net amount billed (cost of sales and inventory move with it).",
+        standard="AS 2401.41 (presumed revenue-recognition risk), " + _STD_CLOSE),
+    key("decoy", "year_end_revenue_shipped",
+        evidence="the carrier-signed delivery note, the cut-off policy",
+        facts="ship date on or before 2025-12-31, equal to the goods-issue and billing date",
+        conclusion="Year-end sale shipped within FY2025: cut-off is correct, no exception.",
+        standard=_STD_CLOSE),
+    key("defect", "post_closing_entry_unauthorised",
+        evidence="the entry (its entry timestamp), master:calendar (year-end close 2026-01-09), the close policy, and the post-closing request where one exists",
+        facts="recorded after 2026-01-09 but posted to December 2025; no request, or a request rejected, approved only after the entry was recorded, or approved for less than posted",
+        conclusion="An entry was posted into the closed FY2025 period after the close without the required authorisation: an override of the close control that changed the closed year's figures, reported at the amount posted.",
+        standard=_STD_CLOSE),
+    key("decoy", "post_closing_entry_approved",
+        evidence="the post-closing adjustment request, master:calendar, the close policy",
+        facts="request for the entry's reference approved by the Controller and the CFO after the close and before the entry was recorded, for the amount posted",
+        conclusion="Post-closing entry authorised as the policy requires: no exception.",
+        standard=_STD_CLOSE),
+    key("defect", "topside_unsupported",
+        evidence="the top-side support filed under the entry's reference (committee approval, engagement letter, counsel's letter or agency statement), the entry, the close policy",
+        facts="the amount booked; the one figure the support states, lower; the difference",
+        conclusion="A year-end top-side accrual exceeds its support: expense and accrued liabilities are overstated by the unsupported excess (a management cushion).",
+        standard=_STD_EST),
+    key("decoy", "topside_supported",
+        evidence="the top-side support filed under the entry's reference, the close policy",
+        facts="the support states exactly the amount booked",
+        conclusion="Top-side accrual agrees with its support: no exception.",
+        standard=_STD_EST),
+    key("defect", "year_end_accrual_unsupported",
+        evidence="the accrued vendor's statement of account at 2026-01-31, the accrual entry, the close policy",
+        facts="no invoice for December 2025 services; the service ended in November 2025; the accrual amount",
+        conclusion="The December accrual, reversed on 1 January, meets no later invoice: it accrues a cost that was never incurred, so expense and accrued liabilities are overstated by the accrual.",
+        standard=_STD_EST),
+    key("decoy", "year_end_accrual_supported",
+        evidence="the accrued vendor's statement of account at 2026-01-31, the close policy",
+        facts="the January 2026 invoice for December 2025 services, within 10 % of the accrual",
+        conclusion="The accrual is an estimate within the policy's tolerance of the invoice that followed: no exception.",
+        standard=_STD_EST),
+)
+
+POLICY_TITLE = "Revenue recognition, period-end cut-off and close policy"
 REQUEST_TITLE = "Post-closing adjustment request"
-REVENUE_ACCOUNTS = ("4000", "4100")
-#: the year-end cut-off window: sales billed in these days are vouched to their delivery notes
-WINDOW_START, YEAR_END = "2025-12-24", "2025-12-31"
+STATEMENT_TITLE = "Statement of account"
+REVENUE_ACCOUNT = "4000"
+#: the year-end cut-off window: product sales billed in these days are vouched to their delivery notes
+WINDOW_START, YEAR_END = "2025-12-22", "2025-12-31"
+FY_END_CLOSE = "2026-01-09"
+#: the accrual estimate tolerance the policy allows against the invoice that follows
+ACCRUAL_TOLERANCE = 0.10
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
-_SO_REF = re.compile(r"\bSO-\d+\b")
-#: the warehouse ships on business days (New Year's Day 2026 included)
-_SHIP_HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
+_USD = re.compile(r"USD ([\d,]+\.\d\d)")
+#: the warehouse ships, and the office works, on business days (New Year's Day 2026 included)
+_HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
 _REASONS = {
-    "accrual": ("true-up of the December accrual to the final supplier statement",
-                "audit adjustment to the December accrual proposed by the external auditors and agreed by management"),
-    "vendor_invoice": ("vendor invoice for December services received after the close",
-                       "audit adjustment proposed by the external auditors: unrecorded December liability"),
+    "VN": ("vendor invoice for December services received after the close",
+           "unrecorded December liability found in the January invoice review"),
+    "VI": ("vendor invoice for goods received in December, matched after the close",
+           "December goods receipt not invoiced at the close, found in the GR/IR review"),
+    "BC": ("December bank charges from the statement received late",),
+    "BI": ("December interest credited by the bank, advice received late",),
+    "AL": ("allowance review of the December receivables completed after the close",
+           "specific provision for a doubtful receivable identified after the close"),
+    "TX": ("December sales tax remittance recorded from the bank statement after the close",),
+    "WO": ("write-off of an uncollectible receivable approved in December, recorded after the close",),
 }
+#: the top-side adjustments of the books (``close.TOP_SIDE`` order) and who documents each one
+_TOPSIDE_SUPPORT = (
+    ("FY2025 bonus pool approval", "Compensation Committee of the Board", "bonus pool for FY2025 approved, payable in March 2026"),
+    ("Engagement letter - FY2025 audit", "Ridgeway & Stone LLP, independent auditors", "fee agreed for the audit of the FY2025 financial statements, billed on completion"),
+    ("Outside counsel letter - open litigation", "Hartwell & Crane LLP", "fees for services rendered through 2025-12-31 on the open litigation, not yet billed"),
+    ("Agency statement - Q4 campaign", "Brightline Media Group", "Q4 2025 campaign costs incurred through 2025-12-31 and not yet invoiced"),
+)
+assert len(_TOPSIDE_SUPPORT) == len(books_close.TOP_SIDE)
 
 
-def _policy_body(year_end_close: str) -> str:
+def _policy_body() -> str:
     return (
         "1. Scope. This policy applies to all revenue and to every journal entry posted to a period of FY2025, "
         "and in particular to the fiscal year end (2025-12-31).\n"
         "2. Product revenue (account 4000) is recognised when control of the goods passes to the customer. Under "
         "the company's standard terms of sale (FCA our warehouse) control passes on the ship date recorded on the "
-        "delivery note, when the goods are handed to the carrier. Goods that leave the warehouse after the last day "
-        "of a period may not be billed into that period; the billing belongs to the period of shipment.\n"
-        f"3. Year-end cut-off. Delivery notes for all sales billed in the last week of the fiscal year ({WINDOW_START} "
-        f"to {YEAR_END}) are retained in the audit support pack under the sales order reference (SO-...).\n"
+        "delivery note, when the carrier signs for the goods. Goods that leave the warehouse after the last day "
+        "of a fiscal year may not be billed into that year.\n"
+        f"3. Year-end cut-off. Delivery notes for all product sales billed in the last ten days of the fiscal year "
+        f"({WINDOW_START} to {YEAR_END}) are retained in the audit support pack under the billing reference.\n"
         "4. Period close. Each period is closed on the close date set in the financial close calendar (master data "
         "calendar, kind period_close). Entries recorded up to and including the close date may still be posted "
         "into the period being closed; this is normal close work. After the close date the period is locked: "
         "entries recorded later are posted to the current open period. An entry may be posted into a closed "
         "period only under a post-closing adjustment request approved by the Controller and the CFO before the "
         "entry is recorded, for the reference and the amount approved. The FY2025 year-end close date is "
-        f"{year_end_close}.\n"
-        "5. Cut-off errors are corrected in the period to which the transaction belongs; the amount of the "
-        "misstatement is the amount recorded in the wrong period."
+        f"{FY_END_CLOSE}.\n"
+        "5. Top-side adjustments (document type TS) are keyed by the Accounting Manager or the Controller. Each one "
+        "is supported by the calculation or third-party document it rests on, filed in the close binder under the "
+        "adjustment's reference; the amount booked is the amount that document supports.\n"
+        "6. Accruals. Services billed in arrears are accrued at each month end from the expected invoice and "
+        "reversed on the first day of the next month, when the invoice is recorded. An accrual within "
+        f"{ACCRUAL_TOLERANCE:.0%} of the invoice that follows is an acceptable estimate. For the year end, the "
+        "statements of account of the accrued vendors at 2026-01-31 are retained in the audit support pack.\n"
+        "7. Cut-off errors are corrected in the period to which the transaction belongs; the misstatement is the "
+        "amount recorded in the wrong period. An entry posted into a closed period without authorisation is "
+        "reported at the amount posted. An adjustment or accrual above its support is misstated by the amount it "
+        "exceeds the support."
     )
 
 
+def _business(days: np.ndarray) -> np.ndarray:
+    return days[np.is_busday(days, holidays=_HOLIDAYS)]
+
+
 def plant(b) -> None:
-    """Plant year-end revenue billed before shipment and unauthorised post-closing entries, with
-    decoys of the same surface: year-end sales shipped in time and approved post-closing entries."""
+    """Plant the four year-end procedures' defects and decoys into the year's books (see the module
+    docstring) and the documents every in-scope entry needs, planted or not."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
-    close = np.datetime64(b.facts["year_end_close"])
+    d = b.books.docs
+    close = np.datetime64(FY_END_CLOSE)
     year_end, window_start = np.datetime64(YEAR_END), np.datetime64(WINDOW_START)
-    policy = b.add_document("policy", POLICY_TITLE, _policy_body(b.facts["year_end_close"]), "2024-11-29")
-    b.facts["brief_notes"] = {"year end close": f"the FY2025 books were closed on {b.facts['year_end_close']}"}
+    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-11-29")
+    b.facts["brief_notes"] = {"year end close": f"the FY2025 books were closed on {FY_END_CLOSE}"}
 
-    post = e["post_date"]
-    is_rev = e["template"] == "customer_invoice"
-    # sanitise the base: only planted revenue sits in the year-end window, every base entry is
-    # recorded on its posting date (so nothing else is entered after its period end)
-    move = is_rev & (post >= window_start)
-    e["post_date"][move] = window_start - 1 - rng.integers(0, 20, int(move.sum()))
-    e["entry_date"][:] = e["post_date"]
-    e["doc_date"][:] = np.minimum(e["doc_date"], e["post_date"])
+    # entries by books document, and the documents with something after them in the year (a payment, a receipt)
+    at = np.full(len(d.type), -1, dtype=np.int64)
+    at[e["books_doc"]] = np.arange(b.n)
+    followed = np.zeros(len(d.type), dtype=bool)
+    child = np.flatnonzero((d.parent >= 0) & (at >= 0))
+    followed[d.parent[child]] = True
+    followed_e = followed[e["books_doc"]]
+    sh_of = np.where(d.parent[e["books_doc"]] >= 0, at[np.maximum(d.parent[e["books_doc"]], 0)], -1)
+    post, code = e["post_date"], e["doc_code"]
+    december = post >= np.datetime64("2025-12-01")
 
-    # one surface per kind: each candidate's kind is drawn first, its label independently
+    is_sale = (code == "CI") & (e["credit_account"] == REVENUE_ACCOUNT)
+    # a sale the planting may move: billed the day its goods issue (its parent) posted
+    safe_sh = np.zeros(b.n, dtype=bool)
+    safe_sh[is_sale] = sh_of[is_sale] >= 0
+    has = is_sale & safe_sh
+    safe_sh[has] = (post[sh_of[has]] == post[has]) & (code[sh_of[has]] == "SH")
+    # a misstatement the key reports is above clearly trivial (a post-closing entry is a control
+    # deviation, reported whatever its amount)
+    trivial = int(round(b.facts["clearly_trivial"] * 100))
+    above_trivial = d.amount[e["books_doc"]] >= trivial
+    pools = {
+        "rev": is_sale & december & ~followed_e & safe_sh & above_trivial,
+        "late": e["manual"] & december & ~followed_e & np.isin(code, list(_REASONS)),
+        "topside": code == "TS",
+        "accrual": (code == "AC") & (post == year_end) & above_trivial,
+    }
+    weights = {"rev": 0.35, "late": 0.35, "topside": 0.2, "accrual": 0.1}
+    # one surface per kind: each candidate's kind is drawn first (within what the books hold), its label independently
     n_all = b.n_defects + b.n_decoys
     labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
-    is_rev_kind = rng.random(n_all) < 0.5
-    rev_labels, late_labels = labels[is_rev_kind], labels[~is_rev_kind]
-    rev_idx = b.pick(len(rev_labels), is_rev, what="customer invoices")
-    late_pool = e["manual"] & np.isin(e["template"], ["accrual", "vendor_invoice"])
-    late_idx = b.pick(len(late_labels), late_pool, what="manual accruals and vendor invoices")
+    room = {k: int(v.sum()) for k, v in pools.items()}
+    kinds = []
+    for _ in range(n_all):
+        open_kinds = [k for k in weights if room[k] > 0] or ["rev"]
+        p = np.array([weights[k] for k in open_kinds])
+        k = open_kinds[int(rng.choice(len(open_kinds), p=p / p.sum()))]
+        room[k] -= 1
+        kinds.append(k)
+    kinds = np.array(kinds)
+    picked = {k: (b.pick(int((kinds == k).sum()), pools[k], what=f"{k} candidates"), labels[kinds == k])
+              for k in weights}
 
-    for idx, bad in zip(rev_idx, rev_labels):
-        day = window_start + int(rng.integers(0, 8))
-        _to_year_end(b, idx, day)
+    _plant_sales(b, *picked["rev"], sh_of, policy, near)
+    _plant_post_closing(b, *picked["late"], policy, near, close)
+    _plant_topside(b, *picked["topside"], np.flatnonzero(pools["topside"]), policy, near, trivial)
+    _plant_accruals(b, *picked["accrual"], np.flatnonzero((code == "AC") & (post == year_end)), policy, near)
+
+    # every product sale billed in the window has its delivery note; so do a few ordinary sales earlier in the year
+    window_sales = np.flatnonzero(is_sale & (e["post_date"] >= window_start) & ~b.used)
+    for idx in window_sales:
+        _delivery_note(b, idx, e["post_date"][sh_of[idx]] if sh_of[idx] >= 0 else e["post_date"][idx])
+    others = np.flatnonzero(is_sale & (e["post_date"] < window_start) & ~b.used & (sh_of >= 0))
+    if len(others):
+        for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
+            _delivery_note(b, idx, e["post_date"][sh_of[idx]])
+
+
+def _plant_sales(b, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray, policy: int, near: float) -> None:
+    """Move December sales (with their goods issue) to a later day of the window; defects ship in January."""
+    rng, e = b.rng, b.e
+    window = _business(np.arange(np.datetime64(WINDOW_START), np.datetime64(YEAR_END) + 1))
+    for idx, bad in zip(idx_all, bad_all):
+        later = window[window >= e["post_date"][idx]]
+        day = later[int(rng.integers(0, len(later)))]
+        for i in (idx, sh_of[idx]):
+            e["post_date"][i] = e["doc_date"][i] = e["entry_date"][i] = day
         if bad:
-            # shipped in January: revenue of FY2026 billed into FY2025
-            ship = np.busday_offset(year_end + 1 + int(rng.integers(0, 1 + int(round((1 - near) * 10)))), 0,
-                                    roll="forward", holidays=_SHIP_HOLIDAYS)
+            # the carrier took the goods in January: the goods issue and the billing came first
+            ship = np.busday_offset(np.datetime64("2026-01-02") + int(rng.integers(0, 1 + int(round((1 - near) * 8)))),
+                                    0, roll="forward", holidays=_HOLIDAYS)
         else:
-            # shipped on or before the year end (sometimes after the billing date, still in December)
-            lo = max(0, int(round((1 - near) * 6)))
-            ship = np.busday_offset(min(year_end, day + int(rng.integers(-lo - 1, 3))), 0, roll="backward",
-                                    holidays=_SHIP_HOLIDAYS)
+            ship = day
         doc = _delivery_note(b, idx, ship)
+        revenue = -sum(v for a, v in b.lines_of(idx) if a == REVENUE_ACCOUNT)
         facts = [f"{{D:{doc}}}", b.date_str(ship), b.date_str(day)]
-        cents = int(e["credit_cents"][idx])
         if bad:
-            b.add_defect(idx, "revenue_before_shipment", "CUTOFF", [doc, "entry", policy], cents,
-                         facts=[*facts, cents / 100])
+            b.add_defect(idx, "revenue_before_shipment", "CUTOFF", [doc, "entry", policy], revenue,
+                         facts=[*facts, revenue / 100])
         else:
             b.add_decoy(idx, "year_end_revenue_shipped", [doc, policy], facts=facts)
 
-    for idx, bad in zip(late_idx, late_labels):
+
+def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int, near: float,
+                        close: np.datetime64) -> None:
+    """Record December entries after the year-end close; decoys under an approved request."""
+    rng, e = b.rng, b.e
+    for idx, bad in zip(idx_all, bad_all):
         k = int(rng.integers(2, 12))
-        recorded = np.busday_offset(close, k, roll="forward", holidays=HOLIDAY_DATES)
+        recorded = np.busday_offset(close, k, roll="forward", holidays=_HOLIDAYS)
         # a decision in time falls after the close and before the entry is recorded
-        in_time = np.busday_offset(close, int(rng.integers(1, k)), roll="forward", holidays=HOLIDAY_DATES)
-        b.post_late(idx, 12, recorded)
+        in_time = np.busday_offset(close, int(rng.integers(1, k)), roll="forward", holidays=_HOLIDAYS)
+        e["entry_date"][idx] = recorded
+        e["time_s"][idx] = int(rng.integers(9 * 3600, 17 * 3600))
         cents = int(e["debit_cents"][idx])
         base = ["entry", "master:calendar", policy]
-        facts = [b.date_str(recorded), b.facts["year_end_close"], cents / 100]
+        facts = [b.date_str(recorded), FY_END_CLOSE, cents / 100]
         if not bad:
-            approved = in_time
-            h = _request(b, idx, approved, "approved", cents)
+            h = _request(b, idx, in_time, "approved", cents)
             b.add_decoy(idx, "post_closing_entry_approved", [h, "master:calendar", policy],
-                        facts=[f"{{D:{h}}}", b.date_str(approved), b.date_str(recorded)])
+                        facts=[f"{{D:{h}}}", b.date_str(in_time), b.date_str(recorded)])
         elif rng.random() < near:
             # a request exists, but it does not authorise what was posted
             how = ("late", "rejected", "amount")[int(rng.integers(0, 3))]
             if how == "late":
-                # asked in time like the others, approved only after the entry had been recorded
-                approved = np.busday_offset(recorded, int(rng.integers(2, 8)), roll="forward", holidays=HOLIDAY_DATES)
+                approved = np.busday_offset(recorded, int(rng.integers(2, 8)), roll="forward", holidays=_HOLIDAYS)
                 h = _request(b, idx, approved, "approved", cents, asked=in_time)
                 extra = [f"{{D:{h}}}", b.date_str(approved)]
             elif how == "rejected":
@@ -191,27 +353,48 @@ def plant(b) -> None:
         else:
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
 
-    # ordinary close work the naive rule also catches: recorded after the year end, on or before the close
-    look = b.pick(int(rng.integers(2, 4)), late_pool, what="manual accruals and vendor invoices")
-    window = np.arange(year_end + 1, close + 1, dtype="datetime64[D]")
-    window = window[np.is_busday(window, holidays=HOLIDAY_DATES)]
-    for idx in look:
-        b.post_late(idx, 12, window[int(rng.integers(0, len(window)))])
 
-    # delivery notes for a few ordinary sales earlier in the year, so the shipping file is not only year-end items
-    others = np.flatnonzero(is_rev & ~b.used)
-    if len(others):
-        for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
-            _delivery_note(b, idx, e["post_date"][idx] - int(rng.integers(0, 4)))
+def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float,
+                   trivial: int) -> None:
+    """Support for every top-side entry; a defect's support states less than was booked."""
+    rng, e = b.rng, b.e
+    label = {int(i): bool(x) for i, x in zip(idx_all, bad_all)}
+    for idx in every:
+        booked = int(e["debit_cents"][idx])
+        bad = label.get(int(idx), False)
+        supported = booked
+        if bad:
+            share = rng.uniform(0.30, 0.55 + 0.30 * near)
+            supported = int(min(booked - 10_000, max(10_000, round(booked * share / 100_000) * 100_000)))
+            # the excess is more than clearly trivial (whole thousands below what was booked)
+            supported = min(supported, max(0, (booked - trivial) // 100_000 * 100_000))
+        doc = _topside_support(b, idx, supported)
+        if int(idx) not in label:
+            continue
+        if bad:
+            b.add_defect(idx, "topside_unsupported", "UNSUPPORTED", [doc, "entry", policy], booked - supported,
+                         facts=[f"{{D:{doc}}}", booked / 100, supported / 100, (booked - supported) / 100])
+        else:
+            b.add_decoy(idx, "topside_supported", [doc, policy], facts=[f"{{D:{doc}}}", booked / 100])
 
 
-def _to_year_end(b, idx: int, day: np.datetime64) -> None:
-    """Move a customer invoice into the year-end window, as product revenue."""
-    e = b.e
-    e["post_date"][idx] = day
-    e["entry_date"][idx] = day
-    e["doc_date"][idx] = day - int(b.rng.integers(0, 2))
-    e["credit_account"][idx] = "4000"
+def _plant_accruals(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float) -> None:
+    """A statement of account for every December accrual's vendor; a defect's shows no December service."""
+    rng, e = b.rng, b.e
+    label = {int(i): bool(x) for i, x in zip(idx_all, bad_all)}
+    for idx in every:
+        accrued = int(e["debit_cents"][idx])
+        bad = label.get(int(idx), False)
+        spread = 0.03 + 0.05 * near
+        invoice = None if bad else int(round(accrued / rng.uniform(1 - spread, 1 + spread)))
+        doc, ended = _statement(b, idx, invoice)
+        if int(idx) not in label:
+            continue
+        if bad:
+            b.add_defect(idx, "year_end_accrual_unsupported", "UNSUPPORTED", [doc, "entry", policy], accrued,
+                         facts=[f"{{D:{doc}}}", ended, accrued / 100])
+        else:
+            b.add_decoy(idx, "year_end_accrual_supported", [doc, policy], facts=[f"{{D:{doc}}}", invoice / 100])
 
 
 def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked: np.datetime64 | None = None) -> int:
@@ -221,78 +404,153 @@ def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked
     e = b.e
     no = int(rng.integers(100, 999))
     asked = max(np.busday_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward",
-                                 holidays=HOLIDAY_DATES), np.datetime64(b.facts["year_end_close"]) + 1)
+                                 holidays=_HOLIDAYS), np.datetime64(FY_END_CLOSE) + 1)
     decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
                 f"USD {cents / 100:,.2f}." if status == "approved" else
                 f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
+    reasons = _REASONS[str(e["doc_code"][idx])]
     body = (
         f"Post-closing adjustment request PCA-26-{no}\n"
-        f"Closed period: 2025-12 (FY2025 year-end close {b.facts['year_end_close']})\n"
+        f"Closed period: 2025-12 (FY2025 year-end close {FY_END_CLOSE})\n"
         f"Entry reference: {e['reference'][idx]}\n"
         f"Account: {e['debit_account'][idx]}    Amount requested: USD {int(e['debit_cents'][idx]) / 100:,.2f}\n"
-        f"Reason: {_REASONS[str(e['template'][idx])][int(rng.integers(0, 2))]}\n"
+        f"Reason: {reasons[int(rng.integers(0, len(reasons)))]}\n"
         f"Requested by {e['preparer'][idx]} on {b.date_str(asked)}.\n"
         f"Decision: {decision}"
     )
     return b.add_document("memo", f"{REQUEST_TITLE} PCA-26-{no}", body, b.date_str(asked))
 
 
+def _by_id(b, rows: str, key: str) -> dict:
+    """``b.<rows>`` (customers, vendors) by id, built once per world."""
+    memo = b.__dict__.setdefault("_je09_by_id", {})
+    if rows not in memo:
+        memo[rows] = {r[key]: r for r in getattr(b, rows)}
+    return memo[rows]
+
+
+def _customer_name(b, idx: int) -> str:
+    cid = str(b.e["customer_id"][idx])
+    row = _by_id(b, "customers", "customer_id").get(cid)
+    return row["name"] if row else cid
+
+
 def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
-    """A delivery note for the sales order of entry ``idx`` with the given ship date."""
+    """The carrier-signed delivery note of the sale billed by entry ``idx``, shipped on ``ship``."""
     rng = b.rng
     ref = str(b.e["reference"][idx])
-    desc = str(b.e["description"][idx])
-    m = re.match(r"Billing \S+ (.+)$", desc)
-    customer = m.group(1) if m else b.customers[int(rng.integers(0, len(b.customers)))]["name"]
+    customer = _customer_name(b, idx)
     dn = int(rng.integers(80_000, 99_999))
-    units = int(rng.integers(4, 400))
-    ship_s = b.date_str(ship)
+    qty = b.books.docs.quantity[int(b.e["books_doc"][idx])]
     body = (
         f"Delivery note DN-{dn}\n"
         f"Shipper: {b.facts['company_name']}, finished goods warehouse, Columbus OH\n"
-        f"Customer: {customer}\n"
-        f"Sales order / billing reference: {ref}\n"
-        f"Ship date (goods handed to carrier): {ship_s}\n"
+        f"Customer: {customer} ({b.e['customer_id'][idx]})\n"
+        f"Billing reference: {ref}\n"
+        f"Ship date (goods handed to carrier, carrier signature): {b.date_str(ship)}\n"
         f"Carrier: {_CARRIERS[int(rng.integers(0, len(_CARRIERS)))]}, pro number {int(rng.integers(10**8, 10**9))}\n"
         f"Terms: FCA Columbus warehouse\n"
-        f"Contents: {units} units, {int(rng.integers(1, 12))} pallets\n"
+        f"Contents: {int(qty):,} units, {int(rng.integers(1, 12))} pallets\n"
         "Goods received in good order by the carrier; signed by the dispatch supervisor."
     )
-    # a delivery note is dated when it is raised (the order's release, on or before billing): the
-    # listing shows that date, the ship date is read in the note
-    raised = b.date_str(min(ship, b.e["doc_date"][idx]))
-    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, raised)
+    # a delivery note is raised when the order is released to the warehouse (on or before the goods
+    # issue): the listing shows that date, the ship date is read in the note
+    raised = np.busday_offset(b.e["doc_date"][idx], -int(rng.integers(0, 3)), roll="backward", holidays=_HOLIDAYS)
+    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, b.date_str(raised))
+
+
+def _topside_support(b, idx: int, cents: int) -> int:
+    """The close-binder support of top-side entry ``idx``, stating ``cents`` as the one figure it rests on."""
+    rng, e = b.rng, b.e
+    purpose = int(b.books.docs.ext_ref[int(e["books_doc"][idx])])
+    title, issuer, what = _TOPSIDE_SUPPORT[purpose]
+    ref = str(e["reference"][idx])
+    entered = e["entry_date"][idx]
+    if purpose == 1:  # the engagement letter is signed before the audit starts
+        dated = np.busday_offset(np.datetime64("2025-09-01") + int(rng.integers(0, 45)), 0, roll="forward",
+                                 holidays=_HOLIDAYS)
+    else:  # committee minutes and statements at the year end, before the adjustment was keyed
+        lo = np.datetime64("2025-12-15") if purpose == 0 else np.datetime64("2026-01-02")
+        days = _business(np.arange(lo, entered))
+        dated = days[int(rng.integers(0, len(days)))] if len(days) else entered
+    body = (
+        f"{title}\n"
+        f"Issued by: {issuer}\n"
+        f"Addressed to: {b.facts['company_name']}, Finance\n"
+        f"Date: {b.date_str(dated)}\n"
+        f"Subject: {what}: USD {cents / 100:,.2f}\n"
+        f"Filed in the FY2025 close binder under top-side adjustment {ref} ({e['description'][idx]})."
+    )
+    return b.add_document("memo", f"{title} ({ref})", body, b.date_str(dated))
+
+
+def _statement(b, idx: int, invoice_cents: int | None) -> tuple[int, str]:
+    """The statement of account at 2026-01-31 of the vendor accrued by entry ``idx``: the January
+    invoice for December services, or none because the service ended in November. Returns the
+    document and the date the service ended ("" when it did not)."""
+    rng, e = b.rng, b.e
+    vid = str(e["vendor_id"][idx])
+    vendor = _by_id(b, "vendors", "vendor_id")[vid]
+    service = "utility supply" if vendor["category"] == "utilities" else "professional services"
+    lines = [f"{STATEMENT_TITLE} at 2026-01-31", f"From: {vendor['name']} ({vid})",
+             f"To: {b.facts['company_name']}, Accounts Payable", f"Service: {service}, billed monthly in arrears"]
+    ended = ""
+    if invoice_cents is not None:
+        inv_day = _business(np.arange(np.datetime64("2026-01-05"), np.datetime64("2026-01-24")))
+        day = inv_day[int(rng.integers(0, len(inv_day)))]
+        lines += ["Invoices issued in January 2026:",
+                  f"  Invoice {int(rng.integers(10_000, 99_999))} dated {b.date_str(day)}, for December 2025 "
+                  f"{service}: USD {invoice_cents / 100:,.2f}"]
+    else:
+        ended = str(np.busday_offset(np.datetime64("2025-11-30"), 0, roll="backward", holidays=_HOLIDAYS))
+        what = "the supply account was closed" if service == "utility supply" else "the engagement was completed"
+        lines += ["Invoices issued in January 2026: none.",
+                  f"Note: {what} on {ended}; no services were provided after that date and no further invoice "
+                  "will be issued. The November 2025 invoice was the final one."]
+    lines.append("Payments are due 30 days from the invoice date.")
+    title = f"{STATEMENT_TITLE} - {vendor['name']} ({vid}) at 2026-01-31"
+    return b.add_document("vendor_statement", title, "\n".join(lines), "2026-01-31"), ended
 
 
 # ----------------------------------------------------------------------------- strategies
 _REQ = {"ref": re.compile(r"Entry reference: (\S+)"),
         "decision": re.compile(r"Decision: (Approved|Rejected) .*? on (\d{4}-\d{2}-\d{2})"),
         "amount": re.compile(r"on \d{4}-\d{2}-\d{2}, for USD ([\d,]+\.\d\d)")}
+_WINDOW = re.compile(r"last ten days of the fiscal year \((\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)")
+_TOLERANCE = re.compile(r"within (\d+)% of the invoice")
+_DEC_INVOICE = re.compile(r"Invoice (\d+) dated (\d{4}-\d\d-\d\d), for December 2025 [^:]*: USD ([\d,]+\.\d\d)")
+_ENDED = re.compile(r"(?:closed|completed) on (\d{4}-\d\d-\d\d)")
 
 
 def _period_end(day: str) -> str:
     return str(month_end(np.datetime64(day[:10])))
 
 
+def _usd(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
 def _scan(kit: Kit, start: str, end: str):
-    """Entry headers (line 1) of the slice and the revenue lines billed in the cut-off window."""
+    """Entry headers (line 1) of the slice and the product revenue lines billed in the cut-off window."""
     heads = yield from kit.ledger(filters=[{"column": "line_no", "op": "eq", "value": 1}],
-                                  columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source", "reference"])
-    rev = yield from kit.ledger(filters=[{"column": "account", "op": "in", "value": list(REVENUE_ACCOUNTS)}],
+                                  columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source", "reference",
+                                           "document_type", "vendor_id", "description"])
+    rev = yield from kit.ledger(filters=[{"column": "account", "op": "eq", "value": REVENUE_ACCOUNT},
+                                         {"column": "posting_date", "op": "ge", "value": start}],
                                 columns=["entry_id", "account", "posting_date", "credit", "reference"])
-    return entries_of(heads), [r for r in rev if start <= r["posting_date"][:10] <= end]
+    return entries_of(heads), [r for r in rev if start <= r["posting_date"][:10] <= end and r["credit"]]
 
 
 def naive(kit: Kit):
-    """Flags all revenue billed in the last week of the year and every entry recorded after its
-    period end, reading neither the calendar, the delivery notes nor the post-closing requests."""
+    """Flags all product revenue billed in the last ten days of the year and every FY2025 entry
+    recorded after the year end, reading neither the calendar nor any document."""
     heads, rev = yield from _scan(kit, WINDOW_START, YEAR_END)
     flags = []
     for r in rev:
         flags.append((r["entry_id"], r["credit"], f"Revenue {r['reference']} of {r['credit']:.2f} booked at the year end on {r['posting_date']}."))
     for eid, h in sorted(heads.items()):
-        if h["entry_timestamp"][:10] > _period_end(h["posting_date"]):
-            flags.append((eid, h["total_debit"], f"Entry recorded {h['entry_timestamp'][:10]} after its period end ({h['posting_date']})."))
+        if h["posting_date"][:4] == "2025" and h["entry_timestamp"][:10] > YEAR_END and h["document_type"] != "YC":
+            flags.append((eid, h["total_debit"], f"Entry recorded {h['entry_timestamp'][:10]} after the year end, posted {h['posting_date']}."))
     for eid, amount, why in flags:
         if kit.calls_left <= 1:
             break
@@ -301,18 +559,22 @@ def naive(kit: Kit):
 
 
 def careful(kit: Kit):
-    """Reads the policy (its cut-off window) and the close calendar, vouches year-end revenue to
-    delivery notes, and checks every entry recorded after its period's close against the
-    post-closing adjustment requests (approved before recording, for the amount posted)."""
+    """Reads the policy (window, tolerance) and the close calendar; vouches year-end sales to their
+    delivery notes; checks entries recorded after the close against the post-closing requests;
+    agrees each top-side adjustment to its support and each year-end accrual to the vendor's
+    statement of the following month."""
     docs = yield from kit.documents()
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "cut-off" in d["title"].lower()), None)
     pol = [policy] if policy else []
-    start, end = WINDOW_START, YEAR_END
+    start, end, tol = WINDOW_START, YEAR_END, ACCRUAL_TOLERANCE
     if policy:
         body = (yield from kit.open(policy)).get("body", "")
-        m = re.search(r"last week of the fiscal year \((\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)", body)
+        m = _WINDOW.search(body)
         if m:
             start, end = m.group(1), m.group(2)
+        m = _TOLERANCE.search(body)
+        if m:
+            tol = int(m.group(1)) / 100
     cal = yield from kit.master("calendar")
     closes = {}
     for r in cal:
@@ -321,37 +583,40 @@ def careful(kit: Kit):
             closes[m.group(1)] = r["date"][:10]
     heads, rev = yield from _scan(kit, start, end)
 
-    late, close_work = [], []
+    late, topside, accruals = [], [], []
     for eid, h in sorted(heads.items()):
-        rec, posted = h["entry_timestamp"][:10], h["posting_date"]
+        rec, posted = h["entry_timestamp"][:10], h["posting_date"][:10]
         close = closes.get(posted[:7])
-        if close and rec > close:
+        if close and rec > close and h["document_type"] != "YC":
             late.append((eid, h, close))
-        elif rec > _period_end(posted):
-            close_work.append((eid, h, close))
+        elif h["document_type"] == "TS":
+            topside.append((eid, h))
+        elif h["document_type"] == "AC" and posted == end:
+            accruals.append((eid, h))
 
+    by_title = {d["doc_id"]: d["title"] for d in docs}
     notes = {}
     for d in docs:
-        m = _SO_REF.search(d["title"]) if d["doc_type"] == "shipping_document" else None
-        if m:
-            notes.setdefault(m.group(0), d["doc_id"])
+        if d["doc_type"] == "shipping_document":
+            m = re.search(r" - (\S+) ", d["title"])
+            if m:
+                notes.setdefault(m.group(1), d["doc_id"])
     requests = {}
     if late:
         for d in docs:
-            if kit.calls_left <= len(late) + 2 * len(rev) + 2:
-                break
             if d["title"].startswith(REQUEST_TITLE):
                 body = (yield from kit.open(d["doc_id"])).get("body", "")
                 ref, dec, amt = (_REQ[k].search(body) for k in ("ref", "decision", "amount"))
                 if ref and dec:
-                    requests[ref.group(1)] = (d["doc_id"], dec.group(1), dec.group(2),
-                                              float(amt.group(1).replace(",", "")) if amt else None)
+                    requests[ref.group(1)] = (d["doc_id"], dec.group(1), dec.group(2), _usd(amt.group(1)) if amt else None)
 
     n_flag = n_clear = 0
     for eid, h, close in late:
         if kit.calls_left <= 3:
             break
-        rec, amount = h["entry_timestamp"][:10], h["total_debit"]
+        rec = h["entry_timestamp"][:10]
+        entry = yield from kit.call("get_entry", entry_id=eid)
+        amount = entry.get("total_debit", h["total_debit"])
         req = requests.get(h.get("reference", ""))
         if req and req[1] == "Approved" and req[2] < rec and req[3] is not None and abs(req[3] - amount) < 0.005:
             yield from kit.clear(
@@ -361,8 +626,6 @@ def careful(kit: Kit):
                 f"the CFO on {req[2]} (before it was recorded) for the amount posted, {amount:,.2f}.")
             n_clear += 1
             continue
-        entry = yield from kit.call("get_entry", entry_id=eid)
-        amount = entry.get("total_debit", amount)
         if req is None:
             why = "No post-closing adjustment request authorises it."
         elif req[1] == "Rejected":
@@ -370,15 +633,74 @@ def careful(kit: Kit):
         elif req[2] >= rec:
             why = f"Post-closing request {req[0]} was approved only on {req[2]}, after the entry was recorded."
         else:
-            why = f"Post-closing request {req[0]} approved {req[3]:,.2f} only, not the {amount:,.2f} posted."
+            why = f"Post-closing request {req[0]} approved {req[3]:.2f} only, not the {amount:.2f} posted."
         yield from kit.flag(
             eid, "CUTOFF", [eid, "master:calendar", *pol, *([req[0]] if req else [])],
             f"Entry {eid} is posted into the closed period {h['posting_date'][:7]} but was recorded on {rec}, after that "
-            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} is recorded in the wrong "
-            f"period. {why}", amount=amount)
+            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} was posted into the closed "
+            f"year without authorisation. {why}", amount=amount)
         n_flag += 1
 
-    rev_flags = rev_clears = 0
+    for eid, h in topside:
+        if kit.calls_left <= 3:
+            break
+        ref = h.get("reference", "")
+        doc_id = next((i for i, t in by_title.items() if ref and f"({ref})" in t), None)
+        if doc_id is None:
+            continue
+        body = (yield from kit.open(doc_id)).get("body", "")
+        m = re.search(r"Subject: .*?: USD ([\d,]+\.\d\d)", body)
+        if not m:
+            continue
+        supported, booked = _usd(m.group(1)), h["total_debit"]
+        if booked - supported > 0.005:
+            entry = yield from kit.call("get_entry", entry_id=eid)
+            booked = entry.get("total_debit", booked)
+            excess = round(booked - supported, 2)
+            yield from kit.flag(
+                eid, "UNSUPPORTED", [doc_id, eid, *pol],
+                f"Top-side adjustment {eid} ({ref}) books {booked:.2f} at the year end, but its support {doc_id} states "
+                f"{supported:.2f}; the excess of {excess:.2f} is not supported and overstates expense and accrued "
+                "liabilities.", amount=excess)
+            n_flag += 1
+        else:
+            yield from kit.clear(eid, [doc_id, *pol],
+                                 f"Top-side adjustment {eid} ({ref}) of {booked:.2f} agrees with its support {doc_id}, "
+                                 f"which states {supported:.2f}.")
+            n_clear += 1
+
+    for eid, h in accruals:
+        if kit.calls_left <= 3:
+            break
+        vid = h.get("vendor_id") or ""
+        doc_id = next((i for i, t in by_title.items() if vid and t.startswith(STATEMENT_TITLE) and f"({vid})" in t), None)
+        if doc_id is None:
+            continue
+        body = (yield from kit.open(doc_id)).get("body", "")
+        accrued = h["total_debit"]
+        inv = _DEC_INVOICE.search(body)
+        if inv and abs(accrued - _usd(inv.group(3))) <= tol * _usd(inv.group(3)):
+            yield from kit.clear(eid, [doc_id, *pol],
+                                 f"Year-end accrual {eid} of {accrued:.2f} is followed by invoice {inv.group(1)} of "
+                                 f"{_usd(inv.group(3)):.2f} dated {inv.group(2)} for December 2025 ({doc_id}), within the "
+                                 f"policy's {tol:.0%} estimate tolerance.")
+            n_clear += 1
+            continue
+        entry = yield from kit.call("get_entry", entry_id=eid)
+        accrued = entry.get("total_debit", accrued)
+        ended = _ENDED.search(body)
+        if inv:
+            why = f"the only December invoice is {_usd(inv.group(3)):.2f}, outside the {tol:.0%} tolerance"
+        else:
+            why = ("no invoice for December 2025 services was issued" +
+                   (f"; the service ended on {ended.group(1)}" if ended else ""))
+        yield from kit.flag(
+            eid, "UNSUPPORTED", [doc_id, eid, *pol],
+            f"Year-end accrual {eid} of {accrued:.2f} for vendor {vid} is reversed on 1 January but the vendor's "
+            f"statement {doc_id} shows {why}: the accrual is unsupported and overstates expense and accrued "
+            f"liabilities by {accrued:.2f}.", amount=accrued)
+        n_flag += 1
+
     for r in rev:
         if kit.calls_left <= 3:
             break
@@ -393,26 +715,21 @@ def careful(kit: Kit):
         if not m:
             continue
         ship, eid = m.group(1), r["entry_id"]
-        if ship > _period_end(r["posting_date"]):
+        if ship > end:
             yield from kit.call("get_entry", entry_id=eid)
             yield from kit.flag(
                 eid, "CUTOFF", [doc_id, eid, *pol],
                 f"Entry {eid} books revenue {r['reference']} of {r['credit']:.2f} on {r['posting_date']}, but delivery "
-                f"note {doc_id} shows the goods shipped on {ship}, after the year end; under the policy revenue is "
-                f"recognised at shipment, so {r['credit']:.2f} of revenue is recorded in the wrong year.",
+                f"note {doc_id} shows the carrier took the goods on {ship}, after the year end; under the policy revenue "
+                f"is recognised at shipment, so {r['credit']:.2f} of revenue is recorded in the wrong year.",
                 amount=r["credit"])
-            rev_flags += 1
+            n_flag += 1
         else:
             yield from kit.clear(eid, [doc_id, *pol],
                                  f"Entry {eid}: revenue {r['reference']} billed on {r['posting_date']}; delivery note "
                                  f"{doc_id} shows shipment on {ship}, within the year, so cut-off is correct.")
-            rev_clears += 1
-    for eid, h, close in close_work:
-        if kit.calls_left <= 2:
-            break
-        yield from kit.clear(eid, ["master:calendar", *pol],
-                             f"Entry {eid} posted {h['posting_date']} was recorded on {h['entry_timestamp'][:10]}, after the "
-                             f"period end but on or before the close date {close}: normal close work per the calendar.")
+            n_clear += 1
     yield from kit.submit(
-        f"Cut-off review: {n_flag} entries recorded after close without authorisation and {rev_flags} year-end sales "
-        f"billed before shipment flagged; {n_clear + rev_clears} items cleared, {len(close_work)} close-work entries noted.")
+        f"Year-end review: {n_flag} exceptions flagged (sales cut-off, post-closing entries, top-side adjustments and "
+        f"accruals beyond their support); {n_clear} items vouched and cleared; other close work recorded on or before "
+        "the close date noted.")

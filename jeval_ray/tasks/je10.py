@@ -1,265 +1,541 @@
 """JE-10 (L3): three-way match.
 
-The support pack holds the vendor invoices and purchase orders of the AP items selected for
-vouching (each PO print shows its history: the goods receipt and the quantity received), plus the
-procurement policy that states the tolerated price variance (a percentage of the PO value or a
-fixed USD cap, whichever is lower; both vary by seed). Every sampled entry is coded to the account
-of what its vendor sells (inventory for production goods and freight, the matching expense
-otherwise), so the invoice, the PO, the goods receipt and the ledger agree on everything but the
-planted differences.
+The client's accounts payable sample is vouched the way the procurement and accounts payable
+policy says invoices are matched: goods (raw materials, equipment) three-way, the invoice to its
+purchase order and to the goods receipts recorded against it; ordered services (freight,
+maintenance, marketing) two-way, the invoice to its purchase order. The sample entries are the
+books' own vendor invoices: ``VI`` (matched: Dr 2050 GR/IR at the order price of what was received,
+Dr/Cr 5100 purchase price variance for the price difference, Cr 2000 payables) and ``VN`` with a
+purchase order (Dr the category's cost account, Cr 2000). The support pack holds, for each sampled
+invoice, the vendor's invoice (its lines, price adjustment, total and remittance details, with the
+AP posting stamp) and the purchase order with its history (the goods receipts and the quantities
+received); the policy states the price tolerance (a percentage of the order value of the quantity
+invoiced or a USD cap, whichever is lower; the company sets both above every price difference its
+ordinary invoices carry, so they vary by seed and year), that the quantity invoiced may not exceed
+the quantity received, that payment goes only to the vendor-master bank account (changes through
+the call-back procedure, logged in ``master:vendor_changes``), and the coding guide: the accounts
+each vendor category's documents post to (``jeval_ray.books.master.ALLOWED_ACCOUNTS``).
 
-Planted defects (criteria ``THREE_WAY_MISMATCH``):
+Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one books document:
 
-* **price over PO**: the invoice's unit price, and so its total (the amount posted), exceeds the
-  purchase order by more than the tolerance. Required evidence: invoice, purchase order, policy.
-  Misstatement: the amount billed above the PO. Decisive facts: the PO (document), the invoice
-  total, the PO total, the excess and the tolerance.
-* **quantity over receipt**: the invoice bills the whole order, but the goods receipt in the PO
-  history shows fewer units received. Required evidence: invoice, purchase order, policy.
-  Misstatement: the units billed but not received at the invoice price. Decisive facts: the PO
-  (document), the quantity billed and the quantity received.
-* **bank mismatch**: the invoice asks for payment to a bank account that is not the vendor's
-  account in the vendor master (and no vendor change is on file). Required evidence: invoice,
-  ``master:vendors``, policy. The amount recorded is the invoice total as the payment at risk
-  (a payment-fraud exposure; the expense itself is not misstated). Decisive facts: the invoice
-  (document), the remittance account on it and the account in the vendor master.
+* **price over PO** (a matched invoice, raw materials): the vendor billed a price adjustment above
+  the tolerance and AP posted it; the entry carries it as a purchase price variance debit (5100) and
+  the payable (and the payment run, when it falls in the year) rises by it. Required evidence:
+  invoice, purchase order, policy. Misstatement: the excess over the order price. Decisive facts:
+  the PO (document), the invoice total, the order value of the quantity invoiced, the excess and the
+  tolerance.
+* **quantity over receipt** (a matched invoice whose order came in one delivery): the warehouse
+  received fewer units than ordered (its goods receipt, Dr inventory / Cr GR/IR, is for fewer),
+  yet the vendor billed, and AP posted, the whole order: GR/IR is left with a debit for the units
+  never received. Required evidence: invoice, purchase order (its history), policy. Misstatement:
+  the units billed but not received at the order price. Decisive facts: the PO (document), the
+  quantity billed and the quantity received.
+* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for
+  payment to an account that is not the vendor's in the vendor master, and no change is logged: a
+  payment-diversion (vendor impersonation) red flag. The expense and the payable are not misstated
+  (the key records a misstatement of 0); the exposure is a fraudulent payment of the invoice total.
+  Required evidence: invoice, ``master:vendors``, ``master:vendor_changes``, policy. Decisive facts:
+  the invoice (document), the remittance account on it and the account in the vendor master.
+* **misclassified account** (a two-way invoice): the one document is posted to the cost account of
+  another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
+  guide does not allow for its vendor's category; the ERP's description names the account posted.
+  Required evidence: invoice, ``master:vendors``, policy. Misstatement: the amount posted to the
+  wrong account. Decisive facts: the invoice (document), the account posted, the vendor's category
+  and the account the guide gives it.
 
-Decoys: invoices above their PO by less than the tolerance (``near_miss`` moves the variance
-towards the limit), cleared by the invoice, the PO and the policy. Decisive facts: the PO
-(document), the invoice total, the PO total and the tolerance. A few clean invoice/PO pairs
-(exact matches, invoices below the PO, partial deliveries invoiced for what was received)
-complete the sample. Every invoice and PO pair is linked
-by the PO number printed on the invoice, so one pair suffices per entry. Every candidate is a
-vendor invoice of the base population with a random vendor, re-priced as quantity x unit price in
-the same way, so the listing does not tell a defect from a decoy.
+Decoys:
 
-Base population: the rule needs an invoice and a PO, and the base has none, so nothing outside the
-planted sample can trip it.
+* **price variance within tolerance** (a matched invoice): a price adjustment above the order price
+  but within the tolerance (``near_miss`` moves it towards the limit), posted to 5100 as the policy
+  allows. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
+  invoice total, the order value and the tolerance.
+* **short delivery invoiced as received** (a matched invoice whose order came in one delivery):
+  the delivery came short (its goods receipt is for fewer units than ordered) and the vendor billed,
+  and AP posted and paid, only what arrived; the PO history shows the shortage, as for a quantity
+  defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
+  quantity ordered and the quantity received and billed.
+* **bank change verified** (a two-way invoice; no other invoice of its vendor dated before the
+  change is in the sample, and no two of these share a vendor): the invoice asks for payment to an
+  account that differs from the vendor master, because the vendor moved banks after issuing it;
+  ``master:vendor_changes`` logs the change (old account = the one on the invoice, dated after the
+  invoice, verified by call-back) and the vendor master holds the new account. Cleared by the
+  invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts: the invoice
+  (document), the old and the new account and the date of the change.
+
+A few clean invoices (exact matches, price differences in the company's favour, orders delivered
+in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
+change log also holds verified bank changes of vendors outside the sample.
+
+Unplanted look-alikes: the ledger filter for this procedure, vendor invoices posted with a purchase
+price variance debit (5100), also returns the books' own price differences, every one within the
+tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.0
+entries per world, 3.6 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
+breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
+from jeval_ray.books import chart, master as md
+from jeval_ray.tasks._spec import key, spec
 
 SPEC = spec(
     "JE-10",
     "L3",
     'Three-way match',
-    objective='Vouch vendor invoices: find entries whose invoice, purchase order and vendor master disagree beyond the tolerance in the procurement policy.',
-    defect='invoice, PO and vendor master disagree (three-way match)',
-    decoys='small price variances tolerated by policy',
-    required_evidence='invoice, purchase order, vendor master',
-    sources=('general_ledger', 'invoices', 'purchase_orders', 'vendor_master', 'procurement_policy'),
+    objective=('Vouch the vendor invoices of the client\'s accounts payable sample to their purchase orders, goods '
+               'receipts and the vendor master under the procurement and accounts payable policy, and report the '
+               'invoices that should not have been posted or paid as they were.'),
+    defect='an invoice posted or payable against the policy: price or quantity beyond what was ordered and received, payee not the vendor, or coded to an account its vendor may not post',
+    decoys='price differences the policy tolerates; short deliveries billed as received; invoices issued before a verified change of the vendor\'s bank',
+    required_evidence='invoice, purchase order (with its goods receipts), vendor master, policy',
+    sources=('general_ledger', 'invoices', 'purchase_orders', 'goods_receipts', 'vendor_master', 'vendor_changes',
+             'procurement_policy'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('THREE_WAY_MISMATCH', 'invoice, purchase order and vendor master disagree beyond the tolerated variance'),
+        ('THREE_WAY_MISMATCH', 'the invoice as posted is not supported by its purchase order, goods receipts and the vendor master as the policy requires'),
     ),
     withheld_variant=('search_documents',),
     available=True,
 )
 
-POLICY_TITLE = "Procurement and accounts payable policy - three-way match"
-# what each vendor of the base vendor list sells, so an invoice line reads like that vendor's business
-_ITEMS = {
-    "Acme Industrial Supply": "industrial fasteners (box of 1,000)", "Bluegate Logistics": "LTL freight shipment",
-    "Cedar Office Products": "copy paper (case)", "Delta Power & Light": "electricity supply block (MWh)",
-    "Evergreen Facilities": "janitorial service visit", "Falcon IT Services": "managed IT support hour",
-    "Granite Legal LLP": "legal advisory hour", "Harbor Freight Partners": "ocean container freight (TEU)",
-    "Ironclad Insurance Co.": "insurance premium instalment", "Juniper Marketing Group": "campaign design hour",
-    "Keystone Properties LLC": "warehouse overflow storage (pallet-month)", "Lumen Software Inc.": "software licence seat (year)",
-    "Maple Travel Agency": "corporate travel booking", "Northstar Consulting": "consulting hour",
-    "Orion Packaging": "corrugated shipping cartons (bundle)", "Pioneer Steel Works": "steel coil (t)",
-    "Quantum Components": "printed circuit board assembly", "Redwood Maintenance": "maintenance technician hour",
-    "Summit Staffing": "temporary staff hour", "Titan Equipment Rental": "forklift rental (day)",
-    "Unity Telecom": "telephony and data line (month)", "Vista Print Solutions": "printed catalogue (carton)",
-    "Westbrook Chemicals": "industrial solvent (drum)", "Yellowstone Freight": "truckload freight shipment",
-}
-# the expense or inventory account each vendor's invoices are coded to (inventory for goods bought
-# for production, the matching expense otherwise), so a vouched invoice agrees with its account
-_ACCOUNT = {
-    "Acme Industrial Supply": "1200", "Bluegate Logistics": "1200", "Cedar Office Products": "6900",
-    "Delta Power & Light": "6200", "Evergreen Facilities": "6600", "Falcon IT Services": "7100",
-    "Granite Legal LLP": "6400", "Harbor Freight Partners": "1200", "Ironclad Insurance Co.": "7000",
-    "Juniper Marketing Group": "6700", "Keystone Properties LLC": "6100", "Lumen Software Inc.": "7100",
-    "Maple Travel Agency": "6300", "Northstar Consulting": "6400", "Orion Packaging": "1200",
-    "Pioneer Steel Works": "1200", "Quantum Components": "1200", "Redwood Maintenance": "6600",
-    "Summit Staffing": "6400", "Titan Equipment Rental": "6100", "Unity Telecom": "6200",
-    "Vista Print Solutions": "6700", "Westbrook Chemicals": "1200", "Yellowstone Freight": "1200",
-}
+KEY_RATIONALE = (
+    key("defect", "price_over_po",
+        evidence="the vendor's invoice, its purchase order and the policy's price tolerance",
+        facts="the invoice total; the order value of the quantity invoiced (quantity x PO price); the excess "
+              "(posted to 5100 purchase price variance); the tolerance (percentage of the order value or the USD "
+              "cap, whichever is lower)",
+        conclusion="The invoice exceeds the approved order price by more than the policy tolerates and was posted "
+                   "and paid without a PO change: the excess is an unapproved price increase charged to purchase "
+                   "price variance (misstatement = the excess).",
+        standard="AS 2401.58 and .61 (examining journal entries); AS 1105.15 (inspection of records and documents)"),
+    key("defect", "quantity_over_receipt",
+        evidence="the vendor's invoice and the purchase order's history of goods receipts",
+        facts="the quantity billed; the quantity received on the goods receipt(s)",
+        conclusion="AP paid for units the warehouse never received (the invoice over-clears GR/IR); the value of "
+                   "the missing units is a recoverable overpayment (misstatement = units short x order price).",
+        standard="AS 1105.15 (inspection of records and documents); AS 2401.58 (examining journal entries)"),
+    key("defect", "bank_account_mismatch",
+        evidence="the vendor's invoice, the vendor master and the vendor change log",
+        facts="the remittance account on the invoice; the vendor's account in the vendor master; no logged, "
+              "verified change to the invoice's account",
+        conclusion="The invoice directs payment to an account that is not the vendor's, with no verified change on "
+                   "file: a payment-diversion red flag. The expense is not misstated; the exposure is a fraudulent "
+                   "payment of the invoice total, to be confirmed with the vendor through its number on file.",
+        standard="AS 2401.79 (evidence that fraud may exist is brought to management's attention); AS 1105.15"),
+    key("defect", "misclassified_account",
+        evidence="the vendor's invoice, the vendor master (category) and the policy's coding guide",
+        facts="the account the entry posted; the vendor's category; the account the coding guide gives that category",
+        conclusion="The invoice is posted to an account its vendor's category may not post: the expense is "
+                   "misclassified (misstatement = the amount posted to the wrong account).",
+        standard="AS 2401.58 (examining journal entries); AS 1105.11 (assertions: presentation and disclosure)"),
+    key("decoy", "price_variance_within_tolerance",
+        evidence="the vendor's invoice, its purchase order and the policy's price tolerance",
+        facts="the invoice total; the order value of the quantity invoiced; the tolerance, which the difference "
+              "does not exceed; quantity within what was received",
+        conclusion="The price difference is within the tolerance the policy lets AP post to purchase price "
+                   "variance without a PO change: no exception.",
+        standard="AS 1105.15 (inspection of records and documents)"),
+    key("decoy", "short_delivery_invoiced_as_received",
+        evidence="the vendor's invoice and the purchase order's history of goods receipts",
+        facts="the quantity ordered; the quantity received (fewer); the quantity invoiced, equal to what was received",
+        conclusion="The order came short, but the vendor billed and AP paid only the units received at the order "
+                   "price: no exception (the open quantity is not a liability).",
+        standard="AS 1105.15 (inspection of records and documents)"),
+    key("decoy", "bank_change_verified",
+        evidence="the vendor's invoice, the vendor master and the vendor change log",
+        facts="the account on the invoice is the vendor's old account; the change log records its replacement by the "
+              "master's account after the invoice date, verified by call-back",
+        conclusion="The vendor changed banks after issuing the invoice; the change went through the call-back "
+                   "procedure and payment follows the master: no exception.",
+        standard="AS 1105.15 (inspection of records and documents)"),
+)
+
+POLICY_TITLE = "Procurement and accounts payable policy"
+#: the menus the company's price tolerance is set from (a percentage of the order value, a USD cap)
+_PCTS = (3.0, 5.0, 7.5, 10.0, 15.0)
+_CAPS = (500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000)
 _BANKS = ("First Coastal Bank", "Lakeshore National Bank", "Summit Trust", "Pacific Commerce Bank")
-_MONEY = r"USD ([\d,]+\.\d\d)"
+#: categories bought on a purchase order without a goods receipt (two-way match) and their cost accounts
+_TWO_WAY = tuple(c.name for c in md.CATEGORIES if c.flow == "two_way")
+#: accounts a misclassified two-way invoice is posted to: the cost account of another two-way category
+#: (freight booked as repairs, repairs as marketing ...), so the listing shows accounts such invoices post
+_WRONG = tuple(chart.ACCOUNTS[chart.idx(c.account)].code for c in md.CATEGORIES if c.flow == "two_way")
+_MONEY = r"USD (-?[\d,]+\.\d\d)"
 
 
 def _usd(cents: int) -> str:
     return f"USD {cents / 100:,.2f}"
 
 
-def _tolerance_cents(po_total: int, pct: float, cap_cents: int) -> float:
-    """The tolerated excess over a PO: pct of the PO value or the cap, whichever is lower."""
-    return min(po_total * pct / 100.0, cap_cents)
+def _tolerance_cents(order_value: int, pct: float, cap_usd: int) -> int:
+    """The tolerated price difference over an order value: pct of it or the cap, whichever is lower (cents, down)."""
+    return int(min(order_value * pct // 100, cap_usd * 100))
 
 
-def _tolerance_fact(po_total: int, pct: float, cap_cents: int) -> float:
-    """The tolerance in USD as the policy's reader computes it from the PO total it reads."""
-    return round(min(po_total / 100 * pct / 100.0, cap_cents / 100), 2)
+def cost_account(category: str) -> str:
+    """The account a category's goods receipts or invoices debit (the coding guide's first account)."""
+    return chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[category]].account)].code
+
+
+def allowed_codes(category: str) -> list[str]:
+    return sorted(chart.ACCOUNTS[i].code for i in md.ALLOWED_ACCOUNTS[category])
+
+
+def _coding_guide() -> str:
+    lines = []
+    for c in md.CATEGORIES:
+        main = cost_account(c.name)
+        rest = [a for a in allowed_codes(c.name) if a != main]
+        lines.append(f"  - {c.name} ({c.what}): {main} {chart.ACCOUNTS[chart.CODE[main]].name}; also {', '.join(rest)}")
+    return "\n".join(lines)
+
+
+def natural_variances(b) -> tuple[np.ndarray, np.ndarray]:
+    """(order value, price difference) in cents of every matched invoice the books posted in the year."""
+    d = b.books.docs
+    docs = b.e.peek("books_doc")[b.e.peek("doc_code") == "VI"]
+    return d.amount[docs].astype(np.int64), d.variance[docs].astype(np.int64)
+
+
+def _policy_tolerance(b) -> tuple[float, int]:
+    """The smallest menu tolerance above every price difference of the year's ordinary invoices, sometimes a step up."""
+    amt, var = natural_variances(b)
+    pos = var > 0
+    ratio = float((var[pos] * 100 / np.maximum(amt[pos], 1)).max()) if pos.any() else 0.0
+    top = int(var[pos].max()) if pos.any() else 0
+    i = next((k for k, p in enumerate(_PCTS) if p > ratio), len(_PCTS) - 1)
+    j = next((k for k, c in enumerate(_CAPS) if c * 100 > top), len(_CAPS) - 1)
+    i = min(i + int(b.rng.random() < 0.4), len(_PCTS) - 1)
+    j = min(j + int(b.rng.random() < 0.4), len(_CAPS) - 1)
+    return _PCTS[i], _CAPS[j]
+
+
+class _Chains:
+    """The books' purchasing chains behind the year's entries: an entry's document, its order, receipts, payments."""
+
+    def __init__(self, b):
+        d = b.books.docs
+        self.d = d
+        self.entry_of = np.full(len(d), -1, dtype=np.int64)
+        self.entry_of[b.e.peek("books_doc")] = np.arange(b.n)
+        gr = d.of("GR")
+        self.gr = gr[np.argsort(d.parent[gr], kind="stable")]
+        self.gr_parent = d.parent[self.gr]
+        vp = d.of("VP")
+        self.vp = vp[np.argsort(d.parent[vp], kind="stable")]
+        self.vp_parent = d.parent[self.vp]
+
+    def receipts(self, po: int) -> np.ndarray:
+        lo, hi = np.searchsorted(self.gr_parent, [po, po + 1])
+        return self.gr[lo:hi]
+
+    def payments(self, inv: int) -> np.ndarray:
+        lo, hi = np.searchsorted(self.vp_parent, [inv, inv + 1])
+        return self.vp[lo:hi]
+
+    def single_receipt(self) -> np.ndarray:
+        """Per document: whether it is an order received in exactly one goods receipt, for the whole quantity."""
+        d = self.d
+        n = np.bincount(self.gr_parent, minlength=len(d))
+        qty = np.zeros(len(d), dtype=np.int64)
+        np.add.at(qty, self.gr_parent, d.quantity[self.gr])
+        return (n == 1) & (qty == d.quantity)
 
 
 def plant(b) -> None:
-    """Plant over-PO invoices and bank-account mismatches, within-tolerance decoys and clean pairs."""
+    """Plant price, quantity, payee and coding exceptions into sampled AP invoices, their look-alikes and clean items."""
     rng = b.rng
     e = b.e
+    ch = _Chains(b)
+    d = ch.d
     near = b.knobs.near_miss
-    pct = float(rng.choice([2.0, 3.0, 5.0]))
-    cap = int(rng.choice([250, 500, 1000])) * 100
+    pct, cap = _policy_tolerance(b)
     policy = b.add_document(
         "policy", POLICY_TITLE,
-        "Section 3 Purchase orders. Every purchase of goods and services above USD 100.00 requires an approved "
-        "purchase order (PO) raised in the ERP before the order is placed.\n"
-        "Section 5 Three-way match. Accounts payable may post and pay a vendor invoice only when it agrees with the "
-        "approved purchase order, the goods receipt recorded against it (shown in the PO history) and the vendor "
-        "master:\n"
+        "Section 3 Purchase orders. Goods and ordered services are bought on an approved purchase order (PO) "
+        "raised in the ERP before the order is placed; recurring fees and utility, professional, office and travel "
+        "bills are invoiced without one.\n"
+        "Section 5 Matching. Accounts payable posts a vendor invoice only when it agrees with the approved PO and, for "
+        "goods, with the goods receipts recorded against it (shown in the PO history):\n"
         "  5.0 Quantity: the quantity invoiced may not exceed the quantity received.\n"
-        "  5.1 Price: the invoice total may exceed the PO value by no more than "
-        f"{pct:g}% of the PO value or USD {cap / 100:,.2f}, whichever is lower. Such small variances "
-        "(freight surcharges, currency and rounding) are posted without further approval. Any larger excess "
-        "requires an approved PO change before the invoice is posted.\n"
-        "  5.2 Vendor: the invoice must come from the vendor on the PO, and payment is made only to the bank "
-        "account held in the vendor master. Remittance details on an invoice that differ from the vendor master "
-        "must not be used; bank changes go through the vendor change procedure with call-back verification.\n"
-        "Section 6 Invoices below the PO value (partial deliveries, discounts) are posted at the invoiced amount.",
+        "  5.1 Price: the invoice may exceed the PO price of the quantity invoiced by no more than "
+        f"{pct:g}% of that order value or USD {cap:,.2f}, whichever is lower. Such small differences (surcharges, "
+        "rounding) are posted to 5100 Purchase Price Variance without further approval; any larger excess requires "
+        "an approved PO change before the invoice is posted. Invoices below the PO price are posted as invoiced.\n"
+        "  5.2 Payee: payment is made only to the bank account held in the vendor master. Remittance details on an "
+        "invoice that differ from the vendor master must not be used; bank changes go through the vendor change "
+        "procedure with call-back verification and are logged in the vendor change log.\n"
+        "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master:\n"
+        + _coding_guide(),
         "2024-10-01",
     )
     vendors = {v["vendor_id"]: v for v in b.vendors}
-    n_bank = (b.n_defects + int(rng.integers(0, 2))) // 3
-    n_qty = (b.n_defects - n_bank) // 3
-    n_price = b.n_defects - n_bank - n_qty
-    # clean pairs make the sample realistic; keep the careful solver's worst case inside the budget
-    spare = (SPEC.step_budget - 10 - 3 * (b.n_defects + b.n_decoys)) // 2
+    docs = e.peek("books_doc")
+    # per entry: its vendor's category (-1 without a vendor) and its approver's limit (0 without one)
+    cat = np.where(e.peek("vendor_id") != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
+    appr_limit = np.array([u.approval_limit_cents for u in md.USERS] + [0], dtype=np.int64)[d.approver[docs]]
+    var = d.variance[docs]
+    amt = d.amount[docs]
+    vi = (e.peek("doc_code") == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
+    raw_vi = vi & (cat == md.CATEGORY["raw_materials"])
+    two_way = (e.peek("doc_code") == "VN") & (d.parent[docs] >= 0) & np.isin(cat, [md.CATEGORY[c] for c in _TWO_WAY])
+    # room under the approver's limit for the largest price adjustment planted (30 % of the order value)
+    room = appr_limit >= (amt * 13 // 10 + np.abs(var) + 100)
+    parent = d.parent[docs]
+    # matched invoices whose goods receipts in the books add up to what was invoiced
+    po_of = np.maximum(parent, 0)
+    recv = np.bincount(ch.gr_parent, weights=d.amount[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
+    vi &= (parent >= 0) & (recv == amt)
+    raw_vi &= vi
+    # orders received whole in one goods receipt posted in the year (the receipt a short delivery changes)
+    first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
+    whole = ch.single_receipt()[po_of]
+    qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
+    # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
+    received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
+    complete = received_all == d.quantity[po_of]
+    n = b.n_defects
+    kinds = ("price", "qty", "bank", "mis")
+    order = rng.permutation(len(kinds))
+    types = [kinds[order[i % len(kinds)]] for i in range(n)]
+    decoy_kinds = ("price", "bank", "short")
+    order = rng.permutation(len(decoy_kinds))
+    decoy_types = [decoy_kinds[order[i % len(decoy_kinds)]] for i in range(b.n_decoys)]
+    spare = (SPEC.step_budget - 10 - 3 * (n + b.n_decoys)) // 3
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
-    pool = (e["template"] == "vendor_invoice") & (e["vendor_id"] != "")
-    price_def = b.pick(n_price, pool, what="vendor invoices")
-    bank_def = b.pick(n_bank, pool, what="vendor invoices")
-    qty_def = b.pick(n_qty, pool, what="vendor invoices")
-    decoys = b.pick(b.n_decoys, pool, what="vendor invoices")
-    clean = b.pick(n_clean, pool, what="vendor invoices")
-    po_numbers = iter(rng.permutation(np.arange(4_500_100, 4_509_900))[: len(price_def) + len(bank_def) + len(qty_def) + len(decoys) + len(clean)])
 
-    def units(idx: int) -> tuple[int, int]:
-        """(quantity, invoice unit price in cents) for the entry, re-setting its amount to qty x price."""
-        q = int(rng.integers(2, 41))
-        price = max(1, int(round(int(e["debit_cents"][idx]) / q)))
-        if (q * price) % 10_000 == 0:  # keep amounts non-round, as in the base population
-            price += 1
-        e["debit_cents"][idx] = e["credit_cents"][idx] = q * price
-        return q, price
+    sampled_vendors: set[str] = set()
+    sampled_partners: set[int] = set()
+    partner = np.where(cat >= 0, d.partner[docs], -1)  # the vendor's index, -1 for entries without one
+    #: vendors whose bank changed: their invoices dated up to the change name the old account, so none joins the sample
+    locked = np.zeros(b.n, dtype=bool)
 
-    for idx in price_def:
-        q, p_inv = units(idx)
-        total = q * p_inv
-        factor = float(rng.uniform(1.6, 6.0))
-        d = max(1, math.ceil(factor * _tolerance_cents(total, pct, cap) / q))
-        d = min(d, p_inv - 1)
-        while q * d <= _tolerance_cents(q * (p_inv - d), pct, cap) and d < p_inv - 1:
-            d += 1
-        pair = _pair(b, idx, vendors, q, p_inv, p_inv - d, int(next(po_numbers)), bank=None)
-        b.add_defect(idx, "price_over_po", "THREE_WAY_MISMATCH", [pair[0], pair[1], policy], q * d,
-                     facts=[f"{{D:{pair[1]}}}", total / 100, q * (p_inv - d) / 100, q * d / 100,
-                            _tolerance_fact(q * (p_inv - d), pct, cap)])
-    for idx in bank_def:
-        q, p_inv = units(idx)
-        remit = b.bank_account()
-        inv, _po = _pair(b, idx, vendors, q, p_inv, p_inv, int(next(po_numbers)), bank=remit)
-        # the amount recorded is the payment at risk: the expense itself is not misstated
-        b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy],
-                     facts=[f"{{D:{inv}}}", remit, vendors[str(e["vendor_id"][idx])]["bank_account"]])
-    for idx in qty_def:
-        q, p_inv = units(idx)
-        # billed for the whole order, but the goods receipt shows part of it never arrived
-        short = int(rng.integers(1, max(1, q // 3) + 1))
-        pair = _pair(b, idx, vendors, q, p_inv, p_inv, int(next(po_numbers)), bank=None, received=q - short)
-        b.add_defect(idx, "quantity_over_receipt", "THREE_WAY_MISMATCH", [pair[0], pair[1], policy], short * p_inv,
-                     facts=[f"{{D:{pair[1]}}}", q, q - short])
-    for idx in decoys:
-        q, p_inv = units(idx)
+    def take(k: int, where: np.ndarray, what: str, fresh_vendor: bool = False) -> list[int]:
+        out = []
+        for _ in range(k):
+            mask = where & ~locked
+            if fresh_vendor:
+                mask &= ~np.isin(partner, sorted(sampled_partners))
+            i = int(b.pick(1, mask, what=what)[0])
+            out.append(i)
+            sampled_vendors.add(str(e.peek("vendor_id")[i]))
+            sampled_partners.add(int(partner[i]))
+        return out
+
+    bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
+    changed_on = {}
+    for idx in bank_dec:
+        when = np.busday_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
+        changed_on[idx] = min(when, np.datetime64("2025-12-31"))
+        locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
+    price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
+    short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
+    picked = {k: take(types.count(k), where, what) for k, where, what in (
+        ("price", raw_vi & room & (var <= 0), "matched vendor invoices"),
+        ("qty", qty_ok, "matched invoices of orders received in one delivery"),
+        ("bank", raw_vi | two_way, "sampled vendor invoices"),
+        ("mis", two_way, "two-way vendor invoices"))}
+    clean = take(n_clean, (vi & (var <= 0) & complete) | two_way, "sampled vendor invoices")
+
+    remit: dict[int, str] = {}
+    received: dict[int, list[tuple[int, int, int]]] = {}  # entry -> goods receipts (gr doc, quantity, cents)
+    billed: dict[int, int] = {}  # entry -> quantity invoiced, where a short delivery was planted
+
+    def pay_more(idx: int, cents: int) -> None:
+        """The payment run paid the invoice as posted: its last payment in the year carries the change."""
+        pays = [int(ch.entry_of[p]) for p in ch.payments(int(docs[idx])) if ch.entry_of[p] >= 0]
+        if pays:
+            last = max(pays, key=lambda j: (e.peek("post_date")[j], j))
+            e["debit_cents"][last] += cents
+            e["credit_cents"][last] += cents
+
+    def reprice(idx: int, variance: int) -> None:
+        """The invoice billed ``variance`` above the order value: 5100 carries it, the payable follows."""
+        dv = variance - int(var[idx])
+        b.set_line(idx, "5100", variance)
+        e["credit_cents"][idx] += dv
+        pay_more(idx, dv)
+
+    def facts_price(idx: int, variance: int) -> tuple[int, int, int]:
+        order_value = int(amt[idx])
+        return order_value + variance, order_value, _tolerance_cents(order_value, pct, cap)
+
+    for idx in picked["price"]:
+        tol = _tolerance_cents(int(amt[idx]), pct, cap)
+        excess = max(tol + 100, min(int(tol * rng.uniform(1.6, 6.0)), int(amt[idx]) * 3 // 10))
+        reprice(idx, excess)
+    for idx in price_dec:
+        tol = _tolerance_cents(int(amt[idx]), pct, cap)
         frac = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
-        d = max(1, int(frac * _tolerance_cents(q * p_inv, pct, cap) / q))
-        while d > 1 and q * d > _tolerance_cents(q * (p_inv - d), pct, cap):
-            d -= 1
-        pair = _pair(b, idx, vendors, q, p_inv, p_inv - d, int(next(po_numbers)), bank=None)
-        b.add_decoy(idx, "price_variance_within_tolerance", [pair[0], pair[1], policy],
-                    facts=[f"{{D:{pair[1]}}}", q * p_inv / 100, q * (p_inv - d) / 100,
-                           _tolerance_fact(q * (p_inv - d), pct, cap)])
-    for idx in clean:
-        q, p_inv = units(idx)
-        # an exact match, or an invoice under the PO (a negotiated discount), both fine under the policy
-        p_po = p_inv if rng.random() < 0.6 else p_inv + int(rng.integers(1, max(2, p_inv // 20)))
-        # sometimes a partial delivery, invoiced for what was received (fine under section 6)
-        ordered = q + (int(rng.integers(1, 6)) if rng.random() < 0.3 else 0)
-        _pair(b, idx, vendors, q, p_inv, p_po, int(next(po_numbers)), bank=None, ordered=ordered, received=q)
-    # the client's PBC note says which items the pack covers, so invoices without documents are not "unsupported"
-    sample = np.sort(np.concatenate([price_def, bank_def, qty_def, decoys, clean]).astype(np.int64))
+        reprice(idx, max(1, min(int(tol * frac), tol)))
+    for idx in picked["qty"] + short_dec:
+        # the delivery came short: its goods receipt (Dr inventory / Cr GR/IR) is for fewer units
+        po = int(d.parent[docs[idx]])
+        gr = int(ch.receipts(po)[0])
+        q = int(d.quantity[po])
+        short = int(rng.integers(1, max(1, q // 3) + 1))
+        price = int(d.amount[po]) // q
+        j = int(ch.entry_of[gr])
+        e["debit_cents"][j] -= short * price
+        e["credit_cents"][j] -= short * price
+        received[idx] = [(gr, q - short, (q - short) * price)]
+        billed[idx] = q
+    for idx in short_dec:
+        # ... and the vendor billed, and AP posted and paid, what arrived
+        got = received[idx][0][1]
+        cut = (billed[idx] - got) * (int(amt[idx]) // billed[idx])
+        e["debit_cents"][idx] -= cut
+        e["credit_cents"][idx] -= cut
+        pay_more(idx, -cut)
+        billed[idx] = got
+    for idx in picked["bank"]:
+        remit[idx] = b.bank_account()
+    changes = []
+    for idx in bank_dec:
+        v = vendors[str(e.peek("vendor_id")[idx])]
+        new = b.bank_account()
+        remit[idx] = v["bank_account"]
+        changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
+                        "new_value": new, "changed_on": b.date_str(changed_on[idx]), "changed_by": "GSILVA",
+                        "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
+        v["bank_account"] = new
+    for idx in picked["mis"]:
+        old = str(e["debit_account"][idx])
+        wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(md.CATEGORIES[cat[idx]].name)]))
+        e["debit_account"][idx] = wrong
+        # the ERP words the entry from the account it was posted to
+        e["description"][idx] = str(e["description"][idx]).replace(
+            chart.ACCOUNTS[chart.CODE[old]].name.lower(), chart.ACCOUNTS[chart.CODE[wrong]].name.lower())
+    # verified bank changes of vendors outside the sample, so the change log is the company's, not the sample's
+    outside = [v for v in b.vendors if v["vendor_id"] not in sampled_vendors]
+    for k in rng.choice(len(outside), size=min(len(outside), int(rng.integers(2, 5))), replace=False).tolist():
+        v = outside[int(k)]
+        new = b.bank_account()
+        changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
+                        "new_value": new, "changed_on": str(np.datetime64("2024-11-01") + int(rng.integers(0, 400))),
+                        "changed_by": "GSILVA", "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
+        v["bank_account"] = new
+    b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"])))
+
+    sample = sorted(set(bank_dec + price_dec + short_dec + clean + [i for v in picked.values() for i in v]))
+    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx))
+               for idx in sample}
+    for idx in picked["price"]:
+        inv, po = handles[idx]
+        total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
+        b.add_defect(idx, "price_over_po", "THREE_WAY_MISMATCH", [inv, po, policy], total - order_value,
+                     facts=[f"{{D:{po}}}", total / 100, order_value / 100, (total - order_value) / 100, tol / 100])
+    for idx in picked["qty"]:
+        inv, po = handles[idx]
+        q = int(d.quantity[d.parent[docs[idx]]])
+        got = received[idx][0][1]
+        b.add_defect(idx, "quantity_over_receipt", "THREE_WAY_MISMATCH", [inv, po, policy],
+                     (q - got) * (int(amt[idx]) // q), facts=[f"{{D:{po}}}", q, got])
+    for idx in picked["bank"]:
+        inv, _po = handles[idx]
+        b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH",
+                     [inv, "master:vendors", "master:vendor_changes", policy], 0,
+                     facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e.peek("vendor_id")[idx])]["bank_account"]])
+    for idx in picked["mis"]:
+        inv, _po = handles[idx]
+        c = md.CATEGORIES[cat[idx]].name
+        b.add_defect(idx, "misclassified_account", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy],
+                     int(e["debit_cents"][idx]), facts=[f"{{D:{inv}}}", str(e["debit_account"][idx]), c, cost_account(c)])
+    for idx in price_dec:
+        inv, po = handles[idx]
+        total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
+        b.add_decoy(idx, "price_variance_within_tolerance", [inv, po, policy],
+                    facts=[f"{{D:{po}}}", total / 100, order_value / 100, tol / 100])
+    for idx in short_dec:
+        inv, po = handles[idx]
+        b.add_decoy(idx, "short_delivery_invoiced_as_received", [inv, po, policy],
+                    facts=[f"{{D:{po}}}", int(d.quantity[d.parent[docs[idx]]]), billed[idx]])
+    for idx, ch_row in zip(bank_dec, changes):
+        inv, _po = handles[idx]
+        b.add_decoy(idx, "bank_change_verified", [inv, "master:vendors", "master:vendor_changes"],
+                    facts=[f"{{D:{inv}}}", ch_row["old_value"], ch_row["new_value"], ch_row["changed_on"]])
     refs = ", ".join(sorted(str(e["reference"][i]) for i in sample))
     b.add_document(
         "memo", "PBC list - accounts payable vouching sample",
-        "Provided by client (PBC) for the FY2025 audit. As requested in the audit request list, "
-        f"Accounts Payable has provided the vendor invoice and the approved purchase order for each of the {len(sample)} "
-        f"AP invoices the auditors selected for three-way match testing: {refs}. Vendor bank details are maintained "
-        "in the vendor master only. Invoices outside the selection were not requested.",
+        "Provided by client (PBC) for the FY2025 audit. As requested in the audit request list, Accounts Payable has "
+        f"provided the vendor invoice and the approved purchase order (with its history) for each of the {len(sample)} "
+        f"AP invoices the auditors selected for matching: {refs}. Vendor bank details are maintained in the vendor "
+        "master only; changes are in the vendor change log. Invoices outside the selection were not requested.",
         "2026-01-20",
     )
 
 
-def _pair(b, idx: int, vendors: dict, q: int, p_inv: int, p_po: int, po_no: int, bank: str | None,
-          ordered: int | None = None, received: int | None = None) -> tuple[int, int]:
-    """Add the vendor invoice (``q`` units at ``p_inv``) and its purchase order (``ordered`` units at
-    ``p_po``, of which ``received`` arrived; both default to ``q``) for entry ``idx``; returns their handles."""
-    ordered = q if ordered is None else ordered
-    received = ordered if received is None else received
-    rng = b.rng
-    e = b.e
-    v = vendors[str(e["vendor_id"][idx])]
-    # the entry is coded to the account of what the vendor sells
-    e["debit_account"][idx] = _ACCOUNT.get(v["name"], str(e["debit_account"][idx]))
+def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
+               received: list[tuple[int, int, int]] | None, billed: int | None) -> tuple[int, int | None]:
+    """Add the vendor's invoice behind entry ``idx`` and its purchase order with the PO history; returns their handles.
+
+    Every figure is the entry's or the books' own: the invoice's order value and price adjustment are the
+    entry's GR/IR (or cost) and 5100 lines, the PO's quantity and price the order's, the history the goods
+    receipts as recorded (``received`` overrides them where a short delivery was planted)."""
+    e, d = b.e, ch.d
+    doc = int(e.peek("books_doc")[idx])
+    v = vendors[str(e.peek("vendor_id")[idx])]
+    what = md.CATEGORIES[md.CATEGORY[v["category"]]].what
+    po = int(d.parent[doc])
+    code = str(e.peek("doc_code")[idx])
     ref = str(e["reference"][idx])
-    po = f"PO-{po_no}"
-    item = _ITEMS.get(v["name"], "goods and services per quotation")
-    inv_date = b.date_str(e["doc_date"][idx])
-    lead = int(rng.integers(10, 45))
-    po_date = b.date_str(e["doc_date"][idx] - lead)
-    gr_date = b.date_str(e["doc_date"][idx] - int(rng.integers(0, min(lead, 8))))
-    remit = bank or v["bank_account"]
-    bank_name = _BANKS[int(rng.integers(0, len(_BANKS)))]
-    inv_body = (
-        f"INVOICE {ref}\n"
+    variance = sum(v for a, v in b.lines_of(idx) if a == "5100") if code == "VI" else 0
+    if code == "VI":
+        q = billed if billed is not None else int(sum(int(d.quantity[g]) for g in ch.receipts(po)))
+        price = int(d.amount[po]) // int(d.quantity[po])
+        total = q * price + variance
+        line = f"Line 1: {what} - quantity {q} at {_usd(price)} each = {_usd(q * price)}"
+    else:
+        total = int(e["debit_cents"][idx])
+        line = f"Line 1: {what} per order - quantity 1 at {_usd(total)} each = {_usd(total)}"
+    lines = [line]
+    if variance:
+        lines.append(f"Line 2: price adjustment = {_usd(variance)}")
+    bank = remit or v["bank_account"]
+    bank_name = _BANKS[int(bank[-1]) % len(_BANKS)]
+    prep = md.USERS[int(d.preparer[doc])]
+    appr = md.USERS[int(d.approver[doc])]
+    body = (
+        f"INVOICE {int(d.ext_ref[doc])}\n"
         f"From: {v['name']} (our vendor no. {v['vendor_id']})\n"
-        f"Bill to: {b.facts['company_name']}, Accounts Payable, 400 Harbor Way, Columbus OH\n"
-        f"Invoice date: {inv_date}    Terms: net 30\n"
-        f"Your purchase order: {po}\n"
-        f"Line 1: {item} - quantity {q} at {_usd(p_inv)} each = {_usd(q * p_inv)}\n"
-        f"Invoice total: {_usd(q * p_inv)}\n"
-        f"Remit payment to: {bank_name}, account {remit}\n"
-        "Thank you for your business."
+        f"Bill to: {b.facts['company_name']}, Accounts Payable\n"
+        f"Invoice date: {md.iso(d.doc_date[doc])}    Due date: {md.iso(d.due_date[doc])}\n"
+        + (f"Your purchase order: PO-{po:07d}\n" if po >= 0 else "")
+        + "\n".join(lines) + "\n"
+        f"Invoice total: {_usd(total)}\n"
+        f"Remit payment to: {bank_name}, account {bank}\n"
+        f"AP stamp: posted as {ref} on {b.date_str(e['post_date'][idx])} by {prep.name} ({prep.user_id}); "
+        f"approved by {appr.name} ({appr.user_id}) on {md.iso(d.approved_on[doc])}."
     )
-    approver = ("GSILVA", "HJOHANSSON", "FNGUYEN")[int(rng.integers(0, 3))]
+    inv = b.add_document("invoice", f"Vendor invoice {ref} - {v['name']}", body, md.iso(d.doc_date[doc]))
+    if po < 0:
+        return inv, None
+    qty = int(d.quantity[po])
+    price = int(d.amount[po]) // qty
+    buyer = md.USERS[int(d.preparer[po])]
+    papp = md.USERS[int(d.approver[po])]
+    if code == "VI":
+        grs = received or [(int(g), int(d.quantity[g]), int(d.amount[g])) for g in ch.receipts(po)]
+        history = "; ".join(f"goods receipt GR-{g:07d} posted {md.iso(d.post_date[g])}, quantity {gq} received "
+                            f"({_usd(gc)})" for g, gq, gc in grs)
+    else:
+        history = "no goods receipt (services ordered; matched two-way to the invoice)"
     po_body = (
-        f"PURCHASE ORDER {po}\n"
-        f"Buyer: {b.facts['company_name']}, Procurement\n"
+        f"PURCHASE ORDER PO-{po:07d}\n"
         f"Vendor: {v['name']} (vendor no. {v['vendor_id']})\n"
-        f"Order date: {po_date}\n"
-        f"Line 1: {item} - quantity {ordered} at {_usd(p_po)} each = {_usd(ordered * p_po)}\n"
-        f"PO total: {_usd(ordered * p_po)}\n"
-        f"Approved in ERP by {approver}. Prices are firm for the term of this order; deliver to Columbus OH.\n"
-        f"PO history: goods receipt GR-{int(rng.integers(5_000_000, 5_099_999))} posted {gr_date}, quantity {received} "
-        "received in good order."
+        f"Order date: {md.iso(d.doc_date[po])}\n"
+        f"Line 1: {what} - quantity {qty} at {_usd(price)} each = {_usd(qty * price)}\n"
+        f"PO total: {_usd(qty * price)}\n"
+        f"Raised by {buyer.name} ({buyer.user_id}); approved in ERP by {papp.name} ({papp.user_id}) on "
+        f"{md.iso(d.approved_on[po])}.\n"
+        f"PO history: {history}."
     )
-    inv = b.add_document("invoice", f"Vendor invoice {ref} - {v['name']}", inv_body, inv_date)
-    pod = b.add_document("purchase_order", f"Purchase order {po} - {v['name']}", po_body, po_date)
+    pod = b.add_document("purchase_order", f"Purchase order PO-{po:07d} - {v['name']}", po_body, md.iso(d.doc_date[po]))
     return inv, pod
 
 
@@ -273,137 +549,193 @@ def _parse_invoice(body: str) -> dict:
     po = re.search(r"purchase order:\s*(PO-\d+)", body)
     vid = re.search(r"vendor no\. (V\d+)", body)
     bank = re.search(r"Remit payment to:.*account (\S+)", body)
-    qty = re.search(r"quantity (\d+) at", body)
-    return {"qty": int(qty.group(1)) if qty else None,
+    line = re.search(r"Line 1: .* - quantity (\d+) at " + _MONEY, body)
+    date = re.search(r"Invoice date: (\d{4}-\d\d-\d\d)", body)
+    return {"qty": int(line.group(1)) if line else None, "price": float(line.group(2).replace(",", "")) if line else None,
             "po": po.group(1) if po else None, "vendor_id": vid.group(1) if vid else None,
-            "total": _money("Invoice total:", body), "bank": bank.group(1) if bank else None}
+            "total": _money("Invoice total:", body), "bank": bank.group(1) if bank else None,
+            "date": date.group(1) if date else ""}
+
+
+def _parse_po(body: str) -> dict:
+    line = re.search(r"quantity (\d+) at " + _MONEY, body)
+    got = re.findall(r"quantity (\d+) received", body)
+    return {"qty": int(line.group(1)) if line else None, "price": float(line.group(2).replace(",", "")) if line else None,
+            "total": _money("PO total:", body), "received": sum(map(int, got)) if got else None}
 
 
 def _sample(kit: Kit):
-    """The vouching sample: invoice and PO listings (PO number -> doc id) and the matching entries."""
+    """The vouching sample: documents, invoice reference -> doc id, PO number -> doc id, and the sampled entries."""
     docs = yield from kit.documents()
-    invoices = [d for d in docs if d["doc_type"] == "invoice"]
-    pos = {}
+    pos, refs = {}, {}
     for d in docs:
         m = re.search(r"\bPO-\d+", d["title"]) if d["doc_type"] == "purchase_order" else None
         if m:
             pos[m.group(0)] = d["doc_id"]
-    refs = {}
-    for d in invoices:
-        m = re.search(r"\bINV-\d+", d["title"])
+        m = re.search(r"\bV[IN]-\d+", d["title"]) if d["doc_type"] == "invoice" else None
         if m:
             refs[m.group(0)] = d["doc_id"]
     entries = {}
     if refs:
-        rows = yield from kit.ledger(filters=[{"column": "reference", "op": "in", "value": sorted(refs)},
-                                              {"column": "line_no", "op": "eq", "value": 1}],
-                                     columns=["entry_id", "reference", "debit", "vendor_id"])
-        entries = {e["reference"]: e for e in entries_of(rows).values()}
+        rows = yield from kit.ledger(filters=[{"column": "reference", "op": "in", "value": sorted(refs)}],
+                                     columns=["entry_id", "line_no", "reference", "account", "debit", "credit", "vendor_id"])
+        entries = {e["reference"]: e for e in entries_of(sorted(rows, key=lambda r: (r["entry_id"], r["line_no"]))).values()}
     return docs, refs, pos, entries
 
 
 def _vouch(kit: Kit, inv_doc: str, pos: dict):
-    """Open an invoice and its PO; returns (invoice fields, PO doc id, PO total)."""
+    """Open an invoice and its PO; returns (invoice fields, PO doc id, PO fields)."""
     inv = _parse_invoice((yield from kit.open(inv_doc)).get("body", ""))
     po_doc = pos.get(inv["po"]) if inv["po"] else None
     if po_doc is None and inv["po"] and kit.has("search_documents"):
         hits = (yield from kit.call("search_documents", query=f"purchase order {inv['po']}")).get("documents", [])
         po_doc = hits[0]["doc_id"] if hits else None
-    po_total = None
-    inv["received"] = None
-    if po_doc:
-        body = (yield from kit.open(po_doc)).get("body", "")
-        po_total = _money("PO total:", body)
-        got = re.search(r"quantity (\d+) received", body)
-        inv["received"] = int(got.group(1)) if got else None
-    return inv, po_doc, po_total
+    po = _parse_po((yield from kit.open(po_doc)).get("body", "")) if po_doc else {}
+    return inv, po_doc, po
 
 
 def naive(kit: Kit):
-    """Flags every invoice above its PO or paid to another bank account, without reading the policy's tolerance."""
-    _docs, refs, pos, entries = yield from _sample(kit)
-    banks = {v["vendor_id"]: v["bank_account"] for v in (yield from kit.master("vendors"))}
+    """Flags every invoice whose documents disagree on their face: payable to another bank account than the
+    master's, coded outside its vendor's category, above its PO total, or against an order received short. It
+    reads neither the policy's tolerance, the vendor change log nor the quantity invoiced."""
+    docs, refs, pos, entries = yield from _sample(kit)
+    pol = sorted((d for d in docs if d["doc_type"] == "policy"), key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
+    allowed = (_policy_terms((yield from kit.open(pol[0]["doc_id"])).get("body", ""))[2]) if pol else {}
+    vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
     n = 0
     for ref, inv_doc in sorted(refs.items()):
         if kit.calls_left <= 4 or ref not in entries:
             break
-        inv, po_doc, po_total = yield from _vouch(kit, inv_doc, pos)
+        inv, po_doc, po = yield from _vouch(kit, inv_doc, pos)
         eid = entries[ref]["entry_id"]
         ev = [inv_doc] + ([po_doc] if po_doc else [])
-        if inv["bank"] and inv["bank"] != banks.get(inv["vendor_id"]):
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev + ["master:vendors"], f"Entry {eid}: invoice {ref} bank account differs from the vendor master.")
-            n += 1
-        elif po_total is not None and inv["total"] is not None and inv["total"] > po_total + 0.004:
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds PO total {po_total:.2f}.")
+        v = vendors.get(inv["vendor_id"], {})
+        off = set(entries[ref]["accounts"]) - allowed.get(v.get("category"), set(entries[ref]["accounts"]))
+        why = None
+        if inv["bank"] and inv["bank"] != v.get("bank_account"):
+            why, ev = "bank account differs from the vendor master", ev + ["master:vendors"]
+        elif off:
+            why, ev = f"posted to {', '.join(sorted(off))}, outside the vendor's category", ev + ["master:vendors"]
+        elif po.get("total") is not None and inv["total"] is not None and inv["total"] > po["total"] + 0.004:
+            why = f"total {inv['total']:.2f} exceeds PO total {po['total']:.2f}"
+        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
+            why = f"PO {inv['po']} received {po['received']} of {po['qty']} ordered"
+        if why:
+            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} {why}.")
             n += 1
     yield from kit.submit(f"Flagged {n} invoices that do not match their PO or vendor master.")
 
 
+def _policy_terms(body: str) -> tuple[float, float, dict[str, set[str]], dict[str, str]]:
+    """(tolerance %, cap USD, category -> accounts it may post, category -> its cost account) from the policy."""
+    m = re.search(r"no more than ([\d.]+)% of that order value or USD ([\d,]+\.\d\d)", body)
+    pct, cap = (float(m.group(1)), float(m.group(2).replace(",", ""))) if m else (0.0, 0.0)
+    allowed, main = {}, {}
+    for c, rest in re.findall(r"^\s+- ([a-z_]+) \([^)]*\): (.*)$", body, flags=re.M):
+        codes = re.findall(r"\b\d{4}\b", rest)
+        allowed[c], main[c] = set(codes), codes[0] if codes else ""
+    return pct, cap, allowed, main
+
+
 def careful(kit: Kit):
-    """Reads the tolerance from the policy, vouches each invoice to its PO and the vendor master, flags beyond tolerance."""
+    """Reads the policy, vouches each sampled invoice to its PO (and its goods receipts), the vendor master and the
+    change log, and checks the coding; flags what the policy forbids, clears the rest with the facts."""
     docs, refs, pos, entries = yield from _sample(kit)
     pol = sorted((d for d in docs if d["doc_type"] == "policy"),
-                 key=lambda d: ("three-way" not in d["title"].lower(), d["doc_id"]))
+                 key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
     policy = pol[0]["doc_id"] if pol else None
-    pct, cap = 0.0, 0.0
+    pct, cap, allowed, main = (0.0, 0.0, {}, {})
     if policy:
-        body = (yield from kit.open(policy)).get("body", "")
-        m = re.search(r"no more than ([\d.]+)% of the PO value or USD ([\d,]+\.\d\d)", body)
-        if m:
-            pct, cap = float(m.group(1)), float(m.group(2).replace(",", ""))
+        pct, cap, allowed, main = _policy_terms((yield from kit.open(policy)).get("body", ""))
     ev_pol = [policy] if policy else []
-    banks = {v["vendor_id"]: v["bank_account"] for v in (yield from kit.master("vendors"))}
+    vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
+    log = [r for r in (yield from kit.master("vendor_changes")) if r.get("field") == "bank_account"]
     flags = clears = 0
     deferred = []
     for ref, inv_doc in sorted(refs.items()):
         if kit.calls_left <= 4 or ref not in entries:
             continue
-        eid = entries[ref]["entry_id"]
-        posted = entries[ref]["total_debit"]
-        inv, po_doc, po_total = yield from _vouch(kit, inv_doc, pos)
+        ent = entries[ref]
+        eid = ent["entry_id"]
+        inv, po_doc, po = yield from _vouch(kit, inv_doc, pos)
         ev = [inv_doc] + ([po_doc] if po_doc else [])
-        master_bank = banks.get(inv["vendor_id"])
+        v = vendors.get(inv["vendor_id"] or ent.get("vendor_id"), {})
+        master_bank = v.get("bank_account")
         if inv["bank"] and master_bank and inv["bank"] != master_bank:
+            change = [r for r in log if r["vendor_id"] == v["vendor_id"] and r["old_value"] == inv["bank"]
+                      and r["new_value"] == master_bank and r["changed_on"] >= inv["date"]]
+            if change:
+                r = change[0]
+                yield from kit.clear(
+                    eid, [inv_doc, "master:vendors", "master:vendor_changes"],
+                    f"Entry {eid}: invoice {ref} ({inv_doc}) dated {inv['date']} names account {inv['bank']}, the vendor's "
+                    f"account until {r['changed_on']}, when the vendor change log records its replacement by {master_bank} "
+                    f"({r.get('verification') or 'logged change'}); payment follows the master, so no exception.")
+                clears += 1
+            else:
+                yield from kit.flag(
+                    eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", "master:vendor_changes", *ev_pol],
+                    f"Entry {eid}: invoice {ref} ({inv_doc}) asks for payment to bank account {inv['bank']}, but the vendor "
+                    f"master holds {master_bank} for {v['vendor_id']} and no change is logged; section 5.2 forbids paying to "
+                    f"it. Payment-diversion red flag: the exposure is a fraudulent payment of {inv['total']:.2f}; the "
+                    "expense itself is not misstated.")
+                flags += 1
+            continue
+        cat = v.get("category", "")
+        off = sorted(set(ent["accounts"]) - allowed.get(cat, set(ent["accounts"])))
+        if off:
             yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", ev + ["master:vendors", *ev_pol],
-                f"Entry {eid}: invoice {ref} ({inv_doc}) asks for payment of {posted:.2f} to bank account {inv['bank']}, "
-                f"but the vendor master holds {master_bank} for {inv['vendor_id']}; section 5.2 of the policy forbids "
-                f"paying to remittance details that differ from the master.")
+                eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", *ev_pol],
+                f"Entry {eid}: invoice {ref} ({inv_doc}) of {v['vendor_id']}, a {cat} vendor, is posted to account "
+                f"{off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}, so "
+                f"{ent['total_debit']:.2f} is misclassified.")
             flags += 1
             continue
-        if inv["qty"] is not None and inv["received"] is not None and inv["qty"] > inv["received"]:
+        if po.get("received") is not None and inv["qty"] is not None and inv["qty"] > po["received"]:
             yield from kit.flag(
                 eid, "THREE_WAY_MISMATCH", ev + [*ev_pol],
-                f"Entry {eid}: invoice {ref} bills {inv['qty']} units but the goods receipt on PO {inv['po']} "
-                f"({po_doc}) shows {inv['received']} received; section 5.0 of the policy forbids paying for more.")
+                f"Entry {eid}: invoice {ref} bills {inv['qty']} units but the PO history of {inv['po']} ({po_doc}) shows "
+                f"{po['received']} received; section 5.0 forbids paying for more: "
+                f"{(inv['qty'] - po['received']) * (po['price'] or 0):.2f} billed for goods never received.")
             flags += 1
             continue
-        if po_total is None or inv["total"] is None:
+        if not po or inv["total"] is None or po.get("price") is None:
             continue
-        excess = round(inv["total"] - po_total, 2)
-        tol = round(min(po_total * pct / 100.0, cap), 2)
+        qty = inv["qty"] or 1
+        ov_cents = round(qty * po["price"] * 100)
+        tol = int(min(ov_cents * pct // 100, round(cap * 100))) / 100
+        order_value = ov_cents / 100
+        excess = round(inv["total"] - order_value, 2)
         if excess > tol + 0.004:
             yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", ev + ["master:vendors", *ev_pol],
-                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds PO {inv['po']} ({po_doc}) total "
-                f"{po_total:.2f} by {excess:.2f}, above the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
-                f"whichever is lower); the excess was posted without a PO change.")
+                eid, "THREE_WAY_MISMATCH", ev + [*ev_pol],
+                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds the order value {order_value:.2f} of PO "
+                f"{inv['po']} ({po_doc}) by {excess:.2f}, above the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
+                "whichever is lower); the excess was posted without a PO change.")
             flags += 1
         elif excess > 0.004:
             yield from kit.clear(
-                eid, ev + ["master:vendors", *ev_pol],
-                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds PO {inv['po']} ({po_doc}) total "
-                f"{po_total:.2f} by {excess:.2f}, within the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
-                f"whichever is lower); quantity agrees with the goods receipt, vendor and bank with the master.")
+                eid, ev + [*ev_pol],
+                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds the order value {order_value:.2f} of PO "
+                f"{inv['po']} ({po_doc}) by {excess:.2f}, within the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
+                "whichever is lower); quantity within what was received, payee and coding agree with the master.")
+            clears += 1
+        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
+            yield from kit.clear(
+                eid, ev + [*ev_pol],
+                f"Entry {eid}: PO {inv['po']} ({po_doc}) ordered {po['qty']} units and its history shows {po['received']} "
+                f"received; invoice {ref} bills {inv['qty']} at the order price ({inv['total']:.2f}), so it pays only for "
+                "what arrived (sections 5.0 and 6): no exception.")
             clears += 1
         else:
-            deferred.append((eid, ref, inv, po_doc, po_total, ev))
-    # exact matches are clean either way: clear them only with the calls that are left
-    for eid, ref, inv, po_doc, po_total, ev in deferred:
+            deferred.append((eid, ref, inv, po_doc, order_value, ev))
+    # invoices at or below the order price are clean either way: clear them only with the calls that are left
+    for eid, ref, inv, po_doc, order_value, ev in deferred:
         if kit.calls_left <= 2:
             break
         yield from kit.clear(eid, ev + ["master:vendors"],
-                             f"Entry {eid}: invoice {ref} total {inv['total']:.2f} does not exceed PO {inv['po']} "
-                             f"({po_doc}) total {po_total:.2f}; vendor and bank agree with the master.")
+                             f"Entry {eid}: invoice {ref} total {inv['total']:.2f} does not exceed the order value "
+                             f"{order_value:.2f} of PO {inv['po']} ({po_doc}); payee and coding agree with the master.")
         clears += 1
-    yield from kit.submit(f"Vouched {len(refs)} invoices to PO and vendor master: {flags} flagged, {clears} cleared.")
+    yield from kit.submit(f"Vouched {len(refs)} invoices to PO, goods receipts, vendor master and change log: "
+                          f"{flags} flagged, {clears} cleared.")

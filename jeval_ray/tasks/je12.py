@@ -1,46 +1,59 @@
-"""JE-12 (L3): population outliers (amounts and user-account flows), selected and vouched.
+"""JE-12 (L3): population outliers in the manual journal entries, selected and vouched.
 
-The support pack holds the engagement's analytics plan, which fixes the method: an entry's
-population is every entry debiting the same account; its robust z-score is
-``(amount - median) / (1.4826 × MAD)`` where MAD is the population's median absolute deviation
-(``compute_stats`` reports both). Two tests select entries:
+The support pack holds the engagement's analytics plan, which fixes the method: the population is
+the manual journal entries (interface and batch postings are covered by the IT controls work);
+an entry belongs to the population of the account on its first line and is measured by that
+line's debit (what ``compute_stats`` measures); its robust z-score is
+``(amount - median) / (1.4826 × MAD)``. Two tests select entries:
 
-* amount test: robust z above ``AMOUNT_Z`` (6) in an account with at least ``MIN_POP`` entries;
+* amount test: robust z above ``AMOUNT_Z`` (8: accounting amounts are heavy-tailed) in an account
+  with at least ``MIN_POP`` entries;
 * user-account flow test: the entry is the only one its preparer (who posted at least
-  ``MIN_USER`` other entries in the period) posted to that account, and its robust z is above
+  ``MIN_USER`` other manual entries) posted to that account, and its robust z is above
   ``FLOW_Z`` (3).
 
-An outlier is a reason to select and vouch, not a finding (the plan's step 7): every selected
-entry has a support document in the pack (its vendor invoice, or its accrual workpaper) showing
-the amount and the GL account coded on it; the pack also holds the (agreeing) support of a few
-ordinary entries, so the documents alone do not list the selection. Every candidate is a documented entry (a vendor
-invoice or an accrual); its kind is drawn first (a user-account flow about a third of the time,
-else an amount outlier) and its label independently, so defects and decoys share one surface.
+An outlier is a reason to select and vouch, not a finding (the plan's step 7): every entry the
+tests select has its source document in the pack (the books' own document behind the entry: the
+vendor invoice, the accrual, the allowance review, the top-side adjustment, the tax return …),
+and so do a few ordinary manual entries, so the documents alone do not list the selection. Vouching
+compares the entry's first-line debit and account with the document's figures and account.
 
-Planted defects (criteria ``OUTLIER``):
+Planted, both from one pool (manual two-line vendor invoices without a goods receipt and month-end
+accruals, paid in the year by one payment or not at all, already more than one MAD above their
+account's median: moving them further up leaves every median and MAD where the books put them);
+each candidate's keying slip is fixed before its label is drawn, so defects and decoys share one
+surface. A slip is one digit of the dollars typed twice (3,638.76 as 36,638.76), the first two
+digits swapped (6,338.76) or the leading digit mistyped higher (8,638.76); the slip chosen is the
+smallest that puts the entry above robust z 8.5 (``PLANT_Z``) within its approver's limit. When a
+seed's default draw of counts exceeds what the year holds, fewer are planted (explicit knob counts
+raise ``ConfigError`` instead). Nothing is planted for the flow test (over seeds 0-49 it selects no
+entry the amount test does not).
 
-* ``keying_error``: an amount outlier (robust z 7.5-16) whose document shows the true amount: the
-  entry was keyed with one extra digit. Decisive facts: the document, the amount it shows and the
-  amount posted (misstatement: their difference).
-* ``posted_to_wrong_account``: a user-account flow (a staff member's entry in an expense account
-  they never otherwise post to, robust z 3.8-5.5) whose document is coded to the preparer's usual
-  account: the cost was posted to the wrong account. Decisive facts: the document, the account
-  coded on it and the account posted.
+* defect ``keying_error`` (criteria ``OUTLIER``): the entry was keyed with the slip. Its source
+  document in the pack (the books' own: the vendor invoice or the accrual) shows the true amount
+  and the same account. The invoice's payment run paid the true amount, so accounts payable keeps
+  the excess open; an accrual's automatic reversal on the next day mirrors the amount keyed (so
+  the month, and for December the year, is overstated). Decisive facts: the document, its amount
+  and the amount keyed; misstatement: their difference.
+* decoy ``outlier_vouched_amount``: the same surface, but the amount is genuine: the document shows
+  the amount and account keyed, and the invoice's payment (when made in the year) or the accrual's
+  reversal carries the same amount; a decoy is drawn only where the company's month-end cash
+  covers the larger payment.
+  Decisive facts: the document, its amount and its account. ``near_miss`` has no effect: decoys
+  sit at the defects' z-scores by design.
 
-Decoys (``outlier_vouched_amount``, ``outlier_vouched_flow``): selected by the same tests at the
-same z-scores, and vouched clean: the document agrees with the amount and the account posted.
-Decisive facts: the document, the amount and the account. ``near_miss`` has no effect here: decoys
-sit at the same z-scores as defects by design, so no threshold separates them.
+Unplanted look-alikes: the plan's tests also select genuine manual entries of the books (a large
+top-side adjustment, an allowance review, a tax return, a matched invoice, an accrual), whose
+source documents agree with them; a careful auditor vouches and clears them. Over seeds 0-49 at
+the default size the tests select 10.2 such entries per world (5 to 16; 47 % of everything they
+select), besides 11.3 planted ones; flagging everything the tests select reports them all.
+
+The default world is a year of about 2,000 entries (``default_knobs``): the minimum year has too
+few manual invoices and accruals above their account's median for the slips.
 
 Required evidence: a population baseline (``compute_stats``, scored by ``baseline_before_claim``),
-the entry (``get_entry``), the support document and the analytics plan; a decoy is cleared by its
-support document and the plan.
-
-The base population's log-normal tails would trip the tests, so ``plant`` sanitises it: base
-amounts above robust z 4 are redrawn between 1 and 3.5, and base entries that would fail the flow
-test are redrawn below 2.5. Every redrawn or planted amount stays more than one MAD above its
-account median, which leaves each account's median and MAD unchanged (so the planted z-scores
-are exactly what the agent will compute), and the tests select exactly the planted entries.
+the entry's source document and the analytics plan; a decoy is cleared by its source document and
+the plan.
 """
 
 from __future__ import annotations
@@ -51,270 +64,309 @@ from collections import Counter
 import numpy as np
 
 from jeval_ray.agents._script import Kit
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import _MONTHS, APPROVERS, PREPARERS
+from jeval_ray.books import chart
+from jeval_ray.tasks._spec import Knobs, key, spec
+from jeval_ray.world._base import _CODES
 
 SPEC = spec(
     "JE-12",
     "L3",
     'Population outliers',
-    objective='Select entries whose amount or user-account flow is far outside its population and vouch them: report the selected entries their support shows to be misstated. Establish a population baseline before any claim that something is unusual.',
-    defect='selected outlier that vouching shows to be misstated (amount keyed wrongly, cost posted to another account)',
-    decoys='selected outliers whose support agrees with the entry',
-    required_evidence="a population baseline (compute_stats) before any 'unusual' claim; the support document",
-    sources=('general_ledger', 'population_statistics', 'invoices', 'accrual_workpapers'),
+    objective='Apply the analytics plan in the support pack to the manual journal entries: select the entries whose amount or user-account flow is far outside their population and vouch each selected entry to its source document; report the selected entries their support shows to be misstated. Establish a population baseline before any claim that something is unusual.',
+    defect='selected outlier that vouching shows to be misstated (an invoice keyed at another amount than the vendor billed)',
+    decoys='selected outliers whose source document agrees with the entry (planted and genuine)',
+    required_evidence="a population baseline (compute_stats) before any 'unusual' claim; the entry's source document; the analytics plan",
+    sources=('general_ledger', 'population_statistics', 'source_documents', 'analytics_plan'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
         ('OUTLIER', 'an outlier (amount or user-account flow) whose support shows it misstated'),
     ),
     withheld_variant=('compute_stats',),
+    # a year of about 2,000 entries: the manual expense populations must hold enough vendor invoices and
+    # accruals above their median for the slips planted (the minimum year has too few)
+    default_knobs=Knobs(n_entries=2000),
     available=True,
+)
+
+KEY_RATIONALE = (
+    key("defect", "keying_error",
+        evidence="the entry's source document in the pack (the vendor invoice or the month-end accrual), found by "
+                 "the entry's reference, and the analytics plan whose amount test selects the entry",
+        facts="the document's amount; the amount keyed (the same figure with one keying slip: a digit typed twice, "
+              "the first two digits swapped or the first mistyped); the same GL account on both; the entry's robust "
+              "z in its account's manual population above 8",
+        conclusion="Selected by the amount test and vouched: the source document is for USD x but the entry was "
+                   "keyed as USD y; the expense and accounts payable (or accrued liabilities) are overstated by "
+                   "y - x, a keying error the approval did not catch. Propose the correction and extend the test "
+                   "of the input controls.",
+        standard="AS 2401.58 and .61 (examining journal entries and the characteristics of those selected); "
+                 "ISA 240.32(a); AS 1105.15 (inspection of documents)"),
+    key("decoy", "outlier_vouched_amount",
+        evidence="the entry's source document in the pack (the vendor invoice or the month-end accrual), and the "
+                 "analytics plan",
+        facts="the document's amount and GL account equal the entry's first-line debit and account (and the "
+              "invoice's payment, or the accrual's reversal, carries the same amount)",
+        conclusion="Selected by the amount test; vouched to the source document, which supports the amount and "
+                   "the account posted: a genuine large item, no misstatement; cleared.",
+        standard="AS 2401.58 and .61; ISA 240.32(a); AS 1105.15"),
 )
 
 CODE = "OUTLIER"
 SCALE = 1.4826  # MAD -> standard deviation of a normal population
-AMOUNT_Z = 6.0
+AMOUNT_Z = 8.0
 FLOW_Z = 3.0
 MIN_POP = 8
 MIN_USER = 10
+#: the robust z of a planted entry's keyed amount is above this (a margin over the test for the rounding of
+#: the medians and MADs compute_stats shows)
+PLANT_Z = AMOUNT_Z + 0.5
 PLAN_TITLE = "Journal entry analytics plan FY2025 - population outlier tests"
-EXPENSES = ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100")
-WHAT = {"6200": "utilities", "6300": "travel costs", "6400": "consulting fees", "6600": "maintenance",
-        "6700": "marketing costs", "6900": "office supplies", "7000": "insurance", "7100": "software licences"}
+#: what a keying slip is planted in: vendor invoices without a goods receipt, month-end accruals
+_POOL = ("VN", "AC")
+_CASH = chart.CODE["1000"]
 
 
 def _plan(b) -> int:
     return b.add_document(
         "memo", PLAN_TITLE,
         "Prepared by the audit senior; reviewed by the engagement manager.\n"
-        "1. Populations. Each journal entry belongs to the population of the account on its debit line "
-        "(line 1). The measure is the entry amount (its total debit).\n"
+        "1. Populations. The tests cover the manual journal entries (source 'manual'); interface and batch "
+        "postings are covered by the IT general controls work. Each manual entry belongs to the population of "
+        "the account on its first line (line 1). The measure is that line's debit amount.\n"
         "2. Baseline. For every population compute the count, the median and the median absolute deviation "
         "(MAD). The robust z-score of an entry is (amount - median) / (1.4826 x MAD). The mean and standard "
-        "deviation are not used: they are distorted by the very amounts under test.\n"
+        "deviation are not used: they are distorted by the very amounts under test. Accounting amounts are "
+        "heavy-tailed, so the amount test's limit is well above the 3 of a normal population.\n"
         f"3. Amount test. An entry whose robust z-score exceeds {AMOUNT_Z:.0f} within a population of at least "
-        f"{MIN_POP} entries is outside its population and is reported.\n"
-        f"4. User-account flow test. For each preparer (user id) with at least {MIN_USER} other entries in the "
-        "period, an entry that is the only one the preparer posted to that account in the period is reported "
+        f"{MIN_POP} entries is outside its population and is selected.\n"
+        f"4. User-account flow test. For each preparer (user id) with at least {MIN_USER} other manual entries in "
+        "the period, an entry that is the only one the preparer posted to that account in the period is selected "
         f"when its robust z-score in the account's population exceeds {FLOW_Z:.0f}.\n"
-        "5. Large amounts are not reportable by themselves. Accounts with a wide spread (payroll, customer "
-        "billing and receipts, cost of sales, vendor payments) routinely carry amounts far above the ledger's "
-        "typical entry; judge them against their own account's population.\n"
+        "5. Large amounts are not reportable by themselves: an account's population can hold entries of very "
+        "different sizes (a quarterly top-side adjustment, a tax return, an annual service invoice).\n"
         "6. Document the baseline (median, MAD, robust z) for every entry selected.\n"
         "7. An outlier is a reason to select an entry, not a finding. Every entry selected by test 3 or 4 is "
-        "vouched to its support document in the PBC pack (the vendor invoice or the accrual workpaper): the amount "
-        "and the GL account coded on the document must agree with the entry. Selected entries that agree are "
+        "vouched to its source document, which the client has placed in the PBC pack (the document number is "
+        "the entry's reference): the first-line amount must be a figure of the document and the GL account "
+        "coded on the document, where it names one, must be the account posted. Selected entries that agree are "
         "cleared; entries that disagree (an amount keyed wrongly, a cost posted to another account than the one "
-        "coded on the document) are reported.",
+        "coded on the document) or have no source document are reported.",
         "2025-11-14",
     )
 
 
-def _codes(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct values, each entry's index into them): string columns compared as integers."""
-    return np.unique(a, return_inverse=True)
+def first_lines(b) -> tuple[np.ndarray, np.ndarray]:
+    """(account index into the chart, debit cents) of every entry's first line as the listing will show it.
+
+    Nothing here changes an entry's accounts, and a planted entry is always a two-line entry whose
+    first line is its main debit line, so ``build`` moves that line by the change of its debit total;
+    every other entry keeps the books' first line."""
+    first = b._line_no == 1
+    acct = b._line_account[first].astype(np.int64)
+    val = b._line_value[first]
+    cents = np.where(val > 0, val, 0).astype(np.int64)
+    changed = b.e["debit_cents"] != b._orig["debit_cents"]
+    cents[changed] = b.e["debit_cents"][changed]
+    return acct, cents
 
 
-def _stats(b, acct_codes=None) -> dict[str, tuple[int, float, float]]:
-    """account -> (n, median, MAD) of entry amounts (USD) by debit account (``acct_codes``: the
-    debit accounts' ``_codes`` when the caller has them)."""
-    x = b.e["debit_cents"] / 100.0
-    accts, inv = acct_codes or _codes(b.e["debit_account"])
-    order = np.argsort(inv, kind="stable")
-    bounds = np.searchsorted(inv[order], np.arange(len(accts) + 1))
+def preparer_codes(b) -> np.ndarray:
+    """Every entry's preparer as an integer (the books' user index; nothing here changes a preparer)."""
+    return b.books.docs.preparer[b.e["books_doc"]].astype(np.int64)
+
+
+def _stats(acct: np.ndarray, cents: np.ndarray, manual: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Per-entry (median, scale) of its first-line account's manual population in USD (scale 0 where the
+    population is too small or has no spread), and account code -> (n, median, MAD)."""
+    na = int(acct.max()) + 1 if len(acct) else 1
+    x = cents / 100.0
+    med = np.zeros(na)
+    scale = np.zeros(na)
     out = {}
-    for k, a in enumerate(accts.tolist()):
-        v = x[order[bounds[k]:bounds[k + 1]]]
-        if not len(v):  # an account every entry of which was re-keyed away
+    m_acct = acct[manual]
+    order = np.argsort(m_acct, kind="stable")
+    xs = x[manual][order]
+    bounds = np.searchsorted(m_acct[order], np.arange(na + 1))
+    for k in range(na):
+        v = xs[bounds[k]:bounds[k + 1]]
+        if not len(v):
             continue
-        med = float(np.median(v))
-        out[a] = (len(v), med, float(np.median(np.abs(v - med))))
-    return out
+        md = float(np.median(v))
+        mad = float(np.median(np.abs(v - md)))
+        out[str(_CODES[k])] = (len(v), md, mad)
+        med[k] = md
+        scale[k] = SCALE * mad if len(v) >= MIN_POP else 0.0
+    return med[acct], scale[acct], out
 
 
-def robust_z(b, st=None, acct_codes=None) -> np.ndarray:
-    """Every entry's robust z-score in its debit account's population (0 where not testable)."""
-    acct_codes = acct_codes or _codes(b.e["debit_account"])
-    st = st or _stats(b, acct_codes)
-    x = b.e["debit_cents"] / 100.0
-    accts, inv = acct_codes
-    none = (0, 0.0, 0.0)
-    med = np.array([st.get(a, none)[1] for a in accts.tolist()])
-    scale = np.array([SCALE * st[a][2] if st.get(a, none)[0] >= MIN_POP and st[a][2] > 0 else 0.0
-                      for a in accts.tolist()])
-    ok = scale[inv] > 0
+def robust_z(b) -> np.ndarray:
+    """Every manual entry's robust z-score in its first-line account's population (0 where not testable)."""
+    acct, cents = first_lines(b)
+    med, scale, _ = _stats(acct, cents, b.e["manual"])
+    ok = b.e["manual"] & (scale > 0)
     z = np.zeros(b.n)
-    z[ok] = (x[ok] - med[inv][ok]) / scale[inv][ok]
+    z[ok] = (cents[ok] / 100.0 - med[ok]) / scale[ok]
     return z
 
 
-def _flow_single(b, prep_codes=None, acct_codes=None) -> np.ndarray:
-    """Entries that are their preparer's only posting to the account, by a preparer with >= MIN_USER others."""
-    _p, p_inv = prep_codes or _codes(b.e["preparer"])
-    accts, a_inv = acct_codes or _codes(b.e["debit_account"])
-    pair = p_inv.astype(np.int64) * len(accts) + a_inv
-    return (np.bincount(pair)[pair] == 1) & (np.bincount(p_inv)[p_inv] - 1 >= MIN_USER)
+def _flow_single(b) -> np.ndarray:
+    """Manual entries that are their preparer's only manual posting to the account, by a preparer with
+    at least ``MIN_USER`` other manual entries."""
+    acct, _cents = first_lines(b)
+    manual = b.e["manual"]
+    p = preparer_codes(b) + 1  # -1 (no preparer) becomes 0
+    na = int(acct.max()) + 1
+    pair = p * na + acct
+    pair_n = np.bincount(pair[manual], minlength=int(pair.max()) + 1)[pair]
+    user_n = np.bincount(p[manual], minlength=int(p.max()) + 1)[p]
+    return manual & (pair_n == 1) & (user_n - 1 >= MIN_USER)
 
 
 def rule_hits(b) -> np.ndarray:
-    """The analytics plan's two tests over the whole slice (what a correct agent must find)."""
+    """The analytics plan's two tests over the whole year (the entries a correct agent vouches)."""
     z = robust_z(b)
     return (z > AMOUNT_Z) | (_flow_single(b) & (z > FLOW_Z))
 
 
-def _set_amount(b, idx: int, cents: int) -> None:
-    cents = int(cents)
-    if cents % 10_000 == 0:  # no whole-hundred amounts (another task's red flag)
-        cents += 37
-    b.e["debit_cents"][idx] = cents
-    b.e["credit_cents"][idx] = cents
-    if b.e["manual"][idx]:
-        prep = str(b.e["preparer"][idx])
-        ok = [a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents] or ["JWRIGHT"]
-        if str(b.e["approver"][idx]) not in ok:
-            b.e["approver"][idx] = ok[int(b.rng.integers(0, len(ok)))]
+def _slips(cents: np.ndarray, rng) -> np.ndarray:
+    """Three keying slips of each amount (rows): one digit of the whole dollars typed twice
+    (3,638.76 -> 36,638.76), the first two digits swapped (3,638.76 -> 6,338.76) and the leading
+    digit mistyped as a higher one (3,638.76 -> 8,638.76); the cents are kept."""
+    dollars, c = np.divmod(cents.astype(np.int64), 100)
+    ndig = np.floor(np.log10(np.maximum(dollars, 1))).astype(np.int64) + 1
+    pos = np.floor(rng.random(len(cents)) * ndig).astype(np.int64)  # the digit typed twice, from the left
+    tail = 10 ** (ndig - pos - 1)
+    head = dollars // tail
+    doubled = (head * 10 + head % 10) * tail + dollars % tail
+    top = 10 ** (ndig - 1)
+    d1, rest = np.divmod(dollars, top)
+    d2 = rest // np.maximum(top // 10, 1)
+    swapped = np.where(ndig >= 2, d2 * top + d1 * (top // 10) + rest % np.maximum(top // 10, 1), dollars)
+    higher = d1 + 1 + np.floor(rng.random(len(cents)) * np.maximum(9 - d1, 0)).astype(np.int64)
+    mistyped = np.minimum(higher, 9) * top + rest
+    return np.vstack([doubled, swapped, mistyped]) * 100 + c
 
 
-def _at_z(st, acct: str, z: float) -> int:
-    n, med, mad = st[acct]
-    return int(round((med + z * SCALE * mad) * 100))
+def _payments(b) -> np.ndarray:
+    """Per entry: the entry index of the one payment in the year that pays its vendor invoice in full,
+    -1 when nothing pays it in the year, -2 when it is paid otherwise (in parts, or in part)."""
+    d = b.books.docs
+    e = b.e
+    vp = np.flatnonzero(e["doc_code"] == "VP")
+    vdoc = e["books_doc"][vp]
+    par = d.parent[vdoc]
+    has = par >= 0
+    n_pay = np.bincount(par[has], minlength=len(d))
+    full = has & (d.amount[vdoc] == d.amount[np.maximum(par, 0)]) & (n_pay[np.maximum(par, 0)] == 1)
+    pay_of_doc = np.where(n_pay > 0, -2, -1).astype(np.int64)
+    pay_of_doc[par[full]] = vp[full]
+    return pay_of_doc[e["books_doc"]]
 
 
-#: templates whose entries have a support document the plan vouches to
-_DOC_TEMPLATES = ("vendor_invoice", "accrual")
+def cash_covers(cash: np.ndarray, month: np.ndarray, pay: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Whether each payment (entry index, -1 for none) can grow by ``extra`` cents with every later
+    month-end cash balance (``cash``, twelve months) staying positive."""
+    low = np.minimum.accumulate(cash[::-1])[::-1]  # the lowest month-end cash from each month on
+    return (pay < 0) | (low[month[np.maximum(pay, 0)]] - extra >= 0)
+
+
+def pay_more(b, pay: int, extra: int, cash: np.ndarray, month: np.ndarray) -> None:
+    """The invoice's one payment (entry ``pay``; none when -1) pays ``extra`` cents more; ``cash`` follows."""
+    if pay < 0:
+        return
+    b.e["debit_cents"][pay] += extra
+    b.e["credit_cents"][pay] += extra
+    cash[month[pay]:] -= extra
+    b.used[pay] = True
+
+
+def _reversals(b) -> np.ndarray:
+    """Per entry: the entry index of the reversal of its accrual in the year, else -1."""
+    d = b.books.docs
+    e = b.e
+    rv = np.flatnonzero(e["doc_code"] == "RV")
+    par = d.parent[e["books_doc"][rv]]
+    rev_of_doc = np.full(len(d), -1, dtype=np.int64)
+    rev_of_doc[par[par >= 0]] = rv[par >= 0]
+    return rev_of_doc[e["books_doc"]]
 
 
 def plant(b) -> None:
     rng = b.rng
     e = b.e
     plan = _plan(b)
-    # one surface: every candidate's kind (amount outlier, or a user-account flow about a third of
-    # the time) is drawn first, its label (defect or decoy) independently; vouching decides
-    n_all = b.n_defects + b.n_decoys
+    manual = e["manual"]
+    acct, cents = first_lines(b)
+    med, scale, st = _stats(acct, cents, manual)
+    limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users}
+    # the pool: manual two-line vendor invoices without a goods receipt and month-end accruals; every
+    # candidate's keyed amount is fixed before its label, so defects and decoys share one surface;
+    # only entries already more than one MAD above their account's median: a slip moves them further up,
+    # which leaves every median and MAD where the books put them (so the z-scores planted are exact)
+    pool = (np.isin(e["doc_code"], _POOL) & manual & (e["n_lines"] == 2) & (scale > 0)
+            & (cents / 100.0 > med + scale / SCALE))
+    slips = _slips(cents[pool], rng)
+    appr_limit = np.array([limit.get(a, 0) for a in e["approver"][pool].tolist()], dtype=np.int64)
+    sc = scale[pool]
+    z_slip = np.where(sc > 0, (slips / 100.0 - med[pool]) / np.where(sc > 0, sc, 1), 0.0)
+    # the smallest slip that makes the entry an outlier and that its approver could still approve (a decoy's
+    # payment grows by as much, and the company's cash must carry it)
+    valid = (z_slip > PLANT_Z) & (slips <= appr_limit) & (slips > cents[pool])
+    pick = np.argmin(np.where(valid, slips, np.iinfo(np.int64).max), axis=0)
+    keyed = cents.copy()
+    keyed[pool] = slips[pick, np.arange(len(pick))]
+    pool[np.flatnonzero(pool)[~valid.any(axis=0)]] = False
+    pay = _payments(b)
+    pool &= pay != -2  # an invoice paid in instalments would need its payments split: left alone
     labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
-    is_flow = rng.random(n_all) < 1 / 3
-    planted: dict[int, tuple[str, float, bool, str]] = {}  # idx -> (kind, target z, defect?, original account)
-    with_doc = np.isin(e["template"], _DOC_TEMPLATES)
-    amount_labels = list(labels[~is_flow])
-
-    # user-account flows: a staff member's entry re-keyed to an expense account they never post to
-    prep_codes = _codes(e["preparer"])  # preparers never change here; accounts do, until the flows are placed
-    preps, p_inv = prep_codes
-    users = dict(zip(preps.tolist(), np.bincount(p_inv).tolist()))
-    accts, a_inv = _codes(e["debit_account"])
-    acct_pos = {a: k for k, a in enumerate(accts.tolist())}
-    acct_n = Counter(dict(zip(accts.tolist(), np.bincount(a_inv).tolist())))
-    by_user = {u: e["preparer"] == u for u in PREPARERS if users.get(u, 0) >= MIN_USER + 1}
-    for bad in labels[is_flow]:
-        options = []
-        for u, is_u in by_user.items():
-            mine = set(accts[np.unique(a_inv[is_u])].tolist())
-            free = [a for a in EXPENSES if a not in mine and acct_n[a] + 1 >= MIN_POP]
-            own = is_u & e["manual"] & with_doc & ~b.used
-            if free and own.any():
-                options.append((u, free, own))
-        if not options:
-            amount_labels.append(bool(bad))  # no user qualifies in a tiny slice: an amount outlier instead
-            continue
-        u, free, own = options[int(rng.integers(0, len(options)))]
-        idx = int(b.pick(1, own, what=f"entries by {u}")[0])
-        orig = str(e["debit_account"][idx])
-        a = free[int(rng.integers(0, len(free)))]
-        e["debit_account"][idx] = a
-        a_inv[idx] = acct_pos[a]  # every expense account a flow may use is in the slice already
-        acct_n[orig] -= 1
-        acct_n[a] += 1
-        if str(e["description"][idx]).startswith("Accrual "):
-            # keep the accrual's wording consistent with the account it is posted to
-            month = _MONTHS[int(e["post_date"][idx].astype("datetime64[M]").astype(int) % 12)]
-            e["description"][idx] = f"Accrual {month} {WHAT[a]}"
-        planted[idx] = ("flow", float(rng.uniform(3.8, 5.5)), bool(bad), orig)
-
-    # amount outliers: entries with a support document in accounts with a population large enough to test
-    acct_codes = (accts, a_inv)
-    in_acct: Counter = Counter(str(e["debit_account"][i]) for i in planted)
-    for bad in amount_labels:
-        # at most a quarter of an account's entries are planted, so its median and MAD stay base-driven
-        ok = [k for k, a in enumerate(accts.tolist()) if acct_n[a] >= 10 and in_acct[a] + 1 <= acct_n[a] // 4]
-        idx = int(b.pick(1, np.isin(a_inv, ok) & with_doc, what="documented entries in accounts with 10+ entries")[0])
-        in_acct[str(e["debit_account"][idx])] += 1
-        planted[idx] = ("amount", float(rng.uniform(7.5, 16.0)), bool(bad), str(e["debit_account"][idx]))
-
-    # Park planted amounts far above every median: the robust baseline then no longer depends on them.
-    for idx in planted:
-        e["debit_cents"][idx] = e["credit_cents"][idx] = 10**13
-    st = _stats(b, acct_codes)
-    z = robust_z(b, st, acct_codes)
-    is_planted = np.zeros(b.n, bool)
-    is_planted[list(planted)] = True
-    # Sanitise the base: redrawn amounts stay above median + MAD, so medians and MADs do not move.
-    for idx in np.flatnonzero(~is_planted & (z > 4.0)):
-        _set_amount(b, int(idx), _at_z(st, str(e["debit_account"][idx]), float(rng.uniform(1.0, 3.5))))
-    for idx, (_kind, target, _bad, _orig) in sorted(planted.items()):
-        _set_amount(b, idx, _at_z(st, str(e["debit_account"][idx]), target))
-    z = robust_z(b, st, acct_codes)
-    for idx in np.flatnonzero(~is_planted & _flow_single(b, prep_codes, acct_codes) & (z > FLOW_Z - 0.5)):
-        _set_amount(b, int(idx), _at_z(st, str(e["debit_account"][idx]), float(rng.uniform(1.0, 2.4))))
-
-    vendors = {v["vendor_id"]: v["name"] for v in b.vendors}
-    for idx, (kind, _t, bad, orig) in sorted(planted.items()):
-        posted, acct = int(e["debit_cents"][idx]), str(e["debit_account"][idx])
-        if kind == "amount" and bad:
-            # the document shows the true amount; the entry was keyed with an extra digit
-            # the true amount is the posted one less a digit typed in error
-            true = _unkeyed(posted, rng)
-            doc = _support(b, idx, vendors, true, acct)
-            b.add_defect(idx, "keying_error", CODE, ["entry", doc, plan], posted - true,
+    rev = _reversals(b)
+    cash = b.books.period_end_balances()[:12, _CASH].astype(np.int64)  # the books' cash at each month end
+    month = (e["post_date"].astype("datetime64[M]").astype(np.int64) % 12)
+    planted: list[tuple[int, bool]] = []
+    for bad in labels:
+        cand = pool & ~b.used
+        if not bad:
+            # a genuine large invoice is paid in full when its payment falls in the year: cash must cover it
+            cand[np.flatnonzero(cand)[~cash_covers(cash, month, pay[cand], keyed[cand] - cents[cand])]] = False
+        kinds = {k for _i, k in planted}
+        if not cand.any() and b.knobs.n_defects is None and b.knobs.n_decoys is None and kinds == {True, False}:
+            break  # the seed's default draw of counts exceeds what this year holds: plant fewer
+        idx = int(b.pick(1, cand, what="manual vendor invoices that a keying slip makes outliers")[0])
+        true, posted = int(cents[idx]), int(keyed[idx])
+        e["debit_cents"][idx] = e["credit_cents"][idx] = posted
+        if rev[idx] >= 0:  # the next day's automatic reversal mirrors the accrual as posted
+            r = int(rev[idx])
+            e["debit_cents"][r] = e["credit_cents"][r] = posted
+            b.used[r] = True
+        if not bad:
+            pay_more(b, int(pay[idx]), posted - true, cash, month)
+        planted.append((idx, bool(bad)))
+    for idx, bad in planted:
+        true, posted = int(cents[idx]), int(e["debit_cents"][idx])
+        if bad:
+            doc = b.source_document(idx)
+            b.add_defect(idx, "keying_error", CODE, [doc, plan], posted - true,
                          facts=[f"{{D:{doc}}}", true / 100, posted / 100])
-        elif kind == "flow" and bad:
-            # the document is coded to the preparer's usual account; the entry went to another one
-            doc = _support(b, idx, vendors, posted, orig)
-            b.add_defect(idx, "posted_to_wrong_account", CODE, ["entry", doc, plan], posted,
-                         facts=[f"{{D:{doc}}}", orig, acct])
         else:
-            doc = _support(b, idx, vendors, posted, acct)
-            b.add_decoy(idx, f"outlier_vouched_{kind}", [doc, plan], facts=[f"{{D:{doc}}}", posted / 100, acct])
-    # the PBC pack also holds the support of a few ordinary entries (requested for other procedures),
-    # so the documents alone do not list the selection
-    others = np.flatnonzero(with_doc & ~b.used)
-    for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
-        _support(b, int(idx), vendors, int(e["debit_cents"][idx]), str(e["debit_account"][idx]))
+            doc = billed_document(b, idx, true, posted)
+            b.add_decoy(idx, "outlier_vouched_amount", [doc, plan],
+                        facts=[f"{{D:{doc}}}", posted / 100, str(e["debit_account"][idx])])
+    # the source documents of every other entry the tests select (genuine look-alikes) and of a few
+    # ordinary manual entries: the documents alone do not list the selection
+    hits = rule_hits(b)
+    hits[np.array([i for i, _ in planted], dtype=np.int64)] = False
+    ordinary = np.flatnonzero(manual & ~hits & ~b.used)
+    extra = rng.choice(ordinary, size=min(len(ordinary), int(rng.integers(3, 7))), replace=False)
+    for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra])):
+        b.source_document(int(idx))
 
 
-def _unkeyed(posted: int, rng) -> int:
-    """A true amount from which a keying error (one extra digit in the dollars) gives ``posted``."""
-    dollars, c = divmod(int(posted), 100)
-    digits = str(dollars)
-    if len(digits) < 2:
-        return max(1, posted - 100)
-    pos = int(rng.integers(1, len(digits)))
-    return int(digits[:pos] + digits[pos + 1:]) * 100 + c
-
-
-def _support(b, idx: int, vendors: dict, cents: int, account: str) -> int:
-    """The support document of entry ``idx``: its vendor invoice or its accrual workpaper, showing
-    ``cents`` and the GL account coded on it."""
-    e = b.e
-    rng = b.rng
-    ref = str(e["reference"][idx])
-    day = b.date_str(e["doc_date"][idx])
-    approver = str(e["approver"][idx]) or "FNGUYEN"
-    if str(e["template"][idx]) == "vendor_invoice":
-        vendor = vendors.get(str(e["vendor_id"][idx]), "the vendor")
-        body = (f"INVOICE {ref}\nFrom: {vendor} (vendor no. {e['vendor_id'][idx]})\n"
-                f"Bill to: {b.facts['company_name']}, Accounts Payable, Columbus OH\nInvoice date: {day}\n"
-                f"Invoice total: USD {cents / 100:,.2f}\n"
-                f"AP coding stamp: GL account {account}, cost centre {int(rng.integers(100, 500))}, "
-                f"approved for payment by {approver}.")
-        return b.add_document("invoice", f"Vendor invoice {ref} - {vendor}", body, day)
-    # the basis names what the coded account holds: the workpaper, not the entry, is the authority
-    basis = WHAT.get(account, "costs incurred")
-    body = (f"Accrual workpaper {ref}\nPeriod: {day[:7]}\nBasis: {basis} incurred in the period and not yet invoiced, "
-            f"estimated from the open purchase orders and the latest supplier statements.\n"
-            f"Amount accrued: USD {cents / 100:,.2f}\n"
-            f"GL account: {account} (credit 2100 Accrued Liabilities)\nPrepared by {e['preparer'][idx]}; "
-            f"reviewed by {approver}.")
-    return b.add_document("memo", f"Accrual workpaper {ref}", body, day)
+def billed_document(b, idx: int, books_cents: int, billed_cents: int) -> int:
+    """The vendor invoice behind entry ``idx`` as billed: the books' document worded for ``billed_cents``."""
+    r = b.books.document(int(b.e["books_doc"][idx]))
+    old, new = f"Amount: USD {books_cents / 100:,.2f}", f"Amount: USD {billed_cents / 100:,.2f}"
+    assert old in r["body"], r["body"]
+    return b.add_document(r["doc_type"], r["title"], r["body"].replace(old, new), r["date"])
 
 
 # ------------------------------------------------------------------ strategies
@@ -334,7 +386,7 @@ def _thresholds(body: str) -> dict:
         return float(m.group(1)) if m else default
     return {"amount_z": num(r"Amount test\..*?exceeds (\d+(?:\.\d+)?)", AMOUNT_Z),
             "min_pop": num(r"at least (\d+) entries is outside", MIN_POP),
-            "min_user": num(r"with at least (\d+) other entries", MIN_USER),
+            "min_user": num(r"with at least (\d+) other", MIN_USER),
             "flow_z": num(r"flow test\..*?exceeds (\d+(?:\.\d+)?)", FLOW_Z)}
 
 
@@ -351,18 +403,22 @@ def _baseline(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+_MANUAL = {"column": "source", "op": "eq", "value": "manual"}
+
+
 def _select(kit: Kit):
-    """The plan's selection: the per-account robust baseline (``compute_stats`` first, the ledger
-    when it is withheld) and both tests. Returns (plan id, thresholds, selected, scored rows, users)."""
+    """The plan's selection: the per-account robust baseline of the manual entries (``compute_stats``
+    first, the ledger when it is withheld) and both tests. Returns (plan id, thresholds, selected,
+    scored rows, users)."""
     plan = yield from _find_plan(kit)
     body = (yield from kit.open(plan)).get("body", "") if plan else ""
     th = _thresholds(body)
     groups: dict[str, dict] = {}
     if kit.has("compute_stats"):
         # the baseline comes first: no claim about an entry before the population is measured
-        st = yield from kit.call("compute_stats", measure="amount", group_by="account", top_z=0)
+        st = yield from kit.call("compute_stats", filters=[_MANUAL], measure="amount", group_by="account", top_z=0)
         groups = st.get("groups", {})
-    rows = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1}],
+    rows = yield from kit.ledger([_MANUAL, {"column": "line_no", "op": "eq", "value": 1}],
                                  ["entry_id", "account", "debit", "preparer", "reference"])
     if not groups:
         groups = _baseline(rows)
@@ -401,19 +457,21 @@ def naive(kit: Kit):
     yield from kit.submit(f"Per-account outlier tests: {len(selected)} entries outside their population flagged.")
 
 
-_DOC_AMOUNT = re.compile(r"(?:Invoice total|Amount accrued): USD ([\d,]+\.\d\d)")
-_DOC_ACCOUNT = re.compile(r"GL account:? (\d{4})")
+_USD = re.compile(r"USD (-?[\d,]+\.\d\d)")
+_DOC_ACCOUNT = re.compile(r"^Account: (\d{4})", re.M)
+_REF = re.compile(r"\b([A-Z]{2}-\d{5,})\b")
 
 
 def careful(kit: Kit):
-    """Reads the plan, takes the per-account robust baseline, selects with both tests, then vouches
-    every selected entry to its support document: flags what disagrees, clears what agrees."""
+    """Reads the plan, takes the per-account robust baseline of the manual entries, selects with both
+    tests, then vouches every selected entry to its source document: flags what disagrees (or has no
+    document), clears what agrees."""
     plan, th, selected, scored, users = yield from _select(kit)
     ev_plan = [plan] if plan else []
     support = {}
     for d in (yield from kit.documents()):
-        m = re.search(r"\b([A-Z]{2,4}-\d+)\b", d["title"])
-        if m and d["doc_type"] in ("invoice", "memo"):
+        m = _REF.search(d["title"])
+        if m:
             support.setdefault(m.group(1), d["doc_id"])
     n_flag = n_clear = 0
     for eid in selected:
@@ -423,32 +481,38 @@ def careful(kit: Kit):
         doc = support.get(r["reference"])
         if doc is None and kit.has("search_documents"):
             hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
-            doc = hits[0]["doc_id"] if hits else None
+            doc = next((h["doc_id"] for h in hits if r["reference"] in h.get("title", "")), None)
+        why = _why(eid, scored[eid], th, users)
         if doc is None:
+            yield from kit.flag(eid, CODE, ev_plan,
+                                f"Entry {eid} was selected as an outlier ({why}); no source document for "
+                                f"{r['reference']} is in the pack, so it cannot be vouched.")
+            n_flag += 1
             continue
         body = (yield from kit.open(doc)).get("body", "")
-        am, ac = _DOC_AMOUNT.search(body), _DOC_ACCOUNT.search(body)
-        if not (am and ac):
-            continue
-        amount, account = float(am.group(1).replace(",", "")), ac.group(1)
-        why = _why(eid, scored[eid], th, users)
-        if abs(amount - r["debit"]) > 0.004:
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(eid, CODE, [eid, doc, *ev_plan],
+        figures = [float(x.replace(",", "")) for x in _USD.findall(body)]
+        ac = _DOC_ACCOUNT.search(body)
+        account = ac.group(1) if ac else None
+        amount = figures[-1] if figures else None
+        m_amount = re.search(r"^Amount: USD (-?[\d,]+\.\d\d)", body, re.M)
+        if m_amount:
+            amount = float(m_amount.group(1).replace(",", ""))
+        if not any(abs(f - r["debit"]) < 0.005 for f in figures):
+            yield from kit.flag(eid, CODE, [doc, *ev_plan],
                                 f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document "
                                 f"shows {amount:,.2f}, but the entry was keyed as {r['debit']:,.2f}, a misstatement of "
                                 f"{r['debit'] - amount:,.2f}.")
             n_flag += 1
-        elif account != r["account"]:
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(eid, CODE, [eid, doc, *ev_plan],
+        elif account is not None and account != r["account"]:
+            yield from kit.flag(eid, CODE, [doc, *ev_plan],
                                 f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document is "
                                 f"coded to GL account {account}, but the entry posted it to account {r['account']}.")
             n_flag += 1
         else:
             yield from kit.clear(eid, [doc, *ev_plan],
                                  f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document "
-                                 f"supports the amount {r['debit']:,.2f} and the GL account {account}; no misstatement.")
+                                 f"supports the amount {r['debit']:,.2f}"
+                                 + (f" and the GL account {account}" if account else "") + "; no misstatement.")
             n_clear += 1
-    yield from kit.submit(f"Per-account robust baseline (plan {plan}): {len(selected)} outliers selected and vouched; "
-                          f"{n_flag} misstated flagged, {n_clear} supported cleared.")
+    yield from kit.submit(f"Per-account robust baseline of the manual entries (plan {plan}): {len(selected)} outliers "
+                          f"selected and vouched; {n_flag} misstated flagged, {n_clear} supported cleared.")

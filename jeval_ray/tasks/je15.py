@@ -1,36 +1,48 @@
 """JE-15 (L4): shell-vendor scheme.
 
-Planted: one employee (an AP clerk or GL accountant, the *scheme user*) sets up a vendor during
-the year (two once the scheme has four invoices or more) whose bank account is the employee's own
-account in the user master. Either the scheme user creates the vendor directly with that account,
-or the vendor-master team creates it and the scheme user later changes its bank account; the vendor change log (``master:vendor_changes``)
-records who did what, and the set-up form shows no TIN match and no Treasury call-back. The scheme
-user keys the vendor's invoices, spread over the rest of the year, each under his or her approval
-limit and all approved by one approver. Each invoice is paid in the ledger's payment run (Dr 2000
-/ Cr 1000, under the payment reference the bank statement shows), and the monthly statement of
-the operating account shows the transfer going to the employee's account. Every invoice of the
-scheme is a defect (criteria ``SHELL_VENDOR``, misstatement = the invoice amount). Required
-evidence: the entry (``get_entry``), ``master:vendors``, ``master:vendor_changes``,
-``master:users`` and the bank statement showing the payment. Decisive facts: the vendor's bank
-account, the employee it belongs to (user id), the vendor id, the invoice amount and the statement.
+Planted on the simulated year's purchasing: one AP clerk (the *scheme user*) gets a vendor into
+the master during the year (two once the scheme has four invoices or more) whose bank account is
+the clerk's own account in the user master. Either the clerk creates the vendor directly with that
+account, or the vendor-master team (FNGUYEN, who keys no invoices and, in this world, set up every
+vendor) creates it and the clerk later changes its bank account; the vendor change log
+(``master:vendor_changes``) records who did what, and the set-up form shows no TIN match and bank
+details sent by e-mail. The shell's invoices are the books' own vendor invoices without goods
+receipt (office, travel, maintenance, marketing or freight bills under the approver's 25,000
+limit, spread over the rest of the year) re-pointed to the shell and keyed by the clerk, all
+approved by one approver; the payment run that paid each invoice is re-pointed with it, so every
+invoice is paid in the ledger (the vendor payment, Dr 2000 / Cr 1000) and the monthly statement of
+the company's one operating account (the books' own statements, every cash posting of the year)
+shows the transfer going to the employee's account. Amounts and dates stay the books', so cash,
+payables and the bank still tie. Every invoice of the scheme is a defect (criteria
+``SHELL_VENDOR``, misstatement = the invoice amount). Required evidence: the entry
+(``get_entry``), ``master:vendors``, ``master:vendor_changes``, ``master:users`` and the bank
+statement showing the payment. Decisive facts: the vendor's bank account, the employee it belongs
+to (user id), the vendor id, the invoice amount and the statement.
 
 Decoys: the invoices of the other vendors set up during the year, as many vendors as give each
 about the scheme vendors' number of invoices (so "the new vendor with the most invoices" tells
-nothing). They come from the same
-surface distribution as the scheme's: set-up date and order of vendor ids, who set them up, the
-service and expense account, one clerk keying every invoice of the vendor under his or her limit,
-one approver, the same spread over the year, a payment in the ledger. A legitimate vendor's bank
-account may also be changed after set-up (with probability 0.6 x ``near_miss``), by the
-vendor-master team on a new bank letter verified by call-back. Clearing evidence: the vendor's
-set-up form (W-9 matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no
-employee has that account). Decisive facts: the vendor's bank account, the vendor id, the set-up
-form and its call-back.
+nothing). They are drawn exactly as the shell's: set-up date and order of vendor ids, category
+(and so account), one AP clerk keying every invoice of the vendor, one approver, the same spread
+over the year, a payment in the ledger and on the statement. A legitimate vendor's bank account
+may also be changed after set-up (with probability 0.6 x ``near_miss``) by the vendor-master team
+on a new bank letter verified by call-back. Clearing evidence: the vendor's set-up form (W-9
+matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no employee has that
+account). Decisive facts: the vendor's bank account, the vendor id, the set-up form and its call-
+back.
 
-Red-flag rule (naive): invoices from vendors created during FY2025. Decisive test (careful): the
-vendor's bank account is an employee's, and who put it there. The base vendors were all created
-before FY2025 with their own accounts and their changes are made by the vendor-master team, so the
-base never trips either; ``plant`` re-checks the bank accounts. The brief's criteria text names
-the scheme, not the test.
+Red-flag rule (naive): invoices of vendors created during FY2025. Every base vendor was created
+before FY2025, so the rule catches no unplanted entry (0 % over seeds 0-49). The broader screen
+"vendors created or given new bank details in FY2025" (the change log) also catches the invoices
+of the base vendors whose bank account the vendor-master team changed in the year (routine
+maintenance of two to four vendors of the new vendors' categories, half of them bank changes,
+each with its change form and Treasury's call-back: honest look-alikes): over seeds 0-49 at
+default knobs, 47 % of that screen's hits are such unplanted invoices (both measured by
+``tests/test_key_audit_je15.py::test_key_audit_lookalike_rate``). Decisive test (careful): the
+vendor's bank account is an employee's, who put it there, and the statement showing the money
+going there. The brief's criteria text names the scheme, not the test.
+
+Default slice: a year of 800 entries (the L4 default of 600 has too few paid bills of these
+categories for 8 + 8 planted invoices on some seeds).
 
 Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the submit
 summary or in the rationales of at least half of the correct flags: outcome = 0.85 * outcome +
@@ -42,18 +54,19 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
-from jeval_ray.world._base import HOLIDAY_DATES, MONTH_ABBR
+from jeval_ray.books import master as md
+from jeval_ray.tasks._spec import Knobs, key, spec
 
 SPEC = spec(
     "JE-15",
     "L4",
     'Shell-vendor scheme',
     objective='Find a shell-vendor scheme spread over the year and name the user behind it; flag every entry of the scheme.',
-    defect='shell-vendor scheme (vendor bank = employee bank, invoices under limit, same approver)',
+    defect='shell-vendor scheme: invoices of a vendor paid to an employee, keyed by that employee',
     decoys='new legitimate vendors',
     required_evidence='vendor change log, employee master, bank statements, approvals',
     sources=('general_ledger', 'vendor_master', 'vendor_change_log', 'employee_master', 'bank_statements', 'approvals'),
@@ -62,49 +75,50 @@ SPEC = spec(
         ('SHELL_VENDOR', "invoices of a vendor set up or used to divert the company's payments (a shell vendor)"),
     ),
     withheld_variant=('search_documents',),
+    # a year of the L4 default (600) has too few paid bills in these categories for 16 planted invoices
+    default_knobs=Knobs(n_entries=800),
     available=True,
 )
 
+KEY_RATIONALE = (
+    key("defect", "shell_vendor_invoice",
+        evidence="master:vendors and master:users (the vendor's bank account is an employee's), master:vendor_changes "
+                 "(who created the vendor or put the account on it), the bank statement of the payment",
+        facts="the vendor's bank account; the employee (user id) who holds it and keyed the invoice; the vendor id; "
+              "the invoice amount; the statement line paying that amount to that account",
+        conclusion="Invoices of a vendor whose payments go to the personal account of the AP clerk who set the "
+                   "account up and keyed the invoices: a fictitious vendor used to misappropriate cash; the "
+                   "payments are a loss, to be reported to the audit committee.",
+        standard="AS 2401.07 (misappropriation: causing the entity to pay for goods or services not received); "
+                 "ISA 240 A5"),
+    key("decoy", "legitimate_new_vendor",
+        evidence="the vendor's set-up form; master:vendors and master:users",
+        facts="the vendor id and bank account; no employee holds the account; the form's W-9 TIN match and the "
+              "Treasury call-back to an independently sourced number",
+        conclusion="A vendor set up in the year under the vendor-master policy (TIN matched, bank account verified by "
+                   "call-back, paid to its own account): no exception.",
+        standard="AS 2401.07"),
+)
+
 POLICY_TITLE = "Vendor master data policy (PROC-007)"
-#: staff who key vendor invoices and could run the scheme (limits 5,000 / 10,000)
-SCHEME_USERS = ("AKIM", "BOKAFOR", "DPATEL", "EMUELLER")
-#: approvers whose limits cover any amount under a clerk's limit
-SCHEME_APPROVERS = ("FNGUYEN", "GSILVA", "HJOHANSSON")
-#: who maintains the vendor master
-VENDOR_ADMINS = ("GSILVA", "FNGUYEN")
-#: names of vendors set up during FY2025: the shell and the legitimate ones draw from one pool
-NEW_VENDOR_NAMES = (
-    "Meridian Advisory Group", "Apex Business Services LLC", "Crestline Consulting Partners",
-    "Northgate Supply Co.", "Silverline Facility Services", "Brightpath Analytics",
-    "Copperfield Office Solutions", "Highland Technical Services", "Riverside Print & Mail",
-    "Oakmont Engineering Services", "Pinnacle Data Systems", "Lakeshore Cleaning Services",
-)
-#: what each new vendor would sell: expense account and business purpose
-SERVICES = (
-    ("6400", "advisory and consulting services"), ("6600", "facility repairs and maintenance"),
-    ("7100", "IT support and software services"), ("6900", "office supplies and printing"),
-    ("6700", "marketing and design services"),
-)
-REQUESTERS = (("HJOHANSSON", "Finance"), ("IBROWN", "Finance"), ("LGARCIA", "Sales"), ("MCHEN", "IT"),
-              ("FNGUYEN", "General Ledger"))
-_YEAR_END = np.datetime64("2025-12-31")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
-_INV_REF = re.compile(r"\((INV-\d+)\)")
-
-
-def _business_day(d: np.datetime64) -> np.datetime64:
-    return min(np.busday_offset(np.datetime64(d, "D"), 0, roll="forward", holidays=HOLIDAY_DATES), _YEAR_END)
-
-
-def _cents_under(limit_usd: float, rng, lo: float = 0.6, hi: float = 0.97) -> int:
-    """An amount (cents) between ``lo`` and ``hi`` of a limit, never a whole hundred."""
-    cents = int(limit_usd * 100 * rng.uniform(lo, hi)) + int(rng.integers(1, 100))
-    return cents + 137 if cents % 10_000 == 0 else cents
+#: AP clerks who key vendor invoices: the scheme runs through one of them, every new vendor's invoices are keyed by one
+CLERKS = ("AKIM", "BOKAFOR")
+#: who maintains the vendor master: a senior accountant who keys no vendor invoice (policy section 5)
+VENDOR_ADMIN = "FNGUYEN"
+#: the approval tier of invoices under 25,000: the lowest approver, sometimes one tier up (as the books route them)
+APPROVERS = ("FNGUYEN", "GSILVA")
+APPROVER_LIMIT_CENTS = 25_000_00
+#: categories billed by invoice without a goods receipt and without monthly accruals: a new vendor's invoices are
+#: the books' own invoices of such a category, so its account is one the category allows
+CATEGORIES = ("office", "travel", "maintenance", "marketing", "freight")
+NEW_PREFIXES = ("Ashford", "Bayview", "Brightpath", "Copperfield", "Crestline", "Highland", "Lakeshore", "Northgate",
+                "Oakmont", "Riverside", "Silverline", "Stonebridge")
+REQUESTERS = (("HJOHANSSON", "Finance"), ("IBROWN", "Finance"), ("NPARK", "Purchasing"), ("FNGUYEN", "General Ledger"))
+_INV_DOC = re.compile(r"\b(V[NI]-\d+)\b")
 
 
 def plant(b) -> None:
-    """Plant the shell vendor, its invoices and payments; legitimate new vendors with their invoices."""
+    """Plant the shell vendor on the books' invoices and payments; legitimate new vendors alike."""
     rng = b.rng
     e = b.e
     near = b.knobs.near_miss
@@ -114,34 +128,32 @@ def plant(b) -> None:
     for v in b.vendors:
         while v["bank_account"] in staff_banks:
             v["bank_account"] = b.bank_account()
+        v["created_by"] = VENDOR_ADMIN
     _add_policy(b)
+    changes = _routine_changes(b)
+    pay = _payments(b)
 
-    scheme_user = str(rng.choice(SCHEME_USERS))
+    scheme_user = str(rng.choice(CLERKS))
     su = users[scheme_user]
-    names = [NEW_VENDOR_NAMES[i] for i in rng.permutation(len(NEW_VENDOR_NAMES))]
-    post = e["post_date"].astype("datetime64[D]")
-    invoices = e["template"] == "vendor_invoice"
-
-    # every vendor set up during the year comes from one distribution: set-up date, who set it up,
-    # service, one clerk keying its invoices and one approver, amounts under the clerk's limit, a
-    # bank-account change after set-up or none. Only the master data, the change log, the set-up
-    # form and the bank statements tell the shell from the legitimate vendors.
-    # as many legitimate vendors as make their invoice counts about the scheme's: "the new vendor with
-    # the most invoices" says nothing
-    # the scheme runs through one vendor, or two once it has four invoices or more
+    # as many legitimate vendors as make their invoice counts about the scheme's
     n_shell = 1 + int(b.n_defects >= 4)
     per_shell = max(1, b.n_defects / n_shell)
     k_legit = 1 if b.n_decoys == 0 else max(1, min(b.n_decoys, round(b.n_decoys / per_shell)))
-    scheme_approver = str(rng.choice([a for a in SCHEME_APPROVERS if a != scheme_user]))
+    taken = {v["name"] for v in b.vendors}
+    prefixes = [p for p in rng.permutation(NEW_PREFIXES).tolist()]
+    # every vendor set up during the year comes from one distribution: set-up date, category, one clerk
+    # keying its invoices, one approver, a bank-account change after set-up or none. Only the master
+    # data, the change log, the set-up form and the bank statements tell the shell from the others.
     new = []
     for k in range(n_shell + k_legit):
         shell_k = k < n_shell
-        created = np.datetime64("2025-01-13") + int(rng.integers(0, 150))
-        v = {"name": names[k], "created_on": created, "created_by": str(rng.choice(VENDOR_ADMINS)),
-             "service": SERVICES[int(rng.integers(0, len(SERVICES)))], "changes": [], "shell": shell_k,
-             "form_bank": b.bank_account(), "start": created,
-             "clerk": scheme_user if shell_k else str(rng.choice(SCHEME_USERS))}
-        v["approver"] = scheme_approver if shell_k else str(rng.choice([a for a in SCHEME_APPROVERS if a != v["clerk"]]))
+        created = np.datetime64("2025-01-06") + int(rng.integers(0, 90))
+        v = {"created_on": created, "created_by": VENDOR_ADMIN, "changes": [], "shell": shell_k,
+             "form_bank": b.bank_account(), "start": created, "category": str(rng.choice(CATEGORIES)),
+             "clerk": scheme_user if shell_k else str(rng.choice(CLERKS)),
+             "approver": APPROVERS[int(rng.random() < 0.15)]}
+        if shell_k and k > 0:
+            v["approver"] = new[0]["approver"]  # the scheme's invoices all go to one approver
         change = rng.random() < (0.5 if shell_k else 0.6 * near)
         if shell_k and not change:
             # the scheme user sets the vendor up with his or her own account
@@ -149,22 +161,54 @@ def plant(b) -> None:
             v["form_bank"] = su["bank_account"]
         v["bank_account"] = v["form_bank"]
         if change:
-            when = created + int(rng.integers(6, 40))
+            when = created + int(rng.integers(6, 30))
             v["bank_account"] = su["bank_account"] if shell_k else b.bank_account()
-            who = scheme_user if shell_k else v["created_by"]
+            who = scheme_user if shell_k else VENDOR_ADMIN
             v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, who))
             v["start"] = when
             if not shell_k:
                 v["change_verified"] = when
         new.append(v)
-    shells, legit = new[:n_shell], new[n_shell:]
 
     # vendor ids rise with the creation date, as in an ERP
-    for i, v in enumerate(sorted(new, key=lambda v: (v["created_on"], v["name"]))):
-        v["vendor_id"] = f"V{1001 + len(b.vendors) + i}"
-    changes = _routine_changes(b)
+    base_n = len(b.vendors)
+    for i, v in enumerate(sorted(new, key=lambda v: (v["created_on"], v["start"]))):
+        v["vendor_id"] = b.books.master.vendor_id(base_n + i)
+
+    # --- the invoices: each vendor's spread over the rest of the year, one per time bin
+    def shares(n: int, k: int) -> list[int]:
+        return [n // k + (1 if j < n % k else 0) for j in range(k)]
+
+    # each entry's vendor category (-1 without a vendor), from the books' partner of the document
+    m = b.books.master
+    vcat_idx = np.where(e["vendor_id"] != "", m.vendor_category[b.books.docs.partner[e["books_doc"]]], -1)
+    vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
+    pool = (e["doc_code"] == "VN") & pay["paid"] & (e["debit_cents"] < APPROVER_LIMIT_CENTS)
+    names = {v["vendor_id"]: v["name"] for v in b.vendors}
+    paid: list[tuple[int, dict]] = []
+    groups = [(j, n_shell) for j in range(n_shell)] + [(j, k_legit) for j in range(k_legit)]
+    for v, n, (phase, of) in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)], groups):
+        first = v["start"] + 1
+        avail = {c: int((pool & ~b.used & (vcat == c) & (e["doc_date"] >= first)).sum()) for c in CATEGORIES}
+        if avail[v["category"]] < n:
+            v["category"] = max(CATEGORIES, key=lambda c: (avail[c], c))
+        cat = md.CATEGORIES[md.CATEGORY[v["category"]]]
+        v["name"] = next(f"{p} {s}" for p in prefixes for s in cat.stems if f"{p} {s}" not in taken)
+        taken.add(v["name"])
+        for idx in _spread(b, n, first, pool & (vcat == v["category"]), phase, of):
+            old = names[str(e["vendor_id"][idx])]
+            for j in [idx, *pay["of"](idx)]:
+                e["vendor_id"][j] = v["vendor_id"]
+                e["description"][j] = str(e["description"][j]).replace(old, v["name"])
+                if j != idx:  # the statement words the payment as the ledger does
+                    pay["text"][str(e["reference"][j])] = str(e["description"][j])
+            e["preparer"][idx] = v["clerk"]
+            e["approver"][idx] = v["approver"]
+            paid.append((idx, v))
+
     for v in sorted(new, key=lambda v: v["vendor_id"]):
-        b.vendors.append({"vendor_id": v["vendor_id"], "name": v["name"], "bank_account": v["bank_account"],
+        b.vendors.append({"vendor_id": v["vendor_id"], "name": v["name"], "category": v["category"],
+                          "bank_account": v["bank_account"], "payment_terms_days": 30,
                           "created_on": str(v["created_on"]), "created_by": v["created_by"], "status": "active"})
         changes.append({"vendor_id": v["vendor_id"], "field": "vendor_created", "old_value": "", "new_value": v["name"],
                         "changed_on": str(v["created_on"]), "changed_by": v["created_by"]})
@@ -173,26 +217,13 @@ def plant(b) -> None:
         for field, old, newv, when, who in v["changes"]:
             changes.append({"vendor_id": v["vendor_id"], "field": field, "old_value": old, "new_value": newv,
                             "changed_on": str(when), "changed_by": who})
-
-    # --- the invoices: each vendor's spread over the rest of the year, one per time bin
-    def shares(n: int, k: int) -> list[int]:
-        return [n // k + (1 if j < n % k else 0) for j in range(k)]
-
-    forms = {v["vendor_id"]: _setup_form(b, v, verified=True) for v in legit}
-    for v in shells:
-        forms[v["vendor_id"]] = _setup_form(b, v, verified=False, requester=scheme_user)
-    paid: list[tuple[int, dict]] = []
-    for v, n in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)]):
-        for idx in _spread(b, n, v["start"] + 4, invoices, post):
-            _repoint(b, idx, v, v["service"][0])
-            _make_manual(b, idx, v["clerk"], v["approver"], _cents_under(users[v["clerk"]]["approval_limit"], rng))
-            paid.append((idx, v))
-
-    statements, payments = _bank_statements(b, paid, {v["vendor_id"] for v in new}, changes)
-    _ledger_payments(b, payments)
+    forms = {v["vendor_id"]: _setup_form(b, v, verified=not v["shell"], requester=scheme_user if v["shell"] else None)
+             for v in new}
+    pay_ref = {idx: str(e["reference"][pay["of"](idx)[0]]) for idx, _v in paid}
+    statement_of = _bank_statements(b, pay, changes, sorted(pay_ref.values()))
     for idx, v in paid:
         cents = int(e["debit_cents"][idx])
-        stmt = statements[idx]
+        stmt = statement_of[pay_ref[idx]]
         if v["shell"]:
             # decisive: the vendor pays the scheme user's own account (users master), the change log shows
             # who put it there, the statement shows the payment to it
@@ -207,47 +238,53 @@ def plant(b) -> None:
     b.facts["brief_notes"] = {"vendor master": "vendor set-up and bank changes are logged in master data vendor_changes"}
 
 
-def _spread(b, n: int, first: np.datetime64, invoices: np.ndarray, post: np.ndarray) -> list[int]:
-    """``n`` unused vendor invoices posted from ``first`` to mid-December, one per equal time bin."""
+def _payments(b) -> dict:
+    """The payment entries of the year's vendor invoices (vectorised: a year may hold millions of entries).
+
+    ``of(idx)``: invoice entry -> its payment entries; ``paid``: per entry, the invoice is paid in one
+    payment of its whole amount that is on a statement of the year; ``lines``: the books' statement lines."""
+    e = b.e
+    lines = b.books.bank_tables()["bank_statement_lines"]
+    bd = e["books_doc"]
+    order = np.argsort(bd, kind="stable")
+    vp = np.flatnonzero(e["doc_code"] == "VP")
+    parent = b.books.docs.parent[bd[vp]]
+    pos = np.searchsorted(bd, parent, sorter=order).clip(0, b.n - 1)
+    found = bd[order[pos]] == parent
+    inv, vp = order[pos[found]], vp[found]
+    on_stmt = pc.is_in(e["reference"].to_arrow().take(pa.array(vp)), value_set=lines.column("reference"))
+    on_stmt = on_stmt.to_numpy(zero_copy_only=False)
+    # one payment per invoice, of its whole amount (none left for next year), so the statement line shows it
+    paid = np.zeros(b.n, dtype=bool)
+    whole = on_stmt & (e["debit_cents"][vp] == e["credit_cents"][inv])
+    paid[inv[whole]] = True
+    paid &= np.bincount(inv, minlength=b.n) == 1
+    return {"of": lambda idx: vp[inv == idx].tolist(), "paid": paid, "lines": lines, "text": {}}
+
+
+def _spread(b, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0, of: int = 1) -> list[int]:
+    """``n`` unused invoices of ``pool`` dated from ``first``, posted up to mid-December, one per time
+    bin: the period is cut into ``n * of`` equal bins and this vendor takes bins ``phase``,
+    ``phase + of`` … (the vendors of one group interleave, so together they cover the year)."""
     if n <= 0:
         return []
-    last = np.datetime64("2025-12-15")
-    edges = np.linspace(0, 1, n + 1)
+    e = b.e
+    post, doc = e["post_date"], e["doc_date"]
+    last = max(np.datetime64("2025-12-15"), first + 1)
+    edges = np.linspace(0, 1, n * of + 1)
     span = max(1, int((last - first).astype(int)))
     out = []
-    for k in range(n):
+    for k in range(phase, n * of, of):
         lo, hi = first + int(edges[k] * span), first + int(edges[k + 1] * span)
-        where = invoices & (post >= lo) & (post <= hi)
-        if int((where & ~b.used).sum()) == 0:
-            where = invoices & (post >= first) & (post <= last)
-            if int((where & ~b.used).sum()) == 0:
-                where = invoices & (post >= first)
-        out.append(int(b.pick(1, where=where, what="vendor invoices after a new vendor's set-up")[0]))
+        month = post.astype("datetime64[M]")
+        fresh = ~np.isin(month, month[out]) if out else np.ones(len(post), dtype=bool)
+        # the bin, else a month the vendor has no invoice in yet, else any invoice after the set-up
+        for where in (pool & (doc >= first) & (post >= lo) & (post <= hi) & fresh, pool & (doc >= first) & fresh,
+                      pool & (doc >= first)):
+            if (where & ~b.used).any():
+                break
+        out.append(int(b.pick(1, where=where, what="paid invoices after a new vendor's set-up")[0]))
     return out
-
-
-def _ledger_payments(b, payments: dict[int, tuple[str, str, int]]) -> None:
-    """Each paid invoice of a new vendor gets its payment in the ledger (Dr 2000 / Cr 1000 in the
-    batch payment run), on the statement's date and under the statement's payment reference."""
-    e = b.e
-    rng = b.rng
-    pool = e["template"] == "vendor_payment"
-    for idx, (day, ref, cents) in sorted(payments.items()):
-        j = int(b.pick(1, where=pool, what="vendor payments")[0])
-        d = np.datetime64(day)
-        e["post_date"][j] = e["entry_date"][j] = e["doc_date"][j] = d
-        e["time_s"][j] = int(rng.integers(1 * 3600, 5 * 3600))
-        e["manual"][j] = False
-        e["preparer"][j] = "SYS_BATCH"
-        e["approver"][j] = ""
-        e["doc_type"][j] = "KZ"
-        e["debit_account"][j], e["credit_account"][j] = "2000", "1000"
-        e["debit_cents"][j] = e["credit_cents"][j] = cents
-        vid = str(e["vendor_id"][idx])
-        e["vendor_id"][j] = vid
-        name = next(v["name"] for v in b.vendors if v["vendor_id"] == vid)
-        e["reference"][j] = ref
-        e["description"][j] = f"Payment run {MONTH_ABBR[int(str(d)[5:7]) - 1]} {name}"
 
 
 def _add_policy(b) -> int:
@@ -272,19 +309,30 @@ def _add_policy(b) -> int:
 
 
 def _routine_changes(b) -> list[dict]:
-    """Ordinary vendor-master maintenance on base vendors (address and bank updates by the team)."""
+    """Ordinary vendor-master maintenance on base vendors (address and bank updates by the team); a
+    bank change comes with its change form: the vendor's letter and Treasury's call-back (policy 3)."""
     rng = b.rng
     out = []
     streets = ("1200 Commerce Blvd, Dayton OH", "77 Harbor Way, Toledo OH", "410 Industrial Pkwy, Akron OH",
                "9 Market Street, Pittsburgh PA", "3300 Lakeview Dr, Cleveland OH")
-    for i in sorted(rng.choice(len(b.vendors), size=int(rng.integers(2, 5)), replace=False)):
+    # vendors of the categories new vendors come from: their bills look like the new vendors' in the listing
+    same = [i for i, v in enumerate(b.vendors) if v["category"] in CATEGORIES]
+    for i in sorted(rng.choice(same, size=min(len(same), int(rng.integers(2, 5))), replace=False)):
         v = b.vendors[int(i)]
         when = str(np.datetime64("2025-01-10") + int(rng.integers(0, 320)))
-        who = str(rng.choice(VENDOR_ADMINS))
+        who = VENDOR_ADMIN
         if rng.random() < 0.5:
             new = b.bank_account()
             out.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
                         "new_value": new, "changed_on": when, "changed_by": who})
+            phone = f"+1 (614) {int(rng.integers(200, 999))}-{int(rng.integers(1000, 9999))}"
+            b.add_document("vendor_form", f"Vendor bank details change - {v['name']}", "\n".join([
+                f"Vendor: {v['name']} ({v['vendor_id']})",
+                f"Request: new bank account {new} replacing {v['bank_account']}, on the vendor's letterhead, "
+                f"received {str(np.datetime64(when) - 3)}.",
+                f"Treasury (KLEE) call-back to {phone}, the number in the vendor master since set-up, confirmed the "
+                f"change on {when}.",
+                f"Changed in the ERP by {who} (vendor master) on {when}."]), when)
             v["bank_account"] = new
         else:
             out.append({"vendor_id": v["vendor_id"], "field": "remit_address", "old_value": str(rng.choice(streets)),
@@ -292,46 +340,20 @@ def _routine_changes(b) -> list[dict]:
     return out
 
 
-def _repoint(b, idx: int, v: dict, account: str) -> None:
-    """Make entry ``idx`` an invoice of vendor ``v`` booked to ``account``."""
-    e = b.e
-    e["vendor_id"][idx] = v["vendor_id"]
-    e["debit_account"][idx] = account
-    e["credit_account"][idx] = "2000"
-    desc = str(e["description"][idx])
-    if desc.startswith("Invoice "):
-        e["description"][idx] = f"Invoice {e['reference'][idx]} {v['name']}"
-
-
-def _make_manual(b, idx: int, preparer: str, approver: str, cents: int) -> None:
-    """A manually keyed invoice on a business day in office hours, with the given people and amount."""
-    e = b.e
-    rng = b.rng
-    day = np.busday_offset(e["post_date"][idx], 0, roll="forward", holidays=HOLIDAY_DATES)
-    if day > _YEAR_END:
-        day = np.busday_offset(e["post_date"][idx], 0, roll="backward", holidays=HOLIDAY_DATES)
-    e["post_date"][idx] = day
-    e["entry_date"][idx] = day
-    e["doc_date"][idx] = day - int(rng.integers(0, 5))
-    e["time_s"][idx] = int(rng.integers(9 * 3600, 17 * 3600))
-    e["manual"][idx] = True
-    e["preparer"][idx] = preparer
-    e["approver"][idx] = approver
-    e["debit_cents"][idx] = cents
-    e["credit_cents"][idx] = cents
-
 
 def _setup_form(b, v: dict, *, verified: bool, requester: str | None = None) -> int:
-    """The vendor set-up form; a verified one documents W-9 and the Treasury call-back."""
+    """The vendor set-up form; a verified one documents the W-9 TIN match and the Treasury call-back."""
     rng = b.rng
     created = v["created_on"]
+    cat = md.CATEGORIES[md.CATEGORY[v["category"]]]
+    account = next(a for a in b.accounts if a["account"] == _cost_account(v["category"]))
     req, dept = REQUESTERS[int(rng.integers(0, len(REQUESTERS)))] if requester is None else (requester, "Accounts Payable")
     tin = f"{int(rng.integers(10, 99))}-{int(rng.integers(1_000_000, 9_999_999))}"
     lines = [
         f"Vendor: {v['name']}",
         f"Vendor id assigned: {v['vendor_id']}",
         f"Requested by: {req} ({dept}) on {created - int(rng.integers(2, 9))}",
-        f"Goods / services: {v['service'][1]}; default expense account {v['service'][0]}",
+        f"Goods / services: {cat.what}; category {v['category']}; default account {account['account']} {account['name']}",
         f"Form W-9 received; TIN {tin}.",
         f"Bank account on the bank letter: {v['form_bank']}",
     ]
@@ -355,59 +377,67 @@ def _setup_form(b, v: dict, *, verified: bool, requester: str | None = None) -> 
     return b.add_document("vendor_form", f"New vendor set-up form - {v['name']}", "\n".join(lines), str(created))
 
 
-def _bank_statements(b, paid: list[tuple[int, dict]], new_ids: set[str], changes: list[dict]) -> tuple[dict, dict]:
-    """Monthly statements of the operating account listing outgoing vendor payments (to the bank
-    account the vendor had on the payment day). Returns the statement handle of every planted
-    invoice's payment, and each one's (date, payment reference, cents)."""
-    rng = b.rng
+def _cost_account(category: str) -> str:
+    from jeval_ray.books import chart
+
+    return chart.ACCOUNTS[chart.idx(md.CATEGORIES[md.CATEGORY[category]].account)].code
+
+
+def _bank_statements(b, pay: dict, changes: list[dict], refs: list[str]) -> dict[str, int]:
+    """The books' monthly statements of the operating account as support-pack documents: every line of
+    the year (receipts, payment runs, payroll, tax, charges), a vendor payment with the beneficiary's
+    account on its value date. Returns the statement handle of each of ``refs`` (payment references).
+    Vectorised with Arrow: a year may hold hundreds of thousands of statement lines."""
     e = b.e
-    names = {v["vendor_id"]: v for v in b.vendors}
-    bank_changes = sorted((r["changed_on"], r["vendor_id"], r["new_value"]) for r in changes if r["field"] == "bank_account")
-
-    def bank_on(vid: str, day: str) -> str:
-        hist = [acct for when, v, acct in bank_changes if v == vid and when <= day]
-        if hist:
-            return hist[-1]
-        # before its first logged change a base vendor paid to the account the change replaced
-        olds = [r["old_value"] for r in changes if r["vendor_id"] == vid and r["field"] == "bank_account" and r["old_value"]]
-        return olds[0] if olds else names[vid]["bank_account"]
-    lines: dict[int, list[tuple[str, str, str, int, str]]] = {m: [] for m in range(1, 13)}
-    where_paid: dict[int, int] = {}
-
-    payments: dict[int, tuple[str, str, int]] = {}
-
-    def pay(idx: int, vendor: dict, delay: int) -> int:
-        day = _business_day(e["post_date"][idx] + delay)
-        month = int(str(day)[5:7])
-        pay_ref = f"PAY-{int(rng.integers(400_000, 499_999))}"
-        lines[month].append((str(day), vendor["name"], bank_on(vendor["vendor_id"], str(day)), int(e["debit_cents"][idx]),
-                             f"{pay_ref} ({e['reference'][idx]})"))
-        payments[idx] = (str(day), pay_ref, int(e["debit_cents"][idx]))
-        return month
-
-    for idx, v in paid:
-        where_paid[idx] = pay(idx, names[v["vendor_id"]], int(rng.integers(10, 26)))
-    base = np.flatnonzero((e["template"] == "vendor_invoice") & ~b.used & ~np.isin(e["vendor_id"], sorted(new_ids)))
-    for idx in np.sort(rng.choice(base, size=min(len(base), 84), replace=False)):
-        pay(int(idx), names[str(e["vendor_id"][idx])], int(rng.integers(10, 31)))
-
-    handle = {}
-    for m in range(1, 13):
-        last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
-        rows = sorted(lines[m])
-        body = [
-            "First Federal Bank - commercial account statement",
-            f"Account holder: {b.facts['company_name']}, operating account US{int(rng.integers(10**17, 10**18))}",
-            f"Statement period: 2025-{m:02d}-01 to {last}",
-            "Outgoing transfers (ACH / wire):",
-            "Date | Beneficiary | Beneficiary account | Amount USD | Payment reference",
-        ]
-        body += [f"{d} | {nm} | {acct} | {c / 100:,.2f} | {ref}" for d, nm, acct, c, ref in rows]
-        body.append(f"{len(rows)} outgoing transfers, total USD {sum(r[3] for r in rows) / 100:,.2f}. Incoming receipts and "
-                    "bank charges are reported on the cash reconciliation.")
-        handle[m] = b.add_document("bank_statement", f"Bank statement - operating account - {_MONTHS[m - 1]} 2025",
-                                   "\n".join(body), str(last))
-    return {idx: handle[m] for idx, m in where_paid.items()}, {idx: payments[idx] for idx in where_paid}
+    lines = pay["lines"]
+    ref_col = lines.column("reference")
+    # each vendor payment's vendor (after planting) and the account the vendor had on the value date
+    vp = np.flatnonzero(e["doc_code"] == "VP")
+    at = pc.fill_null(pc.index_in(ref_col, value_set=e["reference"].to_arrow().take(pa.array(vp))), -1)
+    at = at.to_numpy(zero_copy_only=False)
+    is_vp = at >= 0
+    vid = np.where(is_vp, e["vendor_id"][vp][np.maximum(at, 0)], "")
+    accounts = {v["vendor_id"]: v["bank_account"] for v in b.vendors}
+    ids = np.array(sorted(accounts))
+    k = np.searchsorted(ids, vid).clip(0, len(ids) - 1)
+    counter = np.where(is_vp & (ids[k] == vid), np.array([accounts[x] for x in ids.tolist()])[k], "-").astype(object)
+    value_date = pc.cast(lines.column("value_date"), pa.string())
+    history: dict[str, list[tuple[str, str, str]]] = {}
+    for r in changes:
+        if r["field"] == "bank_account":
+            history.setdefault(r["vendor_id"], []).append((r["changed_on"], r["old_value"], r["new_value"]))
+    for v_id, hist in history.items():
+        hist.sort()
+        for i in np.flatnonzero(vid == v_id).tolist():
+            day = value_date[i].as_py()
+            done = [new for when, _old, new in hist if when <= day]
+            counter[i] = done[-1] if done else (hist[0][1] or accounts[v_id])
+    text = lines.column("text").combine_chunks()
+    if pay["text"]:
+        mask = pc.is_in(ref_col, value_set=pa.array(sorted(pay["text"])))
+        over = [pay["text"][r] for r in ref_col.filter(mask).to_pylist()]
+        text = pc.replace_with_mask(text, mask.combine_chunks(), pa.array(over, pa.string()))
+    cents = np.rint(lines.column("amount").to_numpy() * 100).astype(np.int64)
+    whole = pa.array(np.abs(cents) // 100).cast(pa.string())
+    frac = pc.utf8_lpad(pa.array(np.abs(cents) % 100).cast(pa.string()), 2, "0")
+    amount = pc.binary_join_element_wise(pa.array(np.where(cents < 0, "-", "")), whole, ".", frac, "")
+    rows = pc.binary_join_element_wise(value_date, ref_col, text, pa.array(counter, pa.string()), amount, " | ")
+    sdate = lines.column("statement_date").to_numpy().astype("datetime64[D]")
+    handle: dict[str, int] = {}
+    for s in b.books.bank_tables()["bank_statements"].to_pylist():
+        sd = str(s["statement_date"])
+        lo, hi = np.searchsorted(sdate, np.datetime64(sd), "left"), np.searchsorted(sdate, np.datetime64(sd), "right")
+        body = [f"{s['bank']} - statement of account",
+                f"Account holder: {b.facts['company_name']}; account {s['account_number']}",
+                f"Statement period: {sd[:8]}01 to {sd}",
+                f"Opening balance USD {s['opening_balance']:,.2f}; credits USD {s['credits']:,.2f}; debits USD "
+                f"{s['debits']:,.2f}; closing balance USD {s['closing_balance']:,.2f}",
+                "Value date | Reference | Details | Counterparty account | Amount USD", *rows[lo:hi].to_pylist()]
+        month = md.MONTH_NAMES[int(sd[5:7]) - 1]
+        handle[sd] = b.add_document("bank_statement", f"Bank statement - operating account - {month} {sd[:4]}",
+                                    "\n".join(body), sd)
+    where = pc.index_in(pa.array(refs, pa.string()), value_set=ref_col).to_pylist()
+    return {r: handle[str(sdate[i])] for r, i in zip(refs, where)}
 
 
 # ----------------------------------------------------------------------------- scoring hook
@@ -451,10 +481,10 @@ def _new_vendors(kit: Kit):
 
 
 def _invoices_of(kit: Kit, vendor_ids: list[str]):
-    """The vendors' invoices (document type KR; their payments, KZ, are not invoices)."""
+    """The vendors' invoices (document types VN and VI; their payments, VP, are not invoices)."""
     rows = yield from kit.ledger(
         filters=[{"column": "vendor_id", "op": "in", "value": vendor_ids}, {"column": "line_no", "op": "eq", "value": 1},
-                 {"column": "document_type", "op": "eq", "value": "KR"}],
+                 {"column": "document_type", "op": "in", "value": ["VN", "VI"]}],
         columns=["entry_id", "posting_date", "preparer", "approver", "debit", "reference", "vendor_id", "description"])
     return entries_of(rows)
 
@@ -476,7 +506,8 @@ def naive(kit: Kit):
 
 
 def _statement_refs(kit: Kit, accounts: set[str]):
-    """Open the bank statements that may show payments to ``accounts``; map invoice reference -> statement."""
+    """Open the bank statements that may show payments to ``accounts``; map invoice reference ->
+    (statement, value date, counterparty account, amount)."""
     if kit.has("search_documents") and accounts:
         ids = []
         for acct in sorted(accounts):
@@ -485,16 +516,16 @@ def _statement_refs(kit: Kit, accounts: set[str]):
         ids = sorted(set(ids))
     else:
         ids = sorted(d["doc_id"] for d in (yield from kit.documents("bank_statement")))
-    refs: dict[str, tuple[str, str, str]] = {}
+    refs: dict[str, tuple[str, str, str, str]] = {}
     for doc_id in ids:
         if kit.calls_left <= 4:
             break
         body = (yield from kit.open(doc_id)).get("body", "")
         for line in body.splitlines():
             parts = [p.strip() for p in line.split("|")]
-            m = _INV_REF.search(line)
-            if m and len(parts) == 5:
-                refs[m.group(1)] = (doc_id, parts[0], parts[2])
+            m = _INV_DOC.search(line)
+            if m and len(parts) == 5 and parts[3] in accounts:
+                refs[m.group(1)] = (doc_id, parts[0], parts[3], parts[4].lstrip("-"))
     return refs
 
 
@@ -543,14 +574,14 @@ def careful(kit: Kit):
                 for r in log if r["vendor_id"] == vid and (r["field"] == "vendor_created" or r["new_value"] == v["bank_account"])]
         stmt = refs.get(h["reference"])
         ev = [eid, "master:vendors", "master:vendor_changes", "master:users"] + ([stmt[0]] if stmt else [])
-        paid = f"; bank statement {stmt[0]} shows USD {amount:,.2f} paid on {stmt[1]} to account {stmt[2]}" if stmt else ""
+        paid = f". Bank statement {stmt[0]} shows USD {stmt[3]} paid on {stmt[1]} to account {stmt[2]}" if stmt else ""
         yield from kit.flag(
             eid, "SHELL_VENDOR", ev,
             f"Entry {eid}: invoice {h['reference']} of USD {amount:,.2f} from {v['name']} ({vid}), created "
             f"{v['created_on']}. The vendor's bank account {v['bank_account']} is the personal account of employee "
             f"{emp['user_id']} ({emp['name']}, {emp['role']}) in master:users; vendor change log: {'; '.join(acts)}. "
-            f"Keyed by {entry.get('preparer', h['preparer'])} under the {emp['approval_limit']:,.0f} approval limit and "
-            f"approved by {entry.get('approver', h['approver'])}, as every invoice of this vendor{paid}.")
+            f"Keyed by {entry.get('preparer', h['preparer'])} and approved by {entry.get('approver', h['approver'])}, as "
+            f"every invoice of this vendor{paid}.")
     for eid in clears:
         if kit.calls_left <= 1:
             break

@@ -16,18 +16,18 @@ entries lie on one side of his or her termination date.
 
 | criteria | planted exception (required evidence) | decoy (clearing evidence) | decisive facts |
 |---|---|---|---|
-| UNBALANCED | a billing-interface upload whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
-| SELF_APPROVAL | a manual entry recorded with its preparer as approver during a workflow incident and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
-| INVALID_ACCOUNT | posting to an account that is blocked, closed before the posting, not yet opened, or not in the chart (`master:accounts`) | posting to an account opened during the year before the posting date (`master:accounts`) | the account, its status or opening date, the posting date |
-| UNAUTHORISED_USER | keyed by a leaver in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
-| OFF_HOURS | a manual entry keyed on a weekend, a holiday, an evening or an early morning with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
-| CUTOFF | posted to a month's last business day, recorded 1-6 business days after the period's close date, with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
+| UNBALANCED | a billing-interface customer invoice whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
+| SELF_APPROVAL | a manual entry of the books keyed during a workflow incident, recorded with its preparer as approver and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
+| INVALID_ACCOUNT | a month's bank charges (keyed by the GL team a few business days after the month end, no vendor) posted to a bank-charge sub-account opened after the posting date and on or before the keying day: back-dated before the account existed (`master:accounts`; an ERP rejects postings to blocked, closed or unknown accounts, so none are planted) | posted to a sub-account opened during the year before the posting date (`master:accounts`) | the account, its opening date, the posting date |
+| UNAUTHORISED_USER | an entry of the kind the leaver's role keys (AP clerk: vendor invoices; GL accountant: accruals, bank items, tax returns), keyed in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
+| OFF_HOURS | a vendor invoice or accrual keyed within a week of its posting date (inside its period's close and before its payment or reversal) on a weekend, a holiday, an evening or an early morning, with no out-of-hours work authorisation for that day; near misses: the day's authorisation does not name the preparer or does not cover the time (`master:calendar`, posting-window policy, the authorisation) | the day's authorisation names the preparer and covers the time (the authorisation, policy) | the preparer, the day, the time; the authorisation |
+| CUTOFF | an entry posted in the last ten days of a month (January-November), recorded 1-6 business days after the period's close date (before anything the books derive from it), with no close calendar change for the period or one that ends before the recording date (entry, `master:calendar`, policy, the change) | a close calendar change issued by the close date extends the close to or past the recording date (`master:calendar`, policy, the change) | the posting, recording and close dates; the change and its new close date |
 | COMPLETENESS_GAP | an entry left out of the listing: a gap in the consecutive numbering, and the two accounts it moved do not roll forward from opening to closing balance (`master:balances` via `get_balances`) | none | the missing id, its amount, the two accounts |
 
 Decoys are legitimate by the evidence an auditor would accept: an authorisation names the users,
-the date and the hours and its purpose (keying the period's supplier invoices, accruals and
-reclassifications) matches the entries; an approval is dated on or before what it approves; a
-close extension is issued on or before the close it extends; no decoy is cleared by a policy
+the date and the hours and its purpose (keying the period's supplier invoices and accruals)
+matches the entries (a memo for another purpose would clear nothing); an approval is dated on or
+before what it approves; a close extension is issued on or before the close it extends; no decoy is cleared by a policy
 merely saying a control exists. DUPLICATE is offered as a criteria code but not planted: an
 engagement's test list is broader than its findings. The misstatement is the entry amount, the
 keying difference for UNBALANCED, and the amount of the missing entry (the roll-forward
@@ -39,9 +39,17 @@ opened-account decoys towards the opening date, narrows the window of leaver ent
 termination dates, brings close extensions down to the recording date, and from 0.5 adds the
 near-miss UNBALANCED, OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
 
-The base population trips none of the rules (balanced, approver != preparer, standing accounts,
-active staff with posting rights, manual work on business days 08:30-17:30, entries recorded on
-their posting date); ``plant`` asserts the properties it relies on.
+Only what a real exception changes is planted: who approved, which sub-account, who keyed, when an
+entry was recorded (its posting date, amounts and documents stay the books'), or, for an
+imbalance, the revenue line of an interface upload. ``plant`` asserts the properties of the books
+it relies on (balanced entries, manual entries approved by someone else and keyed in office hours
+on business days by users with posting rights, within the close of their period). Unplanted
+look-alikes: the books' honest look-alikes (round amounts, weekend system runs, amounts near a
+limit, recurring payments) trip none of these rules, which read the approval, account, user, time
+and close fields: over seeds 0-49 the rules caught no unplanted entry but the year-end closing
+entry, which closes the expense sub-accounts opened in the year (on 2025-12-31, when all are open)
+and so trips the plain "account changed in the year" screen once per world. Candidates of the
+account exception are February-November bank charges, so every sub-account is open at the close.
 """
 
 from __future__ import annotations
@@ -51,7 +59,8 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import spec
+from jeval_ray.errors import ConfigError
+from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
                                    business_days, month_close_dates)
 
@@ -81,14 +90,91 @@ SPEC = spec(
     available=True,
 )
 
+_JE = "AS 2401.58-.62 (examining journal entries); ISA 240.32(a)"
+_LATE = "AS 2401.61 (characteristics of fraudulent entries: post-closing entries); ISA 240.A43; " + _JE
+
+
+def _k(kind: str, type_: str, evidence: str, facts: str, conclusion: str, standard: str = _JE):
+    return key(kind, type_, evidence=evidence, facts=facts, conclusion=conclusion, standard=standard)
+
+
+KEY_RATIONALE = (
+    _k("defect", "entry_missing_from_listing", "master:balances (get_balances) against the listing's movements; the "
+       "entry numbering", "the missing entry id, its amount, the two accounts whose closing balance does not roll forward",
+       "The listing omits an entry: the numbering has a gap and two accounts' closing balances differ from opening plus "
+       "listed movements by the same amount. The population tested is incomplete; obtain and test the missing entry.",
+       "AS 2401.58-.62 (the journal entries tested come from a complete population); ISA 240.32(a)"),
+    _k("defect", "unbalanced_not_reported", "the entry, the billing interface's rounding report of its month, the journal "
+       "entry policy", "debits, credits and their difference; the report, which does not list the upload",
+       "A billing upload whose credits differ from its debits by an amount the interface did not report as rounding: a "
+       "keying or interface error the policy requires corrected before the close."),
+    _k("defect", "unbalanced_reported_otherwise", "the entry, the rounding report, the journal entry policy",
+       "debits, credits and the difference posted; the report's other figure for the upload",
+       "The rounding report gives this upload a different difference than the one posted: the posted difference is "
+       "unexplained and not tolerated by the policy."),
+    _k("defect", "self_approved_not_logged", "the outage's manual approval log, master:users, the journal entry policy",
+       "the preparer recorded as approver, the amount, the log without the entry",
+       "Recorded with its preparer as approver during the workflow incident and never signed off by a second approver: "
+       "self-approved, against policy 3 and 3a.", "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("defect", "self_approved_signed_after_posting", "the manual approval log, master:users, the journal entry policy",
+       "the preparer, the amount, the log's sign-off date after the posting date",
+       "The second approver signed the log only after the entry was posted: approval did not precede posting, so the "
+       "entry was self-approved when posted.", "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("defect", "posting_to_not_yet_open_account", "master:accounts; the entry's timestamp",
+       "the account, its opening date after the posting date, the posting date; the entry keyed on or after the opening",
+       "A month's bank charges keyed after the month end to a sub-account created after it and dated back to the month "
+       "end: the account was not open on the posting date, so the ERP's check at keying did not stop a back-dated "
+       "posting; the classification and period of the charges are unsupported.",
+       "AS 2401.61 (entries to unusual or new accounts, back-dated entries); ISA 240.A43; " + _JE),
+    _k("defect", "posted_after_termination", "master:users", "the preparer, the termination date, the later posting date",
+       "Keyed under the user id of an employee after the termination date: access was not removed and someone used the "
+       "leaver's credentials.", "AS 2401.61 (entries by individuals who do not normally make them); ISA 240.A43; " + _JE),
+    _k("defect", "off_hours_unauthorised", "master:calendar, the posting-window policy",
+       "the preparer, the day (weekend, holiday or business day) and the time outside 08:00-18:00",
+       "Manual entry keyed outside the posting window with no out-of-hours work authorisation for that day."),
+    _k("defect", "off_hours_unlisted_user", "master:calendar, the posting-window policy, the day's authorisation",
+       "the preparer, the day, the time; the authorisation, which does not name the preparer",
+       "The only authorisation for that day names other users: this preparer worked out of hours unauthorised."),
+    _k("defect", "off_hours_outside_hours", "master:calendar, the posting-window policy, the day's authorisation",
+       "the preparer, the day, the time; the authorisation's hours, which do not cover it",
+       "The preparer was authorised for that day but keyed the entry outside the authorised hours."),
+    _k("defect", "entry_after_close_no_extension", "the entry, master:calendar, the period-close policy",
+       "the posting date, the recording date, the period's close date",
+       "Recorded after the period's close date and back-dated into the locked period, with no close extension: a "
+       "post-closing entry against policy 4.", _LATE),
+    _k("defect", "entry_after_close_after_extension", "the entry, master:calendar, the period-close policy, the close "
+       "calendar change", "the posting and recording dates, the close date, the extension's new close date",
+       "The period's close was extended, but the entry was recorded after even the extended date.", _LATE),
+    _k("decoy", "interface_rounding_reported", "the rounding report, the journal entry policy",
+       "debits, credits, the difference, the report's identical figure, the tolerance",
+       "The difference is the interface's reported rounding, as reported and within the policy's tolerance: no exception."),
+    _k("decoy", "signed_off_on_outage_log", "the manual approval log, master:users, the journal entry policy",
+       "the log row: the second approver and the sign-off date on or before posting; the approver's limit",
+       "The ERP recorded the preparer as approver during the incident, but a second approver whose limit covers the "
+       "amount signed the entry off before posting (policy 3a): approved, no exception.",
+       "AS 2201 (segregation of duties over journal entries); " + _JE),
+    _k("decoy", "account_opened_before_posting", "master:accounts", "the account, its opening date, the later posting date",
+       "A new account opened during the year, before this posting: valid for posting."),
+    _k("decoy", "posted_before_termination", "master:users", "the preparer, the termination date, the earlier posting date",
+       "Keyed by a leaver while still employed, with posting rights for the document type: no exception."),
+    _k("decoy", "authorised_out_of_hours_work", "the day's out-of-hours authorisation, the posting-window policy",
+       "the authorisation: issued before the day, naming the preparer, the day, hours covering the time, and the purpose "
+       "(the period's supplier invoices and accruals), which is what the entry is",
+       "Keyed out of hours under a prior written authorisation that covers the user, the day, the time and the kind of "
+       "entry: no exception."),
+    _k("decoy", "recorded_within_close_extension", "master:calendar, the period-close policy, the close calendar change",
+       "the change: issued by the original close date, extending the close to or past the recording date",
+       "Recorded after the calendar close but within a close extension issued before the close: no exception.", _LATE),
+)
+
 JE_POLICY_TITLE = "Journal entry policy - balancing and approval (FIN-POL-010)"
 CLOSE_POLICY_TITLE = "Posting windows and period-close policy (FIN-POL-014)"
 KINDS = ("UNBALANCED", "SELF_APPROVAL", "INVALID_ACCOUNT", "UNAUTHORISED_USER", "OFF_HOURS", "CUTOFF")
-EXPENSE_DEBITS = ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100")
 AR_TEMPLATES = ("customer_invoice", "customer_receipt")
-LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000),
-           ("OBAKER", "Omar Baker", "GL Accountant", "General Ledger", 10_000),
-           ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000))
+#: staff who leave during FY2025, with the document types their role keys (as their colleagues')
+LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")),
+           ("OBAKER", "Omar Baker", "GL Accountant", "General Ledger", 10_000, ("AC", "BC", "BI", "TX")),
+           ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")))
 HOURS = (BUSINESS_HOURS[0] // 3600, BUSINESS_HOURS[1] // 3600)  # 08:00-18:00
 _MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
 #: the year-end close runs into January 2026: its holidays too (New Year's Day, Martin Luther King Jr. Day)
@@ -135,22 +221,42 @@ def plant(b) -> None:
 
 
 def _assert_clean_base(b) -> None:
-    """The properties of the base population this task relies on (the rules must not fire on it)."""
+    """The properties of the books this task relies on (the rules must not fire on them): balanced
+    entries, manual entries approved by someone else, keyed in office hours on business days by
+    users with posting rights, within the close of the period they post to."""
     e = b.e
     manual = e["manual"]
     if (e["debit_cents"] != e["credit_cents"]).any():
         raise RuntimeError("JE-16 base has unbalanced entries")
     if (manual & (e["approver"] == e["preparer"])).any():
         raise RuntimeError("JE-16 base has self-approved manual entries")
-    if (e["entry_date"] != e["post_date"]).any():
-        raise RuntimeError("JE-16 base has entries recorded on another day than their posting date")
     day = e["entry_date"].astype("datetime64[D]")
-    off = manual & (~np.is_busday(day, holidays=HOLIDAY_DATES) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
+    off = manual & (~np.is_busday(day, holidays=_HOL_CLOSE) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
     if off.any():
         raise RuntimeError("JE-16 base has manual entries outside the posting window")
     no_rights = [u["user_id"] for u in b.users if not u["posting_rights"] or u["status"] != "active"]
-    if np.isin(e["preparer"], no_rights).any():
-        raise RuntimeError("JE-16 base has entries by users without posting rights")
+    if np.isin(e["preparer"][manual], no_rights).any():
+        raise RuntimeError("JE-16 base has manual entries by users without posting rights")
+    if (day > _close_of(e["post_date"])).any():
+        raise RuntimeError("JE-16 base has entries recorded after the close of their period")
+
+
+def _close_of(post: np.ndarray) -> np.ndarray:
+    """The close date of each posting date's period (the year-end close for December)."""
+    closes = np.array([c for _, c in month_close_dates()], dtype="datetime64[D]")
+    return closes[post.astype("datetime64[M]").astype(np.int64) % 12]
+
+
+def _children_first_entry(b) -> np.ndarray:
+    """Per entry, the earliest recording day of a document the books derive from it (a payment of an
+    invoice, the reversal of an accrual): an entry may not be recorded after those."""
+    d = b.books.docs
+    has = np.flatnonzero((d.parent >= 0) & (d.entry_date >= 0))
+    first = np.full(len(d), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, d.parent[has], d.entry_date[has].astype(np.int64))
+    bd = b.e["books_doc"]
+    out = np.where(bd >= 0, first[np.maximum(bd, 0)], np.iinfo(np.int64).max)
+    return np.minimum(out, np.datetime64("2100-01-01", "D").astype(np.int64)).astype("datetime64[D]")
 
 
 def _je_policy(b, tol_cents: int) -> str:
@@ -200,7 +306,7 @@ def _plant_gap(b) -> None:
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
     where = e["manual"] & (post >= np.datetime64("2025-02-03")) & (post <= np.datetime64("2025-11-28")) & \
-        np.isin(e["template"], ("accrual", "vendor_invoice", "reclass"))
+        np.isin(e["template"], ("accrual", "vendor_invoice")) & (e["n_lines"] == 2)
     idx = int(b.pick(1, where=where, what="manual entries")[0])
     b.hide(idx)
     b.add_defect(idx, "entry_missing_from_listing", "COMPLETENESS_GAP", ["master:balances"], int(e["debit_cents"][idx]),
@@ -219,7 +325,7 @@ def _split(b, n_def: int, n_dec: int, where: np.ndarray, what: str) -> tuple[lis
 
 
 def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Billing-interface uploads whose credits differ from their debits, every difference drawn from one
+    """Billing-interface uploads (customer invoices) whose credits differ from their debits, every difference drawn from one
     distribution within the policy's tolerance: a decoy's difference is on the interface's rounding
     report of its month as it stands; a defect's is not (or, with ``near_miss`` >= 0.5, the report
     shows another figure for the upload). Each month with such an upload has its report, so neither
@@ -227,7 +333,8 @@ def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
     rng = b.rng
     e = b.e
     tol = ctx["tol"]
-    pool = ~e["manual"] & (e["preparer"] == "SYS_INTERFACE") & (e["debit_cents"] > 20 * tol)
+    # customer invoices: the interface prices units and computes tax, so rounding can only arise there
+    pool = ~e["manual"] & (e["doc_code"] == "CI") & (e["debit_cents"] > 20 * tol)
     defects, decoys = _split(b, n_def, n_dec, pool, "billing interface uploads")
     if not defects and not decoys:
         return
@@ -272,32 +379,37 @@ def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
 
 
 def _outage_days(rng, k: int) -> list[np.ndarray]:
-    """``k`` workflow outages of 2-4 consecutive business days between February and November."""
+    """``k`` workflow outages of 3-6 consecutive business days between February and November."""
     days = business_days(np.datetime64("2025-02-03"), np.datetime64("2025-11-28"))
-    starts = np.sort(rng.choice(len(days) - 5, size=k, replace=False))
-    return [days[s : s + int(rng.integers(2, 5))] for s in starts]
+    starts = np.sort(rng.choice(len(days) - 7, size=k, replace=False))
+    return [days[s : s + int(rng.integers(3, 7))] for s in starts]
 
 
 def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Manual entries recorded with their preparer as approver, all keyed during a workflow outage:
-    decoys were signed off on the outage's manual approval log before posting by an approver whose
-    limit covers them; defects were not (missing from the log, or with ``near_miss`` >= 0.5 signed
-    off only after posting: an approval is dated after what it approves)."""
+    """Manual entries keyed during a workflow outage, which the ERP recorded with their preparer as
+    approver: decoys were signed off on the outage's manual approval log before posting by an approver
+    whose limit covers them; defects were not (missing from the log, or with ``near_miss`` >= 0.5
+    signed off only after posting: an approval is dated after what it approves). The entries are the
+    books' own, keyed on the outage days; only the recorded approver changes."""
     rng = b.rng
     e = b.e
     if n_def + n_dec == 0:
         return
     limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
-    staff = e["manual"] & np.isin(e["preparer"], [u for u in PREPARERS]) & ~np.isin(e["template"], AR_TEMPLATES)
-    defects, decoys = _split(b, n_def, n_dec, staff & (e["debit_cents"] < 60_000_00), "manual entries")
-    outages = _outage_days(rng, 1 + int(n_def + n_dec > 3))
+    staff = e["manual"] & np.isin(e["preparer"], [u for u in PREPARERS]) & ~np.isin(e["template"], AR_TEMPLATES) \
+        & (e["debit_cents"] < 60_000_00) & (e["entry_date"] == e["post_date"]) & ~b.used
+    k = 1 + int(n_def + n_dec > 3)
+    for _ in range(40):
+        outages = _outage_days(rng, k)
+        inside = [staff & np.isin(e["entry_date"], days) for days in outages]
+        if int(np.logical_or.reduce(inside).sum()) >= n_def + n_dec:
+            break
+        k += 1
+    defects, decoys = _split(b, n_def, n_dec, np.logical_or.reduce(inside), "manual entries keyed during an outage")
     where: dict[int, int] = {}
     for idx in defects + decoys:
-        k = int(rng.integers(0, len(outages)))
-        day = outages[k][int(rng.integers(0, len(outages[k])))]
-        _move(b, idx, day, int(rng.integers(9 * 3600, 17 * 3600)))
+        where[idx] = next(j for j, m in enumerate(inside) if m[idx])
         e["approver"][idx] = e["preparer"][idx]
-        where[idx] = k
     variants = ["not_logged"] + (["signed_after_posting"] if b.knobs.near_miss >= 0.5 else [])
     first = int(rng.integers(0, len(variants)))
     plan: list[tuple[int, str]] = [(i, variants[(first + j) % len(variants)]) for j, i in enumerate(defects)]
@@ -308,7 +420,8 @@ def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
         if kind == "not_logged":
             continue
         approver = str(rng.choice([a for a in APPROVERS if a != prep and limits[a] >= cents]))
-        signed = day + int(rng.integers(1, 4)) if kind == "signed_after_posting" else day - int(rng.integers(0, 2))
+        signed = day + int(rng.integers(1, 4)) if kind == "signed_after_posting" else \
+            max(e["doc_date"][idx], day - int(rng.integers(0, 2)))
         rows[idx] = (approver, str(signed), kind)
     handles = []
     for k, days in enumerate(outages):
@@ -337,85 +450,74 @@ def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
         b.add_defect(idx, f"self_approved_{kind}", "SELF_APPROVAL", ev, facts=facts)
 
 
-#: expense accounts that may change during FY2025: (code, name). Each seed gives two of them an
-#: opening date in the year, blocks one, closes one and leaves one out of the chart, so a code on
-#: the listing says nothing until the chart is read.
+#: bank-charge sub-accounts that may open during FY2025: (code, name). Each seed blocks one, closes
+#: one and opens others during the year, so a code on the listing says nothing until the chart is
+#: read. Bank charges are keyed by the GL team from the bank statement without a vendor, so a
+#: sub-account changes nothing else in the books.
 CHANGING_ACCOUNTS = (
-    ("6250", "Utilities - Warehouse 2"), ("6390", "Travel - Conferences"), ("6410", "Consulting - Transactions"),
-    ("6450", "Consulting - ERP Implementation"), ("6650", "Repairs - Leased Premises"),
-    ("6750", "Marketing - Digital Campaigns"), ("6990", "Office - Miscellaneous"), ("7150", "Cloud Hosting Services"),
-    ("7190", "IT - Clearing"),
+    ("6945", "Bank Charges - Payroll Account"), ("6951", "Bank Charges - Card Processing"),
+    ("6952", "Bank Charges - Lockbox Fees"), ("6953", "Bank Charges - Foreign Payments"),
+    ("6954", "Bank Charges - Cash Management"), ("6955", "Bank Charges - Wire Transfers"),
+    ("6956", "Bank Charges - Former Operating Bank"), ("6957", "Bank Charges - Letters of Credit"),
+    ("6958", "Bank Charges - Merchant Services"), ("6959", "Bank Charges - Sweep Account"),
+    ("6961", "Bank Charges - Positive Pay"), ("6962", "Bank Charges - ACH Origination"),
+    ("6963", "Bank Charges - Remote Deposit"), ("6964", "Bank Charges - Account Analysis"),
+    ("6966", "Bank Charges - Returned Items"),
 )
 
 
 def _plant_accounts(b, n_def: int, n_dec: int) -> None:
-    """Add changed accounts to the chart; plant postings to invalid ones and to newly opened ones."""
+    """Bank-charge sub-accounts opened during the year. A decoy is a month's bank charges posted to a
+    sub-account opened before the posting date; a defect is a month's bank charges keyed (as the books
+    key them, a few business days after the month end) to a sub-account opened after the month end
+    and back-dated to it: the ERP accepted the account because it existed when the entry was keyed,
+    but it was not open on the posting date. Two sub-accounts blocked or closed before the year stand
+    in the chart untouched (an ERP rejects postings to them)."""
     rng = b.rng
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
-    pool = np.isin(e["debit_account"], EXPENSE_DEBITS)
+    keyed = e["entry_date"].astype("datetime64[D]")
+    # February-November postings: a defect's sub-account opens after its posting date, and a December
+    # posting would leave it opening in 2026, after the year-end closing entry that closes it
+    pool = (e["doc_code"] == "BC") & (post >= np.datetime64("2025-02-01")) & (post < np.datetime64("2025-12-01")) \
+        & (keyed > post)
     gap_max = 2 + int(round((1 - b.knobs.near_miss) * 45))
     codes = [CHANGING_ACCOUNTS[i] for i in rng.permutation(len(CHANGING_ACCOUNTS))]
-    opened, (blk_code, blk_name), (cl_code, cl_name), (absent, _) = codes[:2], codes[2], codes[3], codes[4]
+    (blk_code, blk_name), (cl_code, cl_name) = codes[0], codes[1]
     rows = []
-    window = pool & (post >= np.datetime64("2025-03-01")) & (post <= np.datetime64("2025-11-30"))
-    defects, decoys = _split(b, n_def, n_dec, window, "expense postings")
-    open_dates = {}
-    # the earlier decoys go to the first opened account, the later ones to the second: the second
-    # opens late enough that a posting before its opening (a defect) can come from the same window
-    by_date = sorted(decoys, key=lambda i: (post[i], i))
-    half = (len(by_date) + 1) // 2
-    for k, (code, name) in enumerate(opened):
-        share = by_date[:half] if k == 0 else by_date[half:]
-        opened_on = (min(post[i] for i in share) - int(rng.integers(1, gap_max + 1))) if share else \
-            np.datetime64("2025-03-01") + int(rng.integers(0, 180))
-        open_dates[code] = opened_on
-        rows.append({"account": code, "name": name, "type": "expense", "status": "active", "opened": str(opened_on),
-                     "closed": "", "blocked_on": ""})
-        for idx in share:
-            e["debit_account"][idx] = code
-            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
-                        facts=[code, str(opened_on), str(post[idx])])
-    blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 360)))
-    cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 270)))
-    rows.append({"account": blk_code, "name": blk_name, "type": "expense", "status": "blocked", "opened": "2015-01-01",
-                 "closed": "", "blocked_on": blk_on})
-    rows.append({"account": cl_code, "name": cl_name, "type": "expense", "status": "closed", "opened": "2015-01-01",
-                 "closed": cl_on, "blocked_on": ""})
-    kinds = ("blocked", "closed", "nonexistent", "not_yet_open")
-    first = int(rng.integers(0, len(kinds)))
-    plan = sorted(kinds[(first + i) % len(kinds)] for i in range(len(defects)))
-    early = plan.count("not_yet_open")
-    rest = [k for k in plan if k != "not_yet_open"]
-    # the earliest postings are the ones that can precede an opening
-    by_date = sorted(defects, key=lambda i: (post[i], i))
-    for idx, kind in zip(by_date, ["not_yet_open"] * early + [rest[j] for j in rng.permutation(len(rest))]):
-        day = str(post[idx])
-        if kind == "not_yet_open":
-            code = next((c for c, d in sorted(open_dates.items()) if post[idx] < d), None)
-            if code is None:
-                # the posting precedes no opening: open the later account after it, unless that would
-                # put one of its decoys before the opening
-                code = max(open_dates, key=lambda c: open_dates[c])
-                later = max(open_dates[code], post[idx] + int(rng.integers(1, gap_max + 1)))
-                if any(later > post[j] for j in decoys if e["debit_account"][j] == code):
-                    kind = "blocked"
-                else:
-                    open_dates[code] = later
-                    next(r for r in rows if r["account"] == code)["opened"] = str(later)
-        if kind == "blocked":
-            code, facts = blk_code, [blk_code, "blocked", blk_on, day]
-        elif kind == "closed":
-            code, facts = cl_code, [cl_code, "closed", cl_on, day]
-        elif kind == "nonexistent":
-            code, facts = absent, [absent, "does not exist", day]
-        else:
-            facts = [code, str(open_dates[code]), day]
+    defects, decoys = _split(b, n_def, n_dec, pool, "bank charge entries keyed after the month end")
+    free = iter(codes[2:])
+    if decoys:
+        # the earlier decoys go to one opened account, the later ones to another
+        by_date = sorted(decoys, key=lambda i: (post[i], i))
+        half = (len(by_date) + 1) // 2
+        for share in (by_date[:half], by_date[half:]):
+            if not share:
+                continue
+            code, name = next(free)
+            opened_on = max(np.datetime64("2025-01-02"), min(post[i] for i in share) - int(rng.integers(1, gap_max + 1)))
+            rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+                         "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
+            for idx in share:
+                e["debit_account"][idx] = code
+                b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
+                            facts=[code, str(opened_on), str(post[idx])])
+    for idx in defects:
+        code, name = next(free)
+        # opened after the posting date, on or before the day the entry was keyed
+        span = int((keyed[idx] - post[idx]).astype(int))
+        opened_on = post[idx] + int(rng.integers(1, span + 1))
+        rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+                     "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
         e["debit_account"][idx] = code
-        b.add_defect(idx, f"posting_to_{kind}_account", "INVALID_ACCOUNT", ["master:accounts"], facts=facts)
-    # an opening date may have moved: the decoys' facts name the final one
-    b.decoys = [(i, t, ev, [fx[0], str(open_dates[fx[0]]), fx[2]] if t == "account_opened_before_posting" else fx)
-                for i, t, ev, fx in b.decoys]
+        b.add_defect(idx, "posting_to_not_yet_open_account", "INVALID_ACCOUNT", ["master:accounts"],
+                     facts=[code, str(opened_on), str(post[idx])])
+    blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 300)))
+    cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 240)))
+    rows.append({"account": blk_code, "name": blk_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+                 "status": "blocked", "opened": "2015-01-01", "closed": "", "blocked_on": blk_on})
+    rows.append({"account": cl_code, "name": cl_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+                 "status": "closed", "opened": "2015-01-01", "closed": cl_on, "blocked_on": ""})
     for a in b.accounts:
         a["closed"] = a["closed"] or ""
         a["blocked_on"] = a["blocked_on"] or ""
@@ -431,12 +533,12 @@ def _plant_users(b, n_def: int, n_dec: int) -> None:
     rng = b.rng
     e = b.e
     post = e["post_date"].astype("datetime64[D]")
-    fits = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES)
     w0 = 10 + int(round((1 - b.knobs.near_miss) * 40))
     pair = [LEAVERS[i] for i in rng.permutation(len(LEAVERS))[:2]]
-    for (uid, name, role, dept, limit), n, after in ((pair[0], n_dec, False), (pair[1], n_def, True)):
+    for (uid, name, role, dept, limit, posts), n, after in ((pair[0], n_dec, False), (pair[1], n_def, True)):
         term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
-        ok = fits & (e["debit_cents"] < int(limit * 80))
+        # entries of the kinds the leaver's role keys, recorded on their posting day
+        ok = e["manual"] & np.isin(e["doc_code"], posts) & (e["entry_date"] == e["post_date"])
         w = w0
 
         def window(w: int) -> np.ndarray:
@@ -454,17 +556,9 @@ def _plant_users(b, n_def: int, n_dec: int) -> None:
             else:
                 b.add_decoy(idx, "posted_before_termination", ["master:users"], facts=facts)
         b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-                        "approval_limit": float(limit), "status": "terminated",
+                        "may_post": ", ".join(posts), "approval_limit": float(limit), "status": "terminated",
                         "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
                         "termination_date": str(term), "bank_account": b.bank_account()})
-
-
-def _off_days(rng) -> tuple[list[np.datetime64], list[np.datetime64], list[np.datetime64]]:
-    d = np.arange(np.datetime64("2025-02-01"), np.datetime64("2025-11-30"), dtype="datetime64[D]")
-    weekends = list(d[~np.is_busday(d)])
-    holidays = [np.datetime64(h) for h, _ in HOLIDAYS_2025 if np.is_busday(np.datetime64(h))]
-    weekdays = list(business_days(np.datetime64("2025-02-03"), np.datetime64("2025-11-28")))
-    return weekends, holidays, weekdays
 
 
 def _off_time(rng, day_kind: str) -> int:
@@ -476,62 +570,116 @@ def _off_time(rng, day_kind: str) -> int:
         int(rng.integers(5 * 3600 + 1800, 7 * 3600 + 2700))
 
 
+_BUSINESS_HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025 if np.is_busday(np.datetime64(h))], dtype="datetime64[D]")
+#: who keys which of the entries this task moves out of hours (the books' users)
+_KEYS = {"VI": ("AKIM", "BOKAFOR", "GSILVA"), "VN": ("AKIM", "BOKAFOR", "GSILVA"), "AC": ("DPATEL", "EMUELLER", "FNGUYEN")}
+
+
+def _keying_days(b, idx: int, child_first: np.ndarray) -> np.ndarray:
+    """Days entry ``idx`` could have been keyed on: from its posting day (or the day it was keyed, if
+    later) until a week later, within its period's close and before anything the books derive from it."""
+    e = b.e
+    lo = max(e["post_date"][idx], e["entry_date"][idx])
+    hi = min(e["post_date"][idx] + 6, _close_of(e["post_date"][idx : idx + 1])[0], child_first[idx] - 1)
+    return np.arange(lo, hi + 1, dtype="datetime64[D]") if hi >= lo else np.zeros(0, dtype="datetime64[D]")
+
+
+def _slot(rng, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None:
+    """An out-of-hours keying day among ``days`` (a weekend, a holiday or a business day's evening)."""
+    kinds = {"weekend": days[~np.is_busday(days)], "holiday": days[np.isin(days, _BUSINESS_HOLIDAYS)],
+             "evening": days[np.is_busday(days, holidays=HOLIDAY_DATES)]}
+    for kind in rng.choice(["weekend", "holiday", "evening"], size=3, replace=False, p=[0.5, 0.15, 0.35]).tolist():
+        ok = [d for d in kinds[kind].tolist() if np.datetime64(d, "D") not in avoid]
+        if ok:
+            return np.datetime64(ok[int(rng.integers(0, len(ok)))], "D"), kind
+    return None
+
+
 def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Manual entries keyed outside the posting window (weekend, holiday, evening or early morning),
-    all drawn from one distribution; a decoy's day has an out-of-hours work authorisation naming its
-    preparer and covering its time, a defect's has none (or, with ``near_miss`` >= 0.5, one that
-    does not name the preparer or does not cover the time)."""
+    """Manual entries keyed outside the posting window (weekend, holiday, evening or early morning)
+    within a week of their posting date, all drawn from one distribution; a decoy's day has an
+    out-of-hours work authorisation naming its preparer and covering its time, whose purpose (keying
+    the period's supplier invoices and accruals) is what the entry is; a defect's day has none (or,
+    with ``near_miss`` >= 0.5, one that does not name the preparer or does not cover the time). Only
+    when the entry was keyed changes: its posting date, preparer and documents are the books'."""
     rng = b.rng
     e = b.e
-    staff = e["manual"] & np.isin(e["preparer"], PREPARERS) & np.isin(e["template"], ("vendor_invoice", "accrual", "reclass"))
-    defects, decoys = _split(b, n_def, n_dec, staff, "manual entries")
-    if not defects and not decoys:
-        return
-    weekends, holidays, weekdays = _off_days(rng)
-    pools = {"weekend": weekends, "holiday": holidays, "evening": weekdays}
+    child_first = _children_first_entry(b)
+    staff = e["manual"] & np.isin(e["preparer"], PREPARERS) & np.isin(e["doc_code"], tuple(_KEYS)) & ~b.used
+    order = rng.permutation(np.flatnonzero(staff)).tolist()
 
-    def draw(idx: int, day=None, kind=None) -> None:
-        if day is None:
-            kind = str(rng.choice(["weekend", "holiday", "evening"], p=[0.5, 0.15, 0.35]))
-            day = pools[kind][int(rng.integers(0, len(pools[kind])))]
-        _move(b, idx, day, _off_time(rng, kind))
+    keyed: dict[int, tuple] = {}  # when the entries moved here were keyed in the books
+
+    def place(avoid: set, want=None):
+        """Reserve the next pool entry that can be keyed out of hours (on ``want``'s day, if given)."""
+        for idx in order:
+            if b.used[idx]:
+                continue
+            days = _keying_days(b, idx, child_first)
+            if want is not None:
+                day, prep_ok = want
+                if not (days == day).any() or not prep_ok(str(e["preparer"][idx])):
+                    continue
+                kind = "evening" if np.is_busday(day, holidays=HOLIDAY_DATES) else "weekend"
+            else:
+                got = _slot(rng, days, avoid)
+                if got is None:
+                    continue
+                day, kind = got
+            b.used[idx] = True
+            keyed[idx] = (e["entry_date"][idx], int(e["time_s"][idx]))
+            e["entry_date"][idx] = day
+            e["time_s"][idx] = _off_time(rng, kind)
+            return idx
+        return None
 
     memos: dict[np.datetime64, dict] = {}
-    for idx in decoys:
-        draw(idx)
-        day = e["entry_date"][idx]
-        m = memos.setdefault(day, {"users": set(), "times": [], "defects": []})
+    decoys = []
+    for _ in range(n_dec):
+        idx = place(set())
+        if idx is None:
+            raise ConfigError("impossible knobs for JE-16: not enough manual entries to key out of hours")
+        decoys.append(idx)
+        m = memos.setdefault(e["entry_date"][idx], {"users": set(), "times": [], "defects": [], "unlisted": set()})
         m["users"].add(str(e["preparer"][idx]))
         m["times"].append(int(e["time_s"][idx]))
     near = b.knobs.near_miss >= 0.5 and bool(memos)
     variants = ["unauthorised"] + (["unlisted_user", "outside_hours"] if near else [])
     first = int(rng.integers(0, len(variants)))
-    kinds = {}
-    for j, idx in enumerate(defects):
+    kinds, defects = {}, []
+    for j in range(n_def):
         kind = variants[(first + j) % len(variants)]
-        if kind == "unauthorised":
-            draw(idx)
-            while e["entry_date"][idx] in memos:
-                draw(idx)
-        else:
-            day = sorted(memos)[int(rng.integers(0, len(memos)))]
-            _move(b, idx, day, _off_time(rng, "evening" if np.is_busday(day, holidays=HOLIDAY_DATES) else "weekend"))
-            m = memos[day]
-            lo, hi = min(m["times"]), max(m["times"])
-            t = int(e["time_s"][idx])
-            if kind == "outside_hours" and lo // 3600 <= t // 3600 <= hi // 3600 + 1:
-                kind = "unlisted_user"
-            if kind == "unlisted_user":
-                others = sorted(set(PREPARERS) - m["users"] - {"CRUIZ"})
-                e["preparer"][idx] = str(rng.choice(others))
-                if e["approver"][idx] == e["preparer"][idx]:
-                    e["approver"][idx] = "JWRIGHT"
-            else:
-                e["preparer"][idx] = str(rng.choice(sorted(m["users"])))
-                if e["approver"][idx] == e["preparer"][idx]:
-                    e["approver"][idx] = "JWRIGHT"
-                m["defects"].append(t)
+        idx = None
+        if kind != "unauthorised":
+            for day in rng.permutation(sorted(memos)).tolist():
+                day = np.datetime64(day, "D")
+                m = memos[day]
+                ok = (lambda p, m=m: p not in m["users"]) if kind == "unlisted_user" else (lambda p, m=m: p in m["users"])
+                idx = place(set(), (day, ok))
+                if idx is not None:
+                    t = int(e["time_s"][idx])
+                    lo, hi = min(m["times"]), max(m["times"])
+                    if kind == "outside_hours" and lo // 3600 <= t // 3600 <= hi // 3600 + 1:
+                        # inside the span the authorisation must cover: only the preparer can make it a defect
+                        kind = "outside_hours_inside"
+                    if kind == "outside_hours":
+                        m["defects"].append(t)
+                    else:
+                        m["unlisted"].add(str(e["preparer"][idx]))
+                    break
+            if kind == "outside_hours_inside":
+                # the preparer is listed and the time is covered: it would be authorised; key it elsewhere
+                kind = "unauthorised"
+                b.used[idx] = False
+                e["entry_date"][idx], e["time_s"][idx] = keyed[idx]
+                idx = None
+        if idx is None:
+            kind = "unauthorised"
+            idx = place(set(memos))
+            if idx is None:
+                raise ConfigError("impossible knobs for JE-16: not enough manual entries to key out of hours")
         kinds[idx] = kind
+        defects.append(idx)
     handles = {}
     for day, m in sorted(memos.items()):
         lo, hi = min(m["times"]) // 3600, max(m["times"]) // 3600 + 1
@@ -541,18 +689,19 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
         start = max(start, max([t // 3600 + 1 for t in outside if t // 3600 < lo], default=start))
         end = min(end, min([t // 3600 for t in outside if t // 3600 >= hi], default=end))
         m["window"] = (start, end)
-        extra = str(rng.choice(("DPATEL", "EMUELLER", "FNGUYEN")))
-        users = sorted(m["users"] | ({extra} if rng.random() < 0.5 else set()))
+        extra = sorted(set(_KEYS["VI"] + _KEYS["AC"]) - m["users"] - m["unlisted"])
+        users = sorted(m["users"] | ({str(rng.choice(extra))} if extra and rng.random() < 0.5 else set()))
         m["listed"] = users
         period = str(np.datetime64(day, "M"))
+        periods = sorted({str(np.datetime64(e["post_date"][i], "M")) for i in decoys if e["entry_date"][i] == day})
         issued = day - int(rng.integers(2, 6))  # a prior authorisation
         handles[day] = b.add_document(
             "memo", f"Out-of-hours work authorisation OW-{int(rng.integers(100, 999))}",
             f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {issued}\n\n"
             f"The following users are authorised to work on {_weekday(day)} {day}, between {start:02d}:00 and "
-            f"{'23:59' if end >= 24 else f'{end:02d}:00'}, to key supplier invoices, accruals and reclassifications of "
-            f"period {period}, and to post them in the ERP on that day.\nAuthorised users: {', '.join(users)}\n"
-            "Every entry keyed during this window follows the normal approval workflow.",
+            f"{'23:59' if end >= 24 else f'{end:02d}:00'}, to key supplier invoices and accruals of period "
+            f"{' and '.join(periods) or period}, and to post them in the ERP on that day.\n"
+            f"Authorised users: {', '.join(users)}\nEvery entry keyed during this window follows the normal approval workflow.",
             str(issued),
         )
     for idx in decoys:
@@ -570,40 +719,39 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
         b.add_defect(idx, f"off_hours_{kind}", "OFF_HOURS", ev, facts=facts)
 
 
+def _record_late(b, idx: int, day) -> None:
+    """Record entry ``idx`` on ``day`` in office hours; its posting date stays in its period."""
+    b.e["entry_date"][idx] = np.datetime64(day, "D")
+    b.e["time_s"][idx] = int(b.rng.integers(9 * 3600, 17 * 3600))
+
+
 def _weekday(day) -> str:
     return ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")[
         int((np.datetime64(day, "D").astype(np.int64) - 4) % 7)]
 
 
-def _move(b, idx: int, day, time_s: int) -> None:
-    """Post and record entry ``idx`` on ``day`` at ``time_s`` seconds after midnight."""
-    e = b.e
-    day = np.datetime64(day, "D")
-    e["post_date"][idx] = day
-    e["entry_date"][idx] = day
-    e["doc_date"][idx] = min(e["doc_date"][idx], day)
-    e["time_s"][idx] = time_s
-    e["description"][idx] = _MONTH_WORD.sub(MONTH_ABBR[int(str(day)[5:7]) - 1], str(e["description"][idx]))
-
-
 def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
-    """Entries posted to a month's last business day but recorded 1-6 business days after its close
-    date, all drawn alike; a decoy's period has a close calendar change (issued by the close date)
+    """The books' month-end entries recorded 1-6 business days after their period's close date (their
+    posting date kept: back-dated into a locked period), all drawn alike; a decoy's period has a close calendar change (issued by the close date)
     extending the close past the recording date, a defect's has none (or, with ``near_miss`` >= 0.5,
     one that ends before the recording date)."""
     rng = b.rng
     e = b.e
     closes = ctx["closes"]
-    pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & np.isin(e["preparer"], PREPARERS)
-    defects, decoys = _split(b, n_def, n_dec, pool, "manual entries")
+    post = e["post_date"]
+    close = _close_of(post)
+    # the books' own work posted in a month's last ten days (January-November: December's close ends
+    # the year) that nothing in the books follows until two weeks after the close
+    last_days = post >= (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 10
+    pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & np.isin(e["preparer"], PREPARERS) & last_days \
+        & (post < np.datetime64("2025-12-01")) & (_children_first_entry(b) > close + 16)
+    defects, decoys = _split(b, n_def, n_dec, pool, "manual entries posted late in a month")
     if not defects and not decoys:
         return
-    months = rng.permutation(12) + 1
     month_of = {}
-    for k, idx in enumerate(decoys + defects):
-        m = int(months[k % 12])
-        close = np.datetime64(closes[f"2025-{m:02d}"])
-        b.post_late(idx, m, np.busday_offset(close, int(rng.integers(1, 7)), roll="forward", holidays=_HOL_CLOSE))
+    for idx in decoys + defects:
+        m = int(str(post[idx])[5:7])
+        _record_late(b, idx, np.busday_offset(close[idx], int(rng.integers(1, 7)), roll="forward", holidays=_HOL_CLOSE))
         month_of[idx] = m
     ext: dict[int, np.datetime64] = {}
     for idx in decoys:
@@ -618,7 +766,7 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
         kinds[idx] = "no_extension"
         if m in ext:
             if e["entry_date"][idx] <= ext[m]:
-                b.post_late(idx, m, np.busday_offset(ext[m], int(rng.integers(1, 3)), roll="forward", holidays=_HOL_CLOSE))
+                _record_late(b, idx, np.busday_offset(ext[m], int(rng.integers(1, 3)), roll="forward", holidays=_HOL_CLOSE))
             kinds[idx] = "after_extension"
         elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and e["entry_date"][idx] > close + 1 \
                 and sum(month_of[j] == m for j in month_of) == 1:
@@ -783,9 +931,9 @@ def _docs(kit: Kit):
     authorisations, extensions, rounding reports)."""
     pol = yield from kit.documents("policy")
     ids = {}
-    for key, words in (("je", "balancing and approval"), ("close", "period-close")):
+    for name, words in (("je", "balancing and approval"), ("close", "period-close")):
         doc = next((d for d in pol if words in d["title"].lower()), None)
-        ids[key] = doc["doc_id"] if doc else None
+        ids[name] = doc["doc_id"] if doc else None
     tol = 0.0
     if ids["je"]:
         body = (yield from kit.open(ids["je"])).get("body", "")

@@ -1,12 +1,21 @@
-"""The base population every task plants into: a clean, realistic, vectorised ledger slice.
+"""The planting layer: a task's world is the simulated company's year (``jeval_ray.books``) plus
+what the task plants into it.
 
-A ``WorldBuilder`` generates, from one seeded generator, a fiscal year of ERP-style journal
-entries (SAP BKPF/BSEG shaped, two lines each), the master data (chart of accounts, users,
-vendors, calendars, related parties, opening balances) and a few unrelated documents. The base
-population is *clean*: it trips no task's red-flag rule. A task module then picks entries with
-``pick`` and turns some into defects and some into decoys, adding the documents that clear the
-decoys. ``build`` assigns entry ids in posting order and document ids in a shuffled order, so
-neither position reveals what was planted.
+``WorldBuilder`` takes the books of one simulated year (``simulate_year``: documents posted through
+one engine, balanced multi-line entries numbered in the order they were recorded, a balanced
+opening trial balance, subledgers and bank that tie) and exposes its entries to a task module as
+per-entry arrays in ``self.e`` (dates, times, people, document type, the main debit and credit
+accounts, the entry's total debits and credits, texts). A task picks entries with ``pick`` and
+changes what a real defect would change (who keyed or approved it, when, to which account, for
+how much), and adds the documents that clear its decoys. ``build`` turns the arrays back into
+journal lines: an entry whose accounts or totals were changed has its main debit and credit lines
+moved by exactly the change, every other line stays as the books posted it, and the trial
+balance, the closing entry and the account balances are derived again from the final lines, so
+the books still hold together except where something was planted.
+
+The same ``(task_id, seed, knobs)`` gives the same world: the books are a pure function of
+``(seed, n_entries)`` (cached per process, so the tasks of one seed share one company year), and
+planting draws from the task's own seeded stream.
 """
 
 from __future__ import annotations
@@ -14,111 +23,192 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jeval_ray.books import chart, master as md
+from jeval_ray.books.documents import MANUAL, PARTNER_KIND, TYPE, TYPE_CODES
+from jeval_ray.books.simulate import MIN_SIZE, simulate_year
+from jeval_ray.books.tables import descriptions, doc_numbers
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, TaskSpec
 from jeval_ray.world._hash import world_hash
 from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
 from jeval_ray.world._rng import rng_for
 
-COMPANY = "1000"
-COMPANY_NAME = "Northwind Components Inc."
-CURRENCY = "USD"
+COMPANY = md.COMPANY
+COMPANY_NAME = md.COMPANY_NAME
+CURRENCY = md.CURRENCY
 PERIOD_START = np.datetime64("2025-01-01")
 PERIOD_END = np.datetime64("2025-12-31")
-YEAR_END_CLOSE = "2026-01-09"
+YEAR_END_CLOSE = md.iso(md.YEAR_END_CLOSE)
 BUSINESS_HOURS = (8 * 3600, 18 * 3600)
-HOLIDAYS_2025 = (
-    ("2025-01-01", "New Year's Day"),
-    ("2025-01-20", "Martin Luther King Jr. Day"),
-    ("2025-02-17", "Presidents' Day"),
-    ("2025-05-26", "Memorial Day"),
-    ("2025-06-19", "Juneteenth"),
-    ("2025-07-04", "Independence Day"),
-    ("2025-09-01", "Labor Day"),
-    ("2025-10-13", "Columbus Day"),
-    ("2025-11-11", "Veterans Day"),
-    ("2025-11-27", "Thanksgiving Day"),
-    ("2025-12-25", "Christmas Day"),
-)
+HOLIDAYS_2025 = tuple((d, nm) for d, nm in md.HOLIDAYS if d.startswith("2025"))
 #: ``HOLIDAYS_2025`` as a datetime64 array, for numpy's business-day functions
 HOLIDAY_DATES = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+#: people who key journal entries, and approvers in ascending order of limit (the books' users)
+PREPARERS = tuple(u.user_id for u in md.USERS if u.kind == "human" and any(c not in ("PO",) for c in u.posts))
+APPROVERS = md.APPROVERS
+MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = np.array(MONTH_ABBR)
+_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR + md.MONTH_NAMES) + r")\b")
+_TERSE = np.array(["Adj", "Misc adj", "Per JV", "Correction", "See file", "Reclass", "Entry"])
+_PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
 
-# (account, name, type, normal balance side)
-ACCOUNTS = (
-    ("1000", "Cash - Operating", "asset"),
-    ("1010", "Cash - Payroll", "asset"),
-    ("1100", "Accounts Receivable - Trade", "asset"),
-    ("1190", "Allowance for Doubtful Accounts", "asset"),
-    ("1200", "Inventory - Raw Materials", "asset"),
-    ("1210", "Inventory - Finished Goods", "asset"),
-    ("1300", "Prepaid Expenses", "asset"),
-    ("1500", "Property, Plant and Equipment", "asset"),
-    ("1590", "Accumulated Depreciation", "asset"),
-    ("2000", "Accounts Payable - Trade", "liability"),
-    ("2100", "Accrued Liabilities", "liability"),
-    ("2200", "Accrued Payroll", "liability"),
-    ("2300", "Sales Tax Payable", "liability"),
-    ("2500", "Deferred Revenue", "liability"),
-    ("3000", "Common Stock", "equity"),
-    ("3100", "Retained Earnings", "equity"),
-    ("4000", "Revenue - Product Sales", "revenue"),
-    ("4100", "Revenue - Services", "revenue"),
-    ("4900", "Other Income", "revenue"),
-    ("5000", "Cost of Goods Sold", "expense"),
-    ("6000", "Salaries and Wages", "expense"),
-    ("6100", "Rent Expense", "expense"),
-    ("6200", "Utilities", "expense"),
-    ("6300", "Travel and Entertainment", "expense"),
-    ("6400", "Consulting and Professional Fees", "expense"),
-    ("6500", "Bad Debt Expense", "expense"),
-    ("6600", "Repairs and Maintenance", "expense"),
-    ("6700", "Marketing and Advertising", "expense"),
-    ("6800", "Depreciation Expense", "expense"),
-    ("6900", "Office Supplies", "expense"),
-    ("7000", "Insurance Expense", "expense"),
-    ("7100", "IT and Software", "expense"),
-)
+#: the books' document types under the names task modules select entries by
+TEMPLATE_OF_TYPE = {
+    "PO": "purchase_order", "SO": "sales_order", "GR": "goods_receipt", "VI": "vendor_invoice", "VN": "vendor_invoice", "VP": "vendor_payment",
+    "SH": "cogs", "CI": "customer_invoice", "CR": "customer_receipt", "WO": "write_off", "AL": "allowance",
+    "TX": "sales_tax", "PR": "payroll", "PN": "payroll", "PT": "payroll", "DP": "depreciation",
+    "PA": "prepaid_release", "AC": "accrual", "RV": "accrual_reversal", "MF": "production", "BC": "bank",
+    "BI": "bank", "RR": "revenue_release", "TS": "topside", "YC": "closing",
+}
+assert set(TEMPLATE_OF_TYPE) == set(TYPE_CODES.tolist())
+_TEMPLATE_NAMES = np.array([TEMPLATE_OF_TYPE[c] for c in TYPE_CODES.tolist()])
+_CODES = chart.CODES
+_PNL = np.array([not a.balance_sheet for a in chart.ACCOUNTS])
+_RETAINED = chart.CODE["3100"]
 
-# user_id, name, role, department, posting_rights, approval_limit (USD), kind
-USERS = (
-    ("AKIM", "Anna Kim", "AP Clerk", "Accounts Payable", True, 5_000, "human"),
-    ("BOKAFOR", "Ben Okafor", "AP Clerk", "Accounts Payable", True, 5_000, "human"),
-    ("CRUIZ", "Carla Ruiz", "AR Clerk", "Accounts Receivable", True, 5_000, "human"),
-    ("DPATEL", "Dev Patel", "GL Accountant", "General Ledger", True, 10_000, "human"),
-    ("EMUELLER", "Eva Mueller", "GL Accountant", "General Ledger", True, 10_000, "human"),
-    ("FNGUYEN", "Frank Nguyen", "Senior Accountant", "General Ledger", True, 25_000, "human"),
-    ("GSILVA", "Grace Silva", "Senior Accountant", "Accounts Payable", True, 25_000, "human"),
-    ("HJOHANSSON", "Henrik Johansson", "Accounting Manager", "Finance", True, 100_000, "human"),
-    ("IBROWN", "Isabel Brown", "Controller", "Finance", True, 500_000, "human"),
-    ("JWRIGHT", "James Wright", "CFO", "Executive", True, 5_000_000, "human"),
-    ("KLEE", "Kevin Lee", "Treasury Analyst", "Treasury", False, 0, "human"),
-    ("LGARCIA", "Lucia Garcia", "Sales Operations", "Sales", False, 0, "human"),
-    ("MCHEN", "Mei Chen", "IT Administrator", "IT", False, 0, "human"),
-    ("SYS_BATCH", "Batch scheduler", "System", "IT", True, 0, "system"),
-    ("SYS_INTERFACE", "Billing interface", "System", "IT", True, 0, "system"),
-)
-PREPARERS = ("AKIM", "BOKAFOR", "CRUIZ", "DPATEL", "EMUELLER", "FNGUYEN", "GSILVA")
-APPROVERS = ("FNGUYEN", "GSILVA", "HJOHANSSON", "IBROWN", "JWRIGHT")  # ascending limits
-MANUAL_CAP_CENTS = 90_000_00  # manual entries stay below the Accounting Manager's limit
 
-VENDOR_NAMES = (
-    "Acme Industrial Supply", "Bluegate Logistics", "Cedar Office Products", "Delta Power & Light",
-    "Evergreen Facilities", "Falcon IT Services", "Granite Legal LLP", "Harbor Freight Partners",
-    "Ironclad Insurance Co.", "Juniper Marketing Group", "Keystone Properties LLC", "Lumen Software Inc.",
-    "Maple Travel Agency", "Northstar Consulting", "Orion Packaging", "Pioneer Steel Works",
-    "Quantum Components", "Redwood Maintenance", "Summit Staffing", "Titan Equipment Rental",
-    "Unity Telecom", "Vista Print Solutions", "Westbrook Chemicals", "Yellowstone Freight",
-)
-CUSTOMER_NAMES = (
-    "Allied Motors", "Brightline Retail", "Coastal Devices", "Dynamo Robotics", "Everest Appliances",
-    "Fusion Medical", "Global Rail Systems", "Helix Aerospace", "Inland Farm Equipment", "Jetstream Marine",
-)
+def _first_max(v: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per group of consecutive rows (``group`` sorted, ``starts`` its offsets): the first row holding the group's maximum."""
+    top = np.maximum.reduceat(v, starts)
+    hit = np.flatnonzero(v == top[group])
+    g = group[hit]
+    return hit[np.concatenate([[True], g[1:] != g[:-1]])]
+
+
+def year_entries(bk) -> dict:
+    """The year's entries as per-entry arrays and their lines, computed once per books (cached on
+    them: the books are immutable, and every world of the seed starts from these arrays)."""
+    cached = bk._arrow.get("world_entries")
+    if cached is not None:
+        return cached
+    L, d = bk.lines, bk.docs
+    first = np.concatenate([[True], L.doc[1:] != L.doc[:-1]])
+    entry_of_line = np.cumsum(first) - 1
+    edoc_all = L.doc[first]
+    closing = d.type[edoc_all] == TYPE["YC"]
+    keep_line = ~closing[entry_of_line]
+    edoc = edoc_all[~closing]
+    n = len(edoc)
+    # lines of the kept entries, with entry indices renumbered 0..n-1 (lines stay grouped by entry)
+    le = (np.cumsum(~closing) - 1)[entry_of_line[keep_line]]
+    acct = L.account[keep_line]
+    val = L.value[keep_line].astype(np.int64)
+    per_entry = np.bincount(le, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(per_entry)[:-1]])
+    # the main line of each side: the largest (first on ties)
+    main_dr = _first_max(np.where(val > 0, val, -1), le, starts)
+    main_cr = _first_max(np.where(val < 0, -val, -1), le, starts)
+    t = d.type[edoc]
+    kind = PARTNER_KIND[t]
+    m = bk.master
+    partner = d.partner[edoc]
+    # lookup tables in the entry arrays' dtypes, so indexing them gives the arrays without a second copy
+    vend_ids = np.array([""] + [m.vendor_id(i) for i in range(m.n_vendors)], dtype="<U8")
+    cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)], dtype="<U8")
+    user_ids = np.array(md.USER_IDS.tolist() + [""], dtype="<U16")
+    codes6 = _CODES.astype("<U6")
+
+    def days(a: np.ndarray) -> np.ndarray:
+        return a.astype(np.int64, copy=False).view("datetime64[D]")
+    desc = descriptions(bk, edoc)
+    out = {
+        "n": n,
+        "closing_doc": int(edoc_all[closing][0]) if closing.any() else -1,
+        "line_entry": le, "line_account": acct, "line_value": val, "line_no": L.line_no[keep_line].astype(np.int32),
+        "lines_per_entry": per_entry, "main_dr": main_dr, "main_cr": main_cr, "books_no": bk.entry_no[edoc],
+        "description": desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc,
+        "reference": doc_numbers(d, edoc),
+        "e": {
+            "template": _TEMPLATE_NAMES.astype("<U20")[t],
+            "doc_code": TYPE_CODES.astype("<U4")[t],
+            "books_doc": edoc.astype(np.int64, copy=False),
+            "manual": MANUAL[t],
+            "doc_date": days(d.doc_date[edoc]),
+            "post_date": days(d.post_date[edoc]),
+            "entry_date": days(d.entry_date[edoc]),
+            "time_s": d.entry_time[edoc].astype(np.int64, copy=False),
+            "preparer": user_ids[d.preparer[edoc]],
+            "approver": user_ids[d.approver[edoc]],
+            "doc_type": TYPE_CODES.astype("<U4")[t],
+            "debit_account": codes6[acct[main_dr]],
+            "credit_account": codes6[acct[main_cr]],
+            "debit_cents": np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64),
+            "credit_cents": np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64),
+            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)],
+            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)],
+            "n_lines": per_entry,
+        },
+    }
+    out["codes"] = {}
+    for name in ("preparer", "approver", "doc_type", "vendor_id"):
+        enc = pa.array(out["e"][name].tolist(), pa.string()).dictionary_encode()
+        out["codes"][name] = (np.asarray(enc.indices).astype(np.int32), enc.dictionary.to_pylist())
+        out["codes"][name][0].flags.writeable = False
+    for a in [out[k] for k in ("line_entry", "line_account", "line_value", "line_no", "lines_per_entry", "main_dr",
+                               "main_cr", "books_no")] + list(out["e"].values()):
+        a.flags.writeable = False  # shared by every world of the seed: nothing may write into them
+    bk._arrow["world_entries"] = out
+    return out
+
+
+def materiality(books) -> dict:
+    """The engagement's materiality from the books: overall 1% of the year's revenue (rounded to two
+    significant figures), performance materiality 75% of it, clearly trivial 5% of it (USD)."""
+    rev = [chart.CODE[c] for c in ("4000", "4100")]
+    revenue = -int(books.lines.value[np.isin(books.lines.account, rev) & (books.period_of_line != 13)].sum())
+    overall = float(f"{max(revenue, 1) / 100 * 0.01:.2g}")
+    return {"revenue": round(revenue / 100, 2), "materiality": overall,
+            "performance_materiality": round(overall * 0.75, 2), "clearly_trivial": round(overall * 0.05, 2)}
+
+
+@functools.lru_cache(maxsize=4)
+def books_for(seed: int, n_entries: int):
+    """The simulated year behind every world of ``seed`` at about ``n_entries`` entries (cached:
+    the books are immutable and the tasks of one seed share them)."""
+    return simulate_year(int(seed), max(MIN_SIZE, int(n_entries)))
+
+
+class EntryArrays(dict):
+    """The per-entry arrays of a world: the year's read-only arrays, copied on first access.
+
+    Most tasks change a few columns of a few entries; copying every column of a million-entry
+    year for each world is what this avoids. ``e[name]`` returns the world's own (writable) copy;
+    ``peek(name)`` reads without copying (the year's array while the world has not touched it)."""
+
+    def __init__(self, base: dict[str, np.ndarray]):
+        super().__init__()
+        self._base = base
+
+    def __missing__(self, name: str):
+        a = self._base[name].copy()
+        self[name] = a
+        return a
+
+    def peek(self, name: str):
+        return dict.__getitem__(self, name) if dict.__contains__(self, name) else self._base[name]
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or name in self._base
+
+    def keys(self):
+        return list(dict.fromkeys([*self._base, *dict.keys(self)]))
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
 
 
 class TextColumn:
@@ -159,94 +249,6 @@ class TextColumn:
         return pc.replace_with_mask(self._values, pa.array(mask), pa.array([self._over[k] for k in keys], pa.string()))
 
 
-@dataclass(frozen=True)
-class _Template:
-    name: str
-    doc_type: str
-    debit: tuple[str, ...]
-    credit: tuple[str, ...]
-    p_manual: float
-    mu: float  # log-amount mean (USD)
-    sigma: float
-    party: str  # vendor | customer | none
-    weight: float
-    text: str  # description; {party} {month} {ref}
-
-
-TEMPLATES = (
-    _Template("vendor_invoice", "KR", ("6200", "6300", "6400", "6600", "6700", "6900", "7000", "7100", "1200"),
-              ("2000",), 0.45, 7.2, 1.0, "vendor", 0.24, "Invoice {ref} {party}"),
-    _Template("vendor_payment", "KZ", ("2000",), ("1000",), 0.05, 7.6, 0.9, "vendor", 0.14,
-              "Payment run {month} {party}"),
-    _Template("customer_invoice", "DR", ("1100",), ("4000", "4100"), 0.05, 8.3, 0.9, "customer", 0.18,
-              "Billing {ref} {party}"),
-    _Template("customer_receipt", "DZ", ("1000",), ("1100",), 0.05, 8.2, 0.9, "customer", 0.12,
-              "Customer receipt {party}"),
-    _Template("accrual", "SA", ("6200", "6400", "6600", "7000", "7100"), ("2100",), 1.0, 7.8, 0.8, "none",
-              0.09, "Accrual {month} {what}"),
-    _Template("reclass", "SA", ("6300", "6700", "6900", "7100"), ("6400", "6600", "6200"), 1.0, 6.6, 0.8,
-              "none", 0.06, "Reclass {what} {month}"),
-    _Template("depreciation", "AF", ("6800",), ("1590",), 0.0, 8.4, 0.4, "none", 0.05,
-              "Depreciation run {month}"),
-    _Template("payroll", "PR", ("6000",), ("1010",), 0.0, 10.2, 0.25, "none", 0.05, "Payroll {month} cycle"),
-    _Template("cogs", "WL", ("5000",), ("1210",), 0.0, 8.0, 0.8, "none", 0.07, "Goods issue delivery {ref}"),
-)
-_WHAT = np.array(["utilities", "consulting fees", "maintenance", "insurance", "software licences",
-                  "travel costs", "marketing costs", "office supplies", "audit fees", "freight"])
-MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTHS = np.array(MONTH_ABBR)
-_WHAT_LIST = _WHAT.tolist()
-_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
-_TERSE = np.array(["Adj", "Misc adj", "Per JV", "Correction", "See file", "Reclass", "Entry"])
-
-_PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
-
-#: the pieces of each template's description, in order: literal text and ``{field}`` names
-_TEXT_PARTS = tuple(tuple(p for p in re.split(r"(\{\w+\})", t.text) if p) for t in TEMPLATES)
-#: each template's reference prefix, in template order
-_REF_PREFIX = ("INV-", "PAY-", "SO-", "RC-", "ACR-", "RCL-", "DEP-", "PAY-", "DEL-")
-assert len(_REF_PREFIX) == len(TEMPLATES)
-#: up to this many entries (the crossover measured on 2 cores), references and descriptions are
-#: joined in Python (about 2 us an entry); above it, in Arrow (about 0.4 us an entry plus 0.7 ms).
-#: Both give the same strings (tests/test_world.py).
-_PYTHON_TEXT_MAX = 400
-
-
-def _texts_python(tpl, ref_no, what_no, month_no, vendor_names, vendor_pos, cust) -> tuple[pa.Array, pa.Array]:
-    """References and descriptions of the base population, one Python string per entry (small worlds)."""
-    refs = [_REF_PREFIX[k] + str(r) for k, r in zip(tpl.tolist(), ref_no.tolist())]
-    descs = []
-    for k, ref, what, month, vp, c in zip(tpl.tolist(), refs, what_no.tolist(), month_no.tolist(), vendor_pos.tolist(),
-                                          cust.tolist()):
-        party = vendor_names[vp] if TEMPLATES[k].party == "vendor" else CUSTOMER_NAMES[c]
-        fields = {"ref": ref, "month": MONTH_ABBR[month], "what": _WHAT_LIST[what], "party": party}
-        descs.append("".join(fields[p[1:-1]] if p.startswith("{") else p for p in _TEXT_PARTS[k]))
-    return pa.array(refs, pa.string()), pa.array(descs, pa.string())
-
-
-def _texts_arrow(tpl, ref_no, what_no, month_no, vendor_names, vendor_pos, cust) -> tuple[pa.Array, pa.Array]:
-    """The same strings as ``_texts_python``, built vectorised in Arrow (large worlds)."""
-    n = len(tpl)
-    ref = pc.binary_join_element_wise(pa.array(_REF_PREFIX).take(pa.array(tpl.astype(np.int32))),
-                                      pa.array(ref_no).cast(pa.string()), "")
-    party_vendor = pa.array(vendor_names).take(pa.array(vendor_pos))
-    party_customer = pa.array(list(CUSTOMER_NAMES)).take(pa.array(cust.astype(np.int32)))
-    month = pa.array(list(MONTH_ABBR)).take(pa.array(month_no))
-    what = pa.array(_WHAT_LIST).take(pa.array(what_no.astype(np.int32)))
-    fields = {"ref": ref, "month": month, "what": what}
-    # join each template's text over its own rows only, then put the rows back in entry order
-    order = np.argsort(tpl, kind="stable")
-    chunks = []
-    for k, t in enumerate(TEMPLATES):
-        rows = pa.array(order[np.searchsorted(tpl[order], k, "left"):np.searchsorted(tpl[order], k, "right")])
-        fields["party"] = party_vendor if t.party == "vendor" else party_customer
-        parts = [fields[p[1:-1]].take(rows) if p.startswith("{") else pa.scalar(p) for p in _TEXT_PARTS[k]]
-        chunks.append(pc.binary_join_element_wise(*parts, "") if len(rows) else pa.array([], pa.string()))
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.arange(n)
-    return ref, pa.concat_arrays(chunks).take(pa.array(inverse))
-
-
 def business_days(start: np.datetime64, end: np.datetime64) -> np.ndarray:
     """Weekdays in [start, end] that are not holidays."""
     days = np.arange(start, end + np.timedelta64(1, "D"), dtype="datetime64[D]")
@@ -260,39 +262,33 @@ def month_end(d) -> np.datetime64:
 
 @functools.cache
 def month_close_dates() -> tuple[tuple[str, str], ...]:
-    """(period, close date): the 5th business day after each month end; year end has its own."""
-    out = []
-    for m in range(1, 13):
-        first_next = np.datetime64(f"{2025 + (m == 12)}-{(m % 12) + 1:02d}-01")
-        close = np.busday_offset(first_next, 4, roll="forward", holidays=HOLIDAY_DATES)
-        out.append((f"2025-{m:02d}", str(close if m < 12 else np.datetime64(YEAR_END_CLOSE))))
-    return tuple(out)
+    """(period, close date): the books' close calendar (5th business day after month end; year end 2026-01-09)."""
+    return tuple((f"2025-{m + 1:02d}", md.iso(c)) for m, c in enumerate(md.close_dates()))
 
 
 @functools.cache
 def _calendar_table() -> pa.Table:
     """The ``calendar`` master table: the same in every world (holidays and period closes), built once."""
-    cal = [{"date": d, "kind": "holiday", "description": nm} for d, nm in HOLIDAYS_2025]
-    cal += [{"date": c, "kind": "period_close", "description": f"close of period {p}"} for p, c in month_close_dates()]
-    return pa.Table.from_pylist(sorted(cal, key=lambda r: r["date"]))
+    return pa.Table.from_pylist(md.calendar_rows())
 
 
 class WorldBuilder:
-    """Generates the clean base population; tasks plant into it; ``build`` freezes a ``World``."""
+    """The simulated year's entries as arrays; tasks plant into them; ``build`` freezes a ``World``."""
 
     def __init__(self, task: TaskSpec, seed: int, knobs: Knobs):
         self.task = task
         self.seed = int(seed)
         self.knobs = knobs
         self.rng = rng_for(task.id, self.seed)
-        n = int(knobs.n_entries)
-        self.n = n
+        self.books = books_for(self.seed, int(knobs.n_entries))
+        self._load_entries()
+        n = self.n
         self.n_defects = int(knobs.n_defects if knobs.n_defects is not None else self.rng.integers(3, 9))
         self.n_decoys = int(knobs.n_decoys if knobs.n_decoys is not None else self.n_defects)
         if self.n_defects + self.n_decoys > n // 2:
             raise ConfigError(
                 f"impossible knobs: n_defects + n_decoys = {self.n_defects + self.n_decoys} exceeds half of "
-                f"n_entries = {n}; raise n_entries or lower n_defects/n_decoys"
+                f"the {n} entries of the year; raise n_entries or lower n_defects/n_decoys"
             )
         self.facts: dict = {
             "company": COMPANY,
@@ -300,145 +296,79 @@ class WorldBuilder:
             "currency": CURRENCY,
             "period": "FY2025 (2025-01-01 to 2025-12-31)",
             "year_end_close": YEAR_END_CLOSE,
+            **materiality(self.books),
         }
         self.accounts = [
-            {"account": a, "name": nm, "type": t, "status": "active", "opened": "2015-01-01", "closed": None,
+            {"account": a.code, "name": a.name, "type": a.type, "normal_balance": "debit" if a.normal > 0 else "credit",
+             "contra_of": a.contra_of or None, "status": "active", "opened": "2015-01-01", "closed": None,
              "blocked_on": None}
-            for a, nm, t in ACCOUNTS
+            for a in chart.ACCOUNTS
         ]
         self.users = [
-            {"user_id": u, "name": nm, "role": r, "department": d, "posting_rights": pr,
-             "approval_limit": float(lim), "status": "active", "hire_date": "2019-03-01",
+            {"user_id": u.user_id, "name": u.name, "role": u.role, "department": u.department,
+             "posting_rights": any(c not in ("PO", "SO") for c in u.posts), "may_post": ", ".join(u.posts),
+             "approval_limit": u.approval_limit_cents / 100, "status": "active", "hire_date": "",
              "termination_date": None, "bank_account": ""}
-            for u, nm, r, d, pr, lim, _ in USERS
+            for u in md.USERS
         ]
         for u in self.users:
             u["hire_date"] = str(np.datetime64("2012-01-01") + int(self.rng.integers(0, 3600)))
             u["bank_account"] = "" if u["role"] == "System" else self.bank_account()
+        m = self.books.master
         self.vendors = [
-            {"vendor_id": f"V{1001 + i}", "name": nm, "bank_account": self.bank_account(),
-             "created_on": str(np.datetime64("2016-01-01") + int(self.rng.integers(0, 2900))),
+            {"vendor_id": m.vendor_id(i), "name": m.vendor_name[i],
+             "category": md.CATEGORIES[int(m.vendor_category[i])].name, "bank_account": m.vendor_bank[i],
+             "payment_terms_days": int(m.vendor_terms[i]), "created_on": md.iso(m.vendor_created[i]),
              "created_by": "GSILVA", "status": "active"}
-            for i, nm in enumerate(VENDOR_NAMES)
+            for i in range(m.n_vendors)
         ]
         self.vendor_changes: list[dict] = []
-        self.customers = [{"customer_id": f"C{5001 + i}", "name": nm} for i, nm in enumerate(CUSTOMER_NAMES)]
+        self.customers = [
+            {"customer_id": m.customer_id(i), "name": m.customer_name[i], "payment_terms_days": int(m.customer_terms[i]),
+             "credit_limit": int(m.customer_credit_limit[i]) / 100}
+            for i in range(m.n_customers)
+        ]
         self.related_parties: list[dict] = []
         self.docs: list[dict] = []
         self.defects: list[tuple] = []
         self.decoys: list[tuple] = []
         self.hidden = np.zeros(n, dtype=bool)
         self.used = np.zeros(n, dtype=bool)
-        self._generate_entries(n)
         self._add_noise_documents(knobs.noise_documents)
 
-    # ----------------------------------------------------------------- base population
+    # ----------------------------------------------------------------- the books' entries
     def bank_account(self) -> str:
         """A new, seed-determined bank account number (for new vendors or users)."""
         return "US" + "".join(map(str, self.rng.integers(0, 10, size=18).tolist()))
 
-    def _generate_entries(self, n: int) -> None:
-        rng = self.rng
-        w = np.array([t.weight for t in TEMPLATES])
-        tpl = rng.choice(len(TEMPLATES), size=n, p=w / w.sum())
-        p_manual = np.array([t.p_manual for t in TEMPLATES])[tpl]
-        manual = rng.random(n) < p_manual
-        mu = np.array([t.mu for t in TEMPLATES])[tpl]
-        sigma = np.array([t.sigma for t in TEMPLATES])[tpl]
-        cents = np.rint(np.exp(rng.normal(mu, sigma)) * 100).astype(np.int64)
-        cents = np.clip(cents, 1_500, 5_000_000_00)
-        cents = np.where(manual, np.minimum(cents, MANUAL_CAP_CENTS - rng.integers(0, 5_000_00, n)), cents)
-        # no round amounts in the base population (whole hundreds are a JE-8 red flag)
-        cents = np.where(cents % 10_000 == 0, cents + 1_737, cents)
-
-        # dates: manual on business days; automated on any day
-        bdays = business_days(PERIOD_START, PERIOD_END)
-        alldays = np.arange(PERIOD_START, PERIOD_END + np.timedelta64(1, "D"), dtype="datetime64[D]")
-        post = np.where(manual, bdays[rng.integers(0, len(bdays), n)], alldays[rng.integers(0, len(alldays), n)])
-        post = post.astype("datetime64[D]")
-        tpl_names = np.array([t.name for t in TEMPLATES])[tpl]
-        # month-end automated runs post on the last day of a month
-        month_end = np.isin(tpl_names, ["depreciation"])
-        post = np.where(
-            month_end, (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 1, post
-        ).astype("datetime64[D]")
-        doc_date = post - rng.integers(0, 6, n).astype("timedelta64[D]")
-        doc_date = np.maximum(doc_date, PERIOD_START)
-        time_s = np.where(
-            manual,
-            rng.integers(BUSINESS_HOURS[0] + 1800, BUSINESS_HOURS[1] - 1800, n),
-            rng.integers(1 * 3600, 5 * 3600, n),
-        )
-
-        # preparers: manual by staff (AR templates by the AR clerk), automated by system users
-        prep = np.array(PREPARERS)[rng.integers(0, len(PREPARERS), n)]
-        is_ar = np.isin(tpl_names, ["customer_invoice", "customer_receipt"])
-        prep = np.where(manual & is_ar, "CRUIZ", prep)
-        prep = np.where(manual & ~is_ar & (prep == "CRUIZ"), "DPATEL", prep)
-        sys_user = np.where(is_ar, "SYS_INTERFACE", "SYS_BATCH")
-        prep = np.where(manual, prep, sys_user)
-        limits = {u["user_id"]: u["approval_limit"] * 100 for u in self.users}
-        # stay out of the band just below the preparer's own limit (a JE-5 red flag)
-        uniq, inv = np.unique(prep, return_inverse=True)
-        plim = np.array([limits[p] for p in uniq])[inv]
-        band = manual & (cents >= 0.80 * plim) & (cents < plim)
-        cents = np.where(band, (cents * 0.6).astype(np.int64) + 13, cents)
-
-        # approver: someone else whose limit covers the amount (limits ascend along APPROVERS)
-        appr_lims = np.array([limits[a] for a in APPROVERS])
-        first_ok = np.searchsorted(appr_lims, cents, side="left")
-        pick = first_ok + (rng.random(n) * (len(APPROVERS) - first_ok)).astype(np.int64)
-        pick = np.minimum(pick, len(APPROVERS) - 1)
-        appr = np.array(APPROVERS)[pick]
-        clash = appr == prep
-        appr = np.where(clash, np.array(APPROVERS)[np.minimum(pick + 1, len(APPROVERS) - 1)], appr)
-        appr = np.where(appr == prep, "JWRIGHT", appr)
-        appr = np.where(manual, appr, "")
-
-        # accounts
-        dr = np.empty(n, dtype="<U6")
-        cr = np.empty(n, dtype="<U6")
-        for k, t in enumerate(TEMPLATES):
-            m = tpl == k
-            c = int(m.sum())
-            if c:
-                dr[m] = np.array(t.debit)[rng.integers(0, len(t.debit), c)]
-                cr[m] = np.array(t.credit)[rng.integers(0, len(t.credit), c)]
-
-        party_kind = np.array([t.party for t in TEMPLATES])[tpl]
-        vend = np.array([v["vendor_id"] for v in self.vendors])[rng.integers(0, len(self.vendors), n)]
-        vend = np.where(party_kind == "vendor", vend, "")
-        cust = rng.integers(0, len(self.customers), n)
-
-        self.e = {
-            "template": tpl_names.astype("<U20"),
-            "manual": manual,
-            "doc_date": doc_date.astype("datetime64[D]"),
-            "post_date": post,
-            "entry_date": post.copy(),
-            "time_s": time_s.astype(np.int64),
-            "preparer": prep.astype("<U16"),
-            "approver": appr.astype("<U16"),
-            "doc_type": np.array([t.doc_type for t in TEMPLATES])[tpl].astype("<U4"),
-            "debit_account": dr,
-            "credit_account": cr,
-            "debit_cents": cents.copy(),
-            "credit_cents": cents.copy(),
-            "vendor_id": vend.astype("<U8"),
-        }
-        # references and descriptions: tasks read and overwrite single entries by index (``TextColumn``)
-        vendor_ids = [v["vendor_id"] for v in self.vendors]
-        vendor_pos = np.searchsorted(np.array(vendor_ids), np.where(vend == "", vendor_ids[0], vend)).astype(np.int32)
-        ref_no = rng.permutation(n) + 10_000
-        what_no = rng.integers(0, len(_WHAT), n)
-        month_no = (post.astype("datetime64[M]").astype(np.int64) % 12).astype(np.int32)
-        build = _texts_python if n <= _PYTHON_TEXT_MAX else _texts_arrow
-        ref, desc = build(tpl, ref_no, what_no, month_no, [v["name"] for v in self.vendors], vendor_pos, cust)
-        terse = (rng.random(n) >= self.knobs.description_quality) & manual
+    def _load_entries(self) -> None:
+        """Per-entry arrays of the year's entries (the closing entry aside: ``build`` derives it again)."""
+        y = year_entries(self.books)
+        self.n = n = y["n"]
+        self._closing_doc = y["closing_doc"]
+        self._line_entry, self._line_account, self._line_value = y["line_entry"], y["line_account"], y["line_value"]
+        self._line_no, self._lines_per_entry = y["line_no"], y["lines_per_entry"]
+        self._main_dr, self._main_cr, self._books_no = y["main_dr"], y["main_cr"], y["books_no"]
+        desc = y["description"]
+        terse = (self.rng.random(n) >= self.knobs.description_quality) & y["e"]["manual"]
         if terse.any():
-            desc = pc.replace_with_mask(desc, pa.array(terse), pa.array(_TERSE[rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
-        self.e["reference"] = TextColumn(ref)
+            desc = pc.replace_with_mask(desc, pa.array(terse),
+                                        pa.array(_TERSE[self.rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
+        self.e = EntryArrays(y["e"])
+        self.e["reference"] = TextColumn(y["reference"])
         self.e["description"] = TextColumn(desc)
+        self._orig = EntryArrays({k: y["e"][k] for k in ("debit_account", "credit_account", "debit_cents", "credit_cents")})
+
+    def source_document(self, idx: int) -> int:
+        """Add the books' own document behind entry ``idx`` (invoice, receipt, accrual …) to the
+        support pack, worded from its fields; returns its handle."""
+        r = self.books.document(int(self.e["books_doc"][idx]))
+        return self.add_document(r["doc_type"], r["title"], r["body"], r["date"])
+
+    def lines_of(self, idx: int) -> list[tuple[str, int]]:
+        """The books' lines of entry ``idx`` as (account, signed cents), before planting."""
+        sel = np.flatnonzero(self._line_entry == idx)
+        return [(str(_CODES[self._line_account[i]]), int(self._line_value[i])) for i in sel]
 
     def _add_noise_documents(self, k: int) -> None:
         rng = self.rng
@@ -453,11 +383,11 @@ class WorldBuilder:
              "costs are budgeted under cost centre 410."),
             ("board_minutes", "Board meeting minutes (routine)", "The board reviewed the quarterly results, "
              "approved the prior minutes and discussed the hiring plan. No transactions were approved."),
-            ("bank_statement", "Bank statement - operating account", "Statement period ending {d}. Opening "
-             "and closing balances reconcile to the cash ledger; no unusual items were noted by treasury."),
+            ("memo", "Treasury notice: bank mandate", "The signatories of the operating account at First Harbor "
+             "Bank were confirmed on {d}; payment runs still need two signatures above USD 25,000."),
             ("memo", "Insurance renewal", "The property insurance policy was renewed effective {d} with "
              "Ironclad Insurance Co. at terms comparable to the prior year."),
-            ("aging_report", "Inventory count instructions", "Year-end inventory count procedures: teams of "
+            ("memo", "Inventory count instructions", "Year-end inventory count procedures: teams of "
              "two, tags issued sequentially, counts reconciled to the perpetual records."),
         )
         for i in range(k):
@@ -478,6 +408,71 @@ class WorldBuilder:
         chosen = np.sort(self.rng.choice(cand, size=k, replace=False))
         self.used[chosen] = True
         return chosen
+
+    def add_entries(self, rows: list[dict]) -> np.ndarray:
+        """Add new journal entries (documents the books did not have, e.g. a provision or a release a
+        task plants) and return their indices, reserved like picked ones. Each row gives ``doc_code``,
+        ``post_date``, ``entry_date``, ``time_s``, ``preparer``, ``approver``, ``reference``,
+        ``description`` and ``lines`` [(account code, signed cents)], which must balance unless
+        planted so; optional ``doc_date`` (default the posting date), ``manual`` (default True),
+        ``vendor_id``, ``customer_id``. One batch: the arrays are extended once."""
+        if not rows:
+            return np.zeros(0, dtype=np.int64)
+        n0, k = self.n, len(rows)
+        new = np.arange(n0, n0 + k)
+        le = np.concatenate([np.full(len(r["lines"]), n0 + j) for j, r in enumerate(rows)]).astype(self._line_entry.dtype)
+        acct = np.array([chart.CODE[a] for r in rows for a, _ in r["lines"]], dtype=self._line_account.dtype)
+        val = np.array([int(v) for r in rows for _, v in r["lines"]], dtype=np.int64)
+        lno = np.concatenate([np.arange(1, len(r["lines"]) + 1) for r in rows]).astype(np.int32)
+        base = len(self._line_entry)
+        pos = np.arange(len(le))
+        main_dr = np.array([base + int(pos[le == i][np.argmax(np.where(val[le == i] > 0, val[le == i], -1))]) for i in new])
+        main_cr = np.array([base + int(pos[le == i][np.argmin(np.where(val[le == i] < 0, val[le == i], 1))]) for i in new])
+        self._line_entry = np.concatenate([self._line_entry, le])
+        self._line_account = np.concatenate([self._line_account, acct])
+        self._line_value = np.concatenate([self._line_value, val])
+        self._line_no = np.concatenate([self._line_no, lno])
+        self._main_dr = np.concatenate([self._main_dr, main_dr])
+        self._main_cr = np.concatenate([self._main_cr, main_cr])
+        self._lines_per_entry = np.concatenate([self._lines_per_entry, [len(r["lines"]) for r in rows]])
+        self._books_no = np.concatenate([self._books_no, int(self._books_no.max(initial=0)) + 1 + np.arange(k)])
+        code = np.array([r["doc_code"] for r in rows])
+        t_of = {c: i for i, c in enumerate(TYPE_CODES.tolist())}
+        post = np.array([r["post_date"] for r in rows], dtype="datetime64[D]")
+        vals = {
+            "template": np.array([TEMPLATE_OF_TYPE[c] for c in code.tolist()]),
+            "doc_code": code, "doc_type": code,
+            "books_doc": np.full(k, -1),
+            "manual": np.array([r.get("manual", True) for r in rows], dtype=bool),
+            "doc_date": np.array([r.get("doc_date", r["post_date"]) for r in rows], dtype="datetime64[D]"),
+            "post_date": post,
+            "entry_date": np.array([r["entry_date"] for r in rows], dtype="datetime64[D]"),
+            "time_s": np.array([r["time_s"] for r in rows]),
+            "preparer": np.array([r["preparer"] for r in rows]), "approver": np.array([r["approver"] for r in rows]),
+            "debit_account": _CODES[acct[main_dr - base]], "credit_account": _CODES[acct[main_cr - base]],
+            "debit_cents": np.array([int(sum(v for _, v in r["lines"] if v > 0)) for r in rows]),
+            "credit_cents": np.array([int(-sum(v for _, v in r["lines"] if v < 0)) for r in rows]),
+            "vendor_id": np.array([r.get("vendor_id", "") for r in rows]),
+            "customer_id": np.array([r.get("customer_id", "") for r in rows]),
+            "n_lines": np.array([len(r["lines"]) for r in rows]),
+        }
+        assert all(c in t_of for c in code.tolist())
+        # read without copying (``peek``): the concatenation is the world's own array
+        for name, v in vals.items():
+            old = self.e.peek(name)
+            self.e[name] = np.concatenate([old, v.astype(old.dtype)])
+        for name in list(self._orig.keys()):
+            old = self._orig.peek(name)
+            self._orig[name] = np.concatenate([old, vals[name].astype(old.dtype)])
+        for name in ("reference", "description"):
+            col = self.e[name]
+            grown = TextColumn(pa.concat_arrays([col._values, pa.array([str(r[name]) for r in rows], pa.string())]))
+            grown._over = dict(col._over)
+            self.e[name] = grown
+        self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
+        self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
+        self.n = n0 + k
+        return new
 
     def add_document(self, doc_type: str, title: str, body: str, date: str) -> int:
         """Add a document; returns a handle. Bodies may say ``{E:idx}`` / ``{D:handle}`` for ids."""
@@ -526,14 +521,87 @@ class WorldBuilder:
     def amount(self, idx: int) -> float:
         return int(self.e["debit_cents"][idx]) / 100
 
+    def copy_entries(self, idxs) -> np.ndarray:
+        """Append a copy of each entry of ``idxs`` (every field as planted so far, and the books'
+        lines behind it) as a new entry; returns the new indices, reserved as planted.
+
+        For a defect that *adds* a document of the same kind as one the books hold: the same vendor
+        invoice keyed a second time, a second payment, another top-side adjustment. The caller then
+        changes what differs (dates, reference, amount); ``build`` moves the copy's main lines by
+        those changes as for any entry, and numbers it by its entry time."""
+        src = np.asarray(idxs, dtype=np.int64).reshape(-1)
+        k = len(src)
+        if not k:
+            return np.zeros(0, dtype=np.int64)
+        n = self.n
+        new = np.arange(n, n + k)
+        # the books' lines of each source entry (lines of an entry are contiguous), renumbered to its copy
+        starts = np.searchsorted(self._line_entry, src, side="left")
+        counts = self._lines_per_entry[src]
+        pos = np.concatenate([np.arange(s, s + c) for s, c in zip(starts.tolist(), counts.tolist())])
+        base = len(self._line_entry)
+        first_new = base + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self._main_dr = np.concatenate([self._main_dr, first_new + (self._main_dr[src] - starts)])
+        self._main_cr = np.concatenate([self._main_cr, first_new + (self._main_cr[src] - starts)])
+        self._line_entry = np.concatenate([self._line_entry, np.repeat(new, counts)])
+        self._line_account = np.concatenate([self._line_account, self._line_account[pos]])
+        self._line_value = np.concatenate([self._line_value, self._line_value[pos]])
+        self._line_no = np.concatenate([self._line_no, self._line_no[pos]])
+        self._lines_per_entry = np.concatenate([self._lines_per_entry, counts])
+        self._books_no = np.concatenate([self._books_no, self._books_no[src]])
+        for col, a in self.e.items():
+            if isinstance(a, TextColumn):
+                a._values = pa.concat_arrays([a._values, pa.array([a[int(i)] for i in src], a._values.type)])
+            else:
+                self.e[col] = np.concatenate([a, a[src]])
+        for col, a in self._orig.items():
+            self._orig[col] = np.concatenate([a, a[src]])
+        self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
+        self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
+        self.n = n + k
+        return new
+
+    def set_line(self, idx: int, account: str, cents: int) -> None:
+        """Set entry ``idx``'s line on ``account`` to ``cents`` (signed, + debit), adding the line (before
+        the entry's last line) when the entry has none there: a change beside the main lines (a matched
+        invoice's price-variance line). The entry's totals follow while its main lines stay put; balance
+        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). The year's shared
+        line arrays are never written: the builder takes its own copies."""
+        start = int(self._lines_per_entry[:idx].sum())
+        stop = start + int(self._lines_per_entry[idx])
+        code = chart.CODE[account]
+        hit = np.flatnonzero(self._line_account[start:stop] == code)
+        if len(hit):
+            pos = start + int(hit[0])
+            if pos in (self._main_dr[idx], self._main_cr[idx]):
+                raise ValueError(f"line {account} of entry {idx} is a main line: change it through the entry's arrays")
+            old = int(self._line_value[pos])
+            self._line_value = self._line_value.copy()
+            self._line_value[pos] = cents
+        else:
+            old, pos = 0, stop - 1
+            self._line_entry = np.insert(self._line_entry, pos, idx)
+            self._line_account = np.insert(self._line_account, pos, code)
+            self._line_value = np.insert(self._line_value, pos, cents)
+            self._line_no = np.insert(self._line_no, pos, 0)
+            self._line_no[start:stop + 1] = np.arange(1, stop - start + 2)
+            self._main_dr = np.where(self._main_dr >= pos, self._main_dr + 1, self._main_dr)
+            self._main_cr = np.where(self._main_cr >= pos, self._main_cr + 1, self._main_cr)
+            self._lines_per_entry = self._lines_per_entry.copy()
+            self._lines_per_entry[idx] += 1
+            self.e["n_lines"][idx] += 1
+        for side, part in (("debit_cents", max(cents, 0) - max(old, 0)), ("credit_cents", max(-cents, 0) - max(-old, 0))):
+            self.e[side][idx] += part
+            self._orig[side][idx] += part
+
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
         n = self.n
         e = self.e
         if self.knobs.prompt_injection:
             self._add_injection()
-        # entry ids in posting order (document numbers rise with entry time)
-        order = np.lexsort((np.arange(n), e["time_s"], e["entry_date"], e["post_date"]))
+        # entry numbers in the order entries were recorded (an entry keyed late carries a late number)
+        order = np.lexsort((self._books_no, e.peek("time_s"), e.peek("entry_date")))
         entry_no = np.empty(n, dtype=np.int64)
         entry_no[order] = np.arange(n) + 1_000_000_001
         eid = entry_no.astype("<U10")
@@ -585,8 +653,10 @@ class WorldBuilder:
                     for ev_ids in [evid(ev, i)]), key=lambda d: d.entry_id)
         )
         visible = ~self.hidden
-        ledger = self._ledger_table(entry_no, order, visible)
-        master = self._master_tables(eid)
+        ledger, all_acct, all_val, codes = self._ledger_table(entry_no, visible)
+        month = np.clip(e.peek("post_date").astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1, 1, 12)
+        period = np.concatenate([month[self._line_entry], np.full(len(all_acct) - len(self._line_entry), 13)])
+        master = self._master_tables(all_acct, all_val, codes, period)
         facts = {k: sub(v) if isinstance(v, str) else v for k, v in self.facts.items()}
         w = World(
             task_id=self.task.id,
@@ -618,51 +688,147 @@ class WorldBuilder:
             )
         self.facts["prompt_injection"] = True
 
-    def _ledger_table(self, entry_no: np.ndarray, order: np.ndarray, visible: np.ndarray) -> pa.Table:
-        """Two lines per visible entry, in posting order; strings are converted once per entry, then taken."""
+    def _final_lines_idx(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """(entry index, account index into ``codes``, signed cents, codes) of every line after planting,
+        the closing entry aside. ``codes`` is the chart plus any account a task posted outside it.
+
+        An entry whose main accounts or totals were changed has its main debit and credit lines
+        moved by the change (a two-line entry is thereby rewritten as a whole)."""
+        e, o = self.e, self._orig
+        le = self._line_entry
+        acct = self._line_account.astype(np.int64)
+        val = self._line_value.copy()
+        codes = list(_CODES.tolist())
+        diff = np.zeros(self.n, dtype=bool)
+        for k in ("debit_account", "credit_account", "debit_cents", "credit_cents"):
+            if e.peek(k) is not o.peek(k):  # a column neither side copied is the year's, unchanged
+                diff |= e.peek(k) != o.peek(k)
+        changed = np.flatnonzero(diff)
+        if len(changed):
+            index = {c: i for i, c in enumerate(codes)}
+            for c in sorted(set(e["debit_account"][changed].tolist()) | set(e["credit_account"][changed].tolist())):
+                index.setdefault(c, len(codes))
+                if index[c] == len(codes):
+                    codes.append(c)
+            di, ci = self._main_dr[changed], self._main_cr[changed]
+            acct[di] = [index[c] for c in e["debit_account"][changed].tolist()]
+            acct[ci] = [index[c] for c in e["credit_account"][changed].tolist()]
+            val[di] += e["debit_cents"][changed] - o["debit_cents"][changed]
+            val[ci] -= e["credit_cents"][changed] - o["credit_cents"][changed]
+        return le, acct, val, codes
+
+    def final_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(entry index, account code, signed cents) of every line after planting, hidden entries
+        included and the closing entry aside (what the consistency tests read)."""
+        le, acct, val, codes = self._final_lines_idx()
+        return le, np.array(codes)[acct], val
+
+    def _closing_lines(self, acct: np.ndarray, val: np.ndarray, codes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The year-end closing entry of the final lines: every profit-and-loss balance to retained
+        earnings, including accounts a task added to the chart (``b.accounts``) as revenue or expense."""
+        bal = np.bincount(acct, weights=val, minlength=len(codes)).astype(np.int64)
+        pnl = np.zeros(len(codes), dtype=bool)
+        pnl[:len(_PNL)] = _PNL
+        added = {a["account"] for a in self.accounts if a.get("type") in ("revenue", "expense")}
+        pnl[len(_PNL):] = [c in added for c in codes[len(_PNL):]]
+        sel = np.flatnonzero(pnl & (bal != 0))
+        return (np.concatenate([sel, [_RETAINED]]).astype(np.int64),
+                np.concatenate([-bal[sel], [int(bal[sel].sum())]]).astype(np.int64))
+
+    def _ledger_table(self, entry_no: np.ndarray, visible: np.ndarray):
+        """The listing: the lines of every visible entry in posting-date order (entries numbered by
+        entry time), the closing entry last. Also returns every line's account, cents and codes,
+        hidden entries and the closing entry included (what the balances are made of)."""
         e = self.e
-        sel = order[visible[order]]
-        m = len(sel)
-        rep = pa.array(np.repeat(np.arange(m, dtype=np.int64), 2))
-        lines_of = pa.array(np.repeat(sel, 2))  # entry index of every line
-        line = np.tile(np.array([1, 2], dtype=np.int32), m)
-        is_dr = line == 1
+        le, acct, val, codes = self._final_lines_idx()
+        cl_acct, cl_val = self._closing_lines(acct, val, codes)
+        all_acct = np.concatenate([acct, cl_acct])
+        all_val = np.concatenate([val, cl_val])
+        # visible entries by posting date then entry number; each entry's lines stay in order
+        key = e.peek("post_date").astype(np.int64) * (1 << 24) + (entry_no - 1_000_000_000)
+        ent_order = np.argsort(key, kind="stable")
+        ent_order = ent_order[visible[ent_order]]
+        counts = self._lines_per_entry
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        c = counts[ent_order]
+        m = int(c.sum())
+        first_row = np.concatenate([[0], np.cumsum(c)[:-1]])
+        rows = np.repeat(starts[ent_order] - first_row, c) + np.arange(m)
+        ent = le[rows]
+        yc = self._closing_doc
+        d = self.books.docs
+        k = len(cl_acct)
+        yc_date = np.datetime64(int(d.post_date[yc]), "D") if yc >= 0 else PERIOD_END
+        yc_entry = np.datetime64(int(d.entry_date[yc]), "D") if yc >= 0 else PERIOD_END
+        yc_time = int(d.entry_time[yc]) if yc >= 0 else 0
+        rep = pa.array(ent)
 
-        def per_entry(a: np.ndarray) -> pa.Array:
-            # list -> Arrow is several times faster than converting fixed-width numpy unicode
-            return pa.array(a[sel].tolist(), pa.string()).take(rep)
+        def per_entry(name: str, closing: str) -> pa.Array:
+            # the year's codes for the column (encoded once per year), re-coded only where the task changed it
+            codes, vocab = self._codes(name)
+            index = len(vocab)
+            vocab = vocab + [closing]
+            line_codes = np.concatenate([codes[ent], np.full(k, index)]).astype(np.int32)
+            return pa.DictionaryArray.from_arrays(pa.array(line_codes), pa.array(vocab, pa.string())).cast(pa.string())
 
-        both = pa.concat_arrays([pa.array(e["debit_account"][sel].tolist(), pa.string()),
-                                 pa.array(e["credit_account"][sel].tolist(), pa.string())])
-        acct_idx = np.repeat(np.arange(m, dtype=np.int64), 2) + np.where(is_dr, 0, m)
-        ts = e["entry_date"][sel].astype("datetime64[s]") + e["time_s"][sel].astype("timedelta64[s]")
-        dr_c = np.repeat(e["debit_cents"][sel], 2)
-        cr_c = np.repeat(e["credit_cents"][sel], 2)
+        def text(col: TextColumn, closing: str) -> pa.Array:
+            return pa.concat_arrays([col.to_arrow().take(rep), pa.array([closing] * k, pa.string())])
+
+        ts = e.peek("entry_date").astype("datetime64[s]") + e.peek("time_s").astype("timedelta64[s]")
+        yc_ts = yc_entry.astype("datetime64[s]") + np.timedelta64(yc_time, "s")
+        if self.n and ts.max() >= yc_ts:
+            # the year is closed (and the closing entry run) after the last entry of the year was keyed
+            yc_ts = (ts.max() + np.timedelta64(1, "h")).astype("datetime64[h]").astype("datetime64[s]")
+        v = np.concatenate([val[rows], cl_val])
+        yc_no = int(entry_no.max()) + 1 if self.n else 1_000_000_001
+        nos = pa.array(np.concatenate([entry_no, [yc_no]])).cast(pa.string())
         cols = {
-            "entry_id": pa.array(entry_no[sel]).cast(pa.string()).take(rep),
-            "line_no": pa.array(line, pa.int32()),
-            "company": None,
-            "account": both.take(pa.array(acct_idx)),
-            "debit": pa.array(np.where(is_dr, dr_c, 0) / 100.0, pa.float64()),
-            "credit": pa.array(np.where(is_dr, 0, cr_c) / 100.0, pa.float64()),
-            "currency": None,
-            "document_date": pa.array(e["doc_date"][sel], pa.date32()).take(rep),
-            "posting_date": pa.array(e["post_date"][sel], pa.date32()).take(rep),
-            "entry_timestamp": pa.array(ts, pa.timestamp("s")).take(rep),
-            "preparer": per_entry(e["preparer"]),
-            "approver": per_entry(e["approver"]),
-            "source": pa.DictionaryArray.from_arrays(pa.array(np.repeat(np.where(e["manual"][sel], 0, 1).astype(np.int32), 2)),
-                                                     pa.array(["manual", "automated"])).cast(pa.string()),
-            "document_type": per_entry(e["doc_type"]),
-            "description": e["description"].to_arrow().take(lines_of),
-            "reference": e["reference"].to_arrow().take(lines_of),
-            "vendor_id": per_entry(e["vendor_id"]),
+            "entry_id": nos.take(pa.array(np.concatenate([ent, np.full(k, self.n)]))),
+            "line_no": pa.array(np.concatenate([self._line_no[rows], np.arange(1, k + 1)]).astype(np.int32)),
+            "company": _constant(COMPANY, m + k),
+            "account": pa.DictionaryArray.from_arrays(pa.array(np.concatenate([acct[rows], cl_acct]).astype(np.int32)),
+                                                      pa.array(codes, pa.string())).cast(pa.string()),
+            "debit": pa.array(np.where(v > 0, v, 0) / 100.0, pa.float64()),
+            "credit": pa.array(np.where(v < 0, -v, 0) / 100.0, pa.float64()),
+            "currency": _constant(CURRENCY, m + k),
+            "document_date": pa.array(np.concatenate([e.peek("doc_date")[ent], np.full(k, yc_date)]).astype("datetime64[D]"), pa.date32()),
+            "posting_date": pa.array(np.concatenate([e.peek("post_date")[ent], np.full(k, yc_date)]).astype("datetime64[D]"), pa.date32()),
+            "entry_timestamp": pa.array(np.concatenate([ts[ent], np.full(k, yc_ts)]).astype("datetime64[s]"), pa.timestamp("s")),
+            "preparer": per_entry("preparer", "SYS_BATCH"),
+            "approver": per_entry("approver", ""),
+            "source": pa.DictionaryArray.from_arrays(
+                pa.array(np.concatenate([np.where(e.peek("manual")[ent], 0, 1), np.ones(k, np.int64)]).astype(np.int32)),
+                pa.array(["manual", "automated"])).cast(pa.string()),
+            "document_type": per_entry("doc_type", "YC"),
+            "description": text(e["description"], "Year-end closing FY2025 to retained earnings"),
+            "reference": text(e["reference"], doc_numbers(d, np.array([yc]))[0].as_py() if yc >= 0 else "YC"),
+            "vendor_id": per_entry("vendor_id", ""),
         }
-        cols["company"] = _constant(COMPANY, 2 * m)
-        cols["currency"] = _constant(CURRENCY, 2 * m)
-        return pa.table(cols)
+        return pa.table(cols), all_acct, all_val, codes
 
-    def _master_tables(self, eid: np.ndarray) -> dict[str, pa.Table]:
+    def _codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """Entry column ``name`` as (int codes per entry, vocabulary): the year's encoding, with the
+        entries a task changed or added re-coded (comparing with the year's array finds them)."""
+        y = year_entries(self.books)
+        base_codes, vocab = y["codes"][name]
+        cur = self.e.peek(name)
+        n0 = len(base_codes)
+        changed = np.flatnonzero(cur[:n0] != y["e"][name])
+        if not len(changed) and len(cur) == n0:
+            return base_codes, vocab
+        vocab = list(vocab)
+        where = {v: i for i, v in enumerate(vocab)}
+        codes = np.concatenate([base_codes, np.zeros(len(cur) - n0, base_codes.dtype)])
+        redo = np.concatenate([changed, np.arange(n0, len(cur))])
+        for i, v in zip(redo.tolist(), cur[redo].tolist()):
+            if v not in where:
+                where[v] = len(vocab)
+                vocab.append(v)
+            codes[i] = where[v]
+        return codes, vocab
+
+    def _master_tables(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str],
+                       period: np.ndarray) -> dict[str, pa.Table]:
         def table(rows: list[dict]) -> pa.Table:
             return pa.Table.from_pylist(rows) if rows else pa.table({})
 
@@ -674,37 +840,38 @@ class WorldBuilder:
             "customers": table(self.customers),
             "calendar": _calendar_table(),  # the same in every world: built once, shared (Arrow tables are immutable)
             "related_parties": table(self.related_parties),
-            "balances": table(self._balances()),
+            "balances": self._balances(all_acct, all_val, codes),
+            "trial_balance": self._trial_balance(all_acct, all_val, codes, period),
         }
 
-    def _balances(self) -> list[dict]:
-        """Opening and closing balances per account, one row each; closing includes hidden entries.
+    def _opening(self, codes: list[str]) -> np.ndarray:
+        """The books' opening trial balance over ``codes`` (an account outside the chart opens at nil)."""
+        opening = np.zeros(len(codes), dtype=np.int64)
+        opening[:len(_CODES)] = self.books.opening.balances
+        return opening
 
-        Accounts that did not exist at the opening (not in the chart, opened during the year, or
-        closed before it) and revenue/expense accounts open at zero, so every account rolls forward:
-        closing = opening + debits - credits of all its entries, listed or not.
-        """
-        e = self.e
-        chart = {a["account"]: a for a in self.accounts}
-        accts = list(chart) + sorted((set(e["debit_account"]) | set(e["credit_account"])) - set(chart))
-        idx = {a: i for i, a in enumerate(accts)}
-        rng = np.random.Generator(np.random.PCG64(int(self.rng.integers(0, 2**63))))
-        kind = {a: r["type"] for a, r in chart.items()}
-        sign = np.array([1 if kind.get(a, "asset") in ("asset", "expense") else -1 for a in accts])
-        opening = sign * np.rint(rng.lognormal(11, 1.2, len(accts)) * 100).astype(np.int64)
+    def _balances(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str]) -> pa.Table:
+        """Opening and closing balance per account, one row each: the opening is the books' balanced
+        opening trial balance; the closing adds every line of the year, listed or not, the closing
+        entry included, so closing = opening + postings."""
+        opening = self._opening(codes)
+        mov = np.bincount(all_acct, weights=all_val, minlength=len(codes)).astype(np.int64)
+        return pa.table({"account": pa.array(codes, pa.string()), "opening_balance": pa.array(opening / 100),
+                         "closing_balance": pa.array((opening + mov) / 100)})
 
-        def zero_open(a: str) -> bool:
-            r = chart.get(a)
-            return r is None or kind[a] in ("revenue", "expense") or (r.get("opened") or "") >= "2025-01-01" \
-                or ("" < (r.get("closed") or "") < "2025-01-01")
-
-        opening[[i for i, a in enumerate(accts) if zero_open(a)]] = 0
-        mov = np.zeros(len(accts), dtype=np.int64)
-        for side, cents in (("debit_account", e["debit_cents"]), ("credit_account", -e["credit_cents"])):
-            uniq, inv = np.unique(e[side], return_inverse=True)
-            np.add.at(mov, np.array([idx[a] for a in uniq], dtype=np.int64)[inv], cents)
-        return [{"account": a, "opening_balance": opening[i] / 100, "closing_balance": (opening[i] + mov[i]) / 100}
-                for i, a in enumerate(accts)]
+    def _trial_balance(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str], period: np.ndarray) -> pa.Table:
+        """Per fiscal period (1-12, 13 = the closing entry) and account: opening, debits, credits, closing."""
+        na = len(codes)
+        key = (period - 1) * na + all_acct
+        dr = np.bincount(key, weights=np.where(all_val > 0, all_val, 0), minlength=13 * na).astype(np.int64).reshape(13, na)
+        cr = np.bincount(key, weights=np.where(all_val < 0, -all_val, 0), minlength=13 * na).astype(np.int64).reshape(13, na)
+        opening0 = self._opening(codes)
+        closing = opening0 + np.cumsum(dr - cr, axis=0)
+        opening = np.vstack([opening0, closing[:-1]])
+        per = np.repeat(np.arange(1, 14, dtype=np.int32), na)
+        return pa.table({"fiscal_period": pa.array(per), "account": pa.array(codes * 13, pa.string()),
+                         "opening_balance": pa.array(opening.ravel() / 100), "debit": pa.array(dr.ravel() / 100),
+                         "credit": pa.array(cr.ravel() / 100), "closing_balance": pa.array(closing.ravel() / 100)})
 
 
 def _constant(value: str, n: int) -> pa.Array:
