@@ -20,7 +20,6 @@ planting draws from the task's own seeded stream.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import re
 
@@ -52,7 +51,6 @@ HOLIDAY_DATES = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
 PREPARERS = tuple(u.user_id for u in md.USERS if u.kind == "human" and any(c not in ("PO",) for c in u.posts))
 APPROVERS = md.APPROVERS
 MONTH_ABBR = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTHS = np.array(MONTH_ABBR)
 _MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR + md.MONTH_NAMES) + r")\b")
 _TERSE = np.array(["Adj", "Misc adj", "Per JV", "Correction", "See file", "Reclass", "Entry"])
 _PLACEHOLDER = re.compile(r"\{(E|D):(\d+)\}")
@@ -876,7 +874,3 @@ class WorldBuilder:
 
 def _constant(value: str, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
-
-
-def date_add(d: str, days: int) -> str:
-    return (dt.date.fromisoformat(d) + dt.timedelta(days=days)).isoformat()
