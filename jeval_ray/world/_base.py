@@ -142,11 +142,17 @@ def year_entries(bk) -> dict:
             "n_lines": per_entry,
         },
     }
-    out["codes"] = {}
-    for name in ("preparer", "approver", "doc_type", "vendor_id"):
-        enc = pa.array(out["e"][name].tolist(), pa.string()).dictionary_encode()
-        out["codes"][name] = (np.asarray(enc.indices).astype(np.int32), enc.dictionary.to_pylist())
-        out["codes"][name][0].flags.writeable = False
+    # the same columns as (int code per entry, vocabulary), straight from the books' indices (no
+    # string is compared or built): what the listing's dictionary columns are made of
+    nu = len(md.USER_IDS)
+    out["codes"] = {
+        "preparer": (np.where(d.preparer[edoc] < 0, nu, d.preparer[edoc]).astype(np.int32), user_ids.tolist()),
+        "approver": (np.where(d.approver[edoc] < 0, nu, d.approver[edoc]).astype(np.int32), user_ids.tolist()),
+        "doc_type": (t.astype(np.int32), TYPE_CODES.tolist()),
+        "vendor_id": (np.where(kind == "vendor", partner + 1, 0).astype(np.int32), vend_ids.tolist()),
+    }
+    for c, _ in out["codes"].values():
+        c.flags.writeable = False
     for a in [out[k] for k in ("line_entry", "line_account", "line_value", "line_no", "lines_per_entry", "main_dr",
                                "main_cr", "books_no")] + list(out["e"].values()):
         a.flags.writeable = False  # shared by every world of the seed: nothing may write into them
@@ -602,7 +608,10 @@ class WorldBuilder:
         order = np.lexsort((self._books_no, e.peek("time_s"), e.peek("entry_date")))
         entry_no = np.empty(n, dtype=np.int64)
         entry_no[order] = np.arange(n) + 1_000_000_001
-        eid = entry_no.astype("<U10")
+
+        def eid(i) -> str:
+            # an entry's id as text, on demand: a million-entry world names only its planted entries
+            return str(int(entry_no[int(i)]))
         # document ids in a shuffled order
         perm = self.rng.permutation(len(self.docs))
         doc_ids = [""] * len(self.docs)
@@ -610,7 +619,7 @@ class WorldBuilder:
             doc_ids[h] = f"DOC-{pos + 1:04d}"
 
         def sub(text: str) -> str:
-            return _PLACEHOLDER.sub(lambda m: eid[int(m.group(2))] if m.group(1) == "E" else doc_ids[int(m.group(2))], text)
+            return _PLACEHOLDER.sub(lambda m: eid(m.group(2)) if m.group(1) == "E" else doc_ids[int(m.group(2))], text)
 
         documents = tuple(
             sorted(
@@ -625,9 +634,9 @@ class WorldBuilder:
                 if isinstance(it, (int, np.integer)):
                     out.append(doc_ids[int(it)])
                 elif it == "entry":
-                    out.append(str(eid[idx]))
+                    out.append(eid(idx))
                 elif isinstance(it, tuple) and it[0] == "entry":
-                    out.append(str(eid[int(it[1])]))
+                    out.append(eid(it[1]))
                 else:
                     out.append(str(it))
             return tuple(dict.fromkeys(out))
@@ -641,13 +650,13 @@ class WorldBuilder:
         amount_fact = (lambda m: (f"{m / 100:.2f}",)) if self.task.asks_amount else (lambda m: ())
         defects = tuple(
             sorted(
-                (DefectRecord(str(eid[i]), t, c, ev_ids, round(m / 100, 2), facts_of(fx, ev_ids, amount_fact(m)))
+                (DefectRecord(eid(i), t, c, ev_ids, round(m / 100, 2), facts_of(fx, ev_ids, amount_fact(m)))
                  for i, t, c, ev, m, fx in self.defects for ev_ids in [evid(ev, i)]),
                 key=lambda d: d.entry_id,
             )
         )
         decoys = tuple(
-            sorted((DecoyRecord(str(eid[i]), t, ev_ids, facts_of(fx, ev_ids)) for i, t, ev, fx in self.decoys
+            sorted((DecoyRecord(eid(i), t, ev_ids, facts_of(fx, ev_ids)) for i, t, ev, fx in self.decoys
                     for ev_ids in [evid(ev, i)]), key=lambda d: d.entry_id)
         )
         visible = ~self.hidden
@@ -666,7 +675,7 @@ class WorldBuilder:
             facts=facts,
             defects=defects,
             decoys=decoys,
-            hidden_entries=tuple(sorted(str(x) for x in eid[self.hidden])),
+            hidden_entries=tuple(sorted(str(x) for x in entry_no[self.hidden].tolist())),
         )
         object.__setattr__(w, "world_hash", world_hash(w))
         return w
@@ -759,7 +768,6 @@ class WorldBuilder:
         yc_date = np.datetime64(int(d.post_date[yc]), "D") if yc >= 0 else PERIOD_END
         yc_entry = np.datetime64(int(d.entry_date[yc]), "D") if yc >= 0 else PERIOD_END
         yc_time = int(d.entry_time[yc]) if yc >= 0 else 0
-        rep = pa.array(ent)
 
         def per_entry(name: str, closing: str) -> pa.Array:
             # the year's codes for the column (encoded once per year), re-coded only where the task changed it
@@ -769,8 +777,11 @@ class WorldBuilder:
             line_codes = np.concatenate([codes[ent], np.full(k, index)]).astype(np.int32)
             return pa.DictionaryArray.from_arrays(pa.array(line_codes), pa.array(vocab, pa.string())).cast(pa.string())
 
+        rep_closing = pa.array(np.concatenate([ent, np.full(k, self.n)]))
+
         def text(col: TextColumn, closing: str) -> pa.Array:
-            return pa.concat_arrays([col.to_arrow().take(rep), pa.array([closing] * k, pa.string())])
+            # one take from the entries' texts plus the closing entry's (not a take then a copy of its result)
+            return pa.concat_arrays([col.to_arrow(), pa.array([closing], pa.string())]).take(rep_closing)
 
         ts = e.peek("entry_date").astype("datetime64[s]") + e.peek("time_s").astype("timedelta64[s]")
         yc_ts = yc_entry.astype("datetime64[s]") + np.timedelta64(yc_time, "s")
@@ -781,7 +792,7 @@ class WorldBuilder:
         yc_no = int(entry_no.max()) + 1 if self.n else 1_000_000_001
         nos = pa.array(np.concatenate([entry_no, [yc_no]])).cast(pa.string())
         cols = {
-            "entry_id": nos.take(pa.array(np.concatenate([ent, np.full(k, self.n)]))),
+            "entry_id": nos.take(rep_closing),
             "line_no": pa.array(np.concatenate([self._line_no[rows], np.arange(1, k + 1)]).astype(np.int32)),
             "company": _constant(COMPANY, m + k),
             "account": pa.DictionaryArray.from_arrays(pa.array(np.concatenate([acct[rows], cl_acct]).astype(np.int32)),
@@ -811,6 +822,8 @@ class WorldBuilder:
         base_codes, vocab = y["codes"][name]
         cur = self.e.peek(name)
         n0 = len(base_codes)
+        if cur is y["e"][name]:  # never copied, so never changed
+            return base_codes, vocab
         changed = np.flatnonzero(cur[:n0] != y["e"][name])
         if not len(changed) and len(cur) == n0:
             return base_codes, vocab

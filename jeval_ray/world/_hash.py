@@ -10,6 +10,7 @@ import pyarrow as pa
 
 
 def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
+    # arrays go to ``h.update`` as buffers, not through ``tobytes`` (a copy of every column of the world)
     if isinstance(col, pa.ChunkedArray):
         arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     else:
@@ -17,7 +18,7 @@ def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
     h.update(str(arr.type).encode())
     h.update(len(arr).to_bytes(8, "little"))
     if arr.null_count:
-        h.update(np.asarray(arr.is_null(), dtype=np.uint8).tobytes())
+        h.update(np.asarray(arr.is_null(), dtype=np.uint8))
         if not pa.types.is_null(arr.type):
             default = "" if pa.types.is_string(arr.type) else (False if pa.types.is_boolean(arr.type) else 0)
             arr = arr.fill_null(pa.scalar(default, arr.type))
@@ -25,17 +26,19 @@ def _column_bytes(h: "hashlib._Hash", col: pa.ChunkedArray) -> None:
         # offsets relative to the first, then exactly the used data bytes (padding ignored)
         buf = arr.buffers()
         offs = np.frombuffer(buf[1], dtype="<i4", count=len(arr) + 1, offset=arr.offset * 4)
-        h.update((offs - offs[0]).astype("<i8").tobytes())
+        h.update((offs - offs[0]).astype("<i8"))
         h.update(memoryview(buf[2])[offs[0] : offs[-1]])
     elif pa.types.is_null(arr.type):
         return
     elif pa.types.is_date32(arr.type) or pa.types.is_timestamp(arr.type):
         ints = arr.view(pa.int32() if pa.types.is_date32(arr.type) else pa.int64())
-        h.update(np.asarray(ints).astype("<i8").tobytes())
+        h.update(np.asarray(ints).astype("<i8", copy=False))
     elif pa.types.is_boolean(arr.type):
-        h.update(np.asarray(arr, dtype=np.uint8).tobytes())
+        h.update(np.ascontiguousarray(np.asarray(arr, dtype=np.uint8)))
     else:
-        h.update(np.asarray(arr).astype(np.dtype(arr.type.to_pandas_dtype()).newbyteorder("<")).tobytes())
+        # numpy's own dtype for the column (``to_pandas_dtype`` goes through pandas)
+        a = np.asarray(arr)
+        h.update(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"), copy=False)))
 
 
 def table_digest(h: "hashlib._Hash", table: pa.Table) -> None:
