@@ -248,3 +248,31 @@ def test_reset_refuses_a_prebuilt_world_of_another_seed_or_knobs():
         JEEnv("JE-1", {"n_entries": 50, "n_defects": 1, "n_decoys": 1}).reset(1, world=w)
     brief, info = JEEnv("JE-1", {"n_entries": 40, "n_defects": 1, "n_decoys": 1}).reset(1, world=w)
     assert info["world_hash"] == w.world_hash
+
+
+def test_year_cache_keeps_years_within_its_entry_bound_least_recently_used_first():
+    """``books_for`` keeps many small years and few big ones: the bound is on entries (the last year
+    asked for is always kept), then on the number of years; a kept year is the same object."""
+    from jeval_ray.books import simulate_year
+    from jeval_ray.world._base import _YearCache
+
+    sizes = [simulate_year(seed, 100).n_entries for seed in range(3)]
+    cache = _YearCache(max_entries=sum(sizes) - 1, max_years=3)  # any two years fit, all three do not
+    a = cache(0, 100)
+    assert cache(0, 100) is a and (cache.hits, cache.misses) == (1, 1)
+    cache(1, 100)
+    assert len(cache) == 2 and cache.entries == sizes[0] + sizes[1]
+    cache(0, 100)  # seed 0 used last: seed 1 is now the least recently used
+    cache(2, 100)
+    assert len(cache) == 2 and cache.entries == sizes[0] + sizes[2]
+    assert cache(0, 100) is a and cache.misses == 3
+    big = cache(3, 2_000)  # alone over the bound: kept, everything older dropped
+    assert len(cache) == 1 and cache.entries == big.n_entries > cache.max_entries
+    wide = _YearCache(max_entries=10**9, max_years=2)
+    for seed in range(3):
+        wide(seed, 100)
+    assert len(wide) == 2 and wide.misses == 3
+    wide(0, 100)
+    assert wide.misses == 4  # seed 0 was dropped by the bound on years
+    wide.cache_clear()
+    assert len(wide) == 0 and wide.entries == 0

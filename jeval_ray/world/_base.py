@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
@@ -170,11 +171,57 @@ def materiality(books) -> dict:
             "performance_materiality": round(overall * 0.75, 2), "clearly_trivial": round(overall * 0.05, 2)}
 
 
-@functools.lru_cache(maxsize=4)
-def books_for(seed: int, n_entries: int):
-    """The simulated year behind every world of ``seed`` at about ``n_entries`` entries (cached:
-    the books are immutable and the tasks of one seed share them)."""
-    return simulate_year(int(seed), max(MIN_SIZE, int(n_entries)))
+class _YearCache:
+    """The simulated years of this process, least recently used dropped first, bounded by size.
+
+    A year's memory grows with its entries: about 1-1.5 kB an entry with the per-entry arrays
+    worlds are made from (measured: a 1e6-entry year keeps 1.4 GB; a hundred default 530-entry
+    years 54 MB), while a test or sweep worker playing 16 tasks over many seeds at default knobs
+    meets the same small years again and again. So the bound is on entries, not on years:
+    ``max_entries`` in all (the last year asked for is always kept, however big) and at most
+    ``max_years`` years. With the defaults that is about a thousand small years or one year of a
+    million entries beside some small ones: about 2 GB at most, beside a bigger last year."""
+
+    def __init__(self, max_entries: int = 1_500_000, max_years: int = 1024):
+        self.max_entries = int(max_entries)
+        self.max_years = int(max_years)
+        self._years: OrderedDict[tuple[int, int], tuple[object, int]] = OrderedDict()  # key -> (books, entries)
+        self._entries = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __call__(self, seed: int, n_entries: int):
+        key = (int(seed), max(MIN_SIZE, int(n_entries)))
+        kept = self._years.get(key)
+        if kept is not None:
+            self.hits += 1
+            self._years.move_to_end(key)
+            return kept[0]
+        self.misses += 1
+        books = simulate_year(*key)
+        self._years[key] = (books, books.n_entries)
+        self._entries += books.n_entries
+        while len(self._years) > 1 and (self._entries > self.max_entries or len(self._years) > self.max_years):
+            _, (_, entries) = self._years.popitem(last=False)
+            self._entries -= entries
+        return books
+
+    def __len__(self) -> int:
+        return len(self._years)
+
+    @property
+    def entries(self) -> int:
+        """Entries of the years kept."""
+        return self._entries
+
+    def cache_clear(self) -> None:
+        self._years.clear()
+        self._entries = 0
+
+
+#: the simulated year behind every world of ``seed`` at about ``n_entries`` entries: ``books_for(seed,
+#: n_entries)``, cached (the books are immutable and the tasks of one seed share them)
+books_for = _YearCache()
 
 
 class EntryArrays(dict):
