@@ -154,7 +154,7 @@ def main() -> None:
     cmp_ = len(names) == 2
     big = 100_000 if args.quick else 1_000_000
     tasks = run(ROOT, "tasks")["tasks"]
-    print(f"checkouts: " + ", ".join(f"{k} = {v}" for k, v in checkouts.items()))
+    print("checkouts: " + ", ".join(f"{k} = {v}" for k, v in checkouts.items()))
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
 
     def cells(res: dict[str, dict], key: str, scale: float = 1.0, fmt: str = "{:.2f}") -> str:

@@ -107,3 +107,16 @@ def test_agings_tie_to_the_trial_balance_as_tables(books):
         dec = aging[aging.as_of == aging.as_of.max()]
         closing = tb[(tb.account == code) & (tb.fiscal_period == 12)].closing_cents.iloc[0]
         assert round(dec.total.sum() * 100) == sign * closing
+
+
+@pytest.mark.parametrize("seed,size", [(4, 3_000), (11, 100), (2, 30_000)])
+def test_descriptions_are_the_same_texts_built_per_slot_or_per_type(seed, size):
+    """``descriptions`` builds texts per slot for few documents and per document type for many
+    (a speed choice); both ways give the same text for every document of a year, in order."""
+    from jeval_ray.books import tables
+
+    b = simulate_year(seed, size)
+    docs = np.flatnonzero(b.entry_no >= 0)
+    for ids in (docs, docs[::-1], b.bank.line_doc, docs[:1]):
+        assert tables._descriptions_by_slot(b, ids).equals(tables._descriptions_by_type(b, ids))
+    assert len(set(b.docs.type[docs].tolist())) >= 20  # nearly every document type's template is exercised
