@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +80,46 @@ def _first_max(v: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarr
     return hit[np.concatenate([[True], g[1:] != g[:-1]])]
 
 
+class _LazyColumns(Mapping):
+    """The year's per-entry columns, read-only: ``ready`` ones as given, ``later`` ones built by
+    their function when first read (most worlds read a few of the text columns, and building
+    all of them for a million entries is a good part of a cold world). ``subset`` is a view of
+    some columns sharing what is built."""
+
+    def __init__(self, ready: dict, later: dict, order: tuple[str, ...] | None = None, _cache: dict | None = None):
+        self._ready, self._later = ready, later
+        self._order = tuple(order) if order is not None else (*ready, *later)
+        self._names = frozenset(self._order)
+        self._cache = {} if _cache is None else _cache
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._names:
+            raise KeyError(name)
+        if name in self._ready:
+            return self._ready[name]
+        a = self._cache.get(name)
+        if a is None:
+            a = self._cache[name] = self._later[name]()
+            a.flags.writeable = False  # shared by every world of the seed
+        return a
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def __iter__(self):
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def built(self) -> list[np.ndarray]:
+        """The columns that exist so far (read-only ones given, text ones read once)."""
+        return [self._ready[k] for k in self._order if k in self._ready] + list(self._cache.values())
+
+    def subset(self, names: tuple[str, ...]) -> "_LazyColumns":
+        return _LazyColumns(self._ready, self._later, names, self._cache)
+
+
 def year_entries(bk) -> dict:
     """The year's entries as per-entry arrays and their lines, computed once per books (cached on
     them: the books are immutable, and every world of the seed starts from these arrays)."""
@@ -122,26 +163,34 @@ def year_entries(bk) -> dict:
         "lines_per_entry": per_entry, "main_dr": main_dr, "main_cr": main_cr, "books_no": bk.entry_no[edoc],
         "description": desc.cast(pa.string()) if not pa.types.is_string(desc.type) else desc,
         "reference": doc_numbers(d, edoc),
-        "e": {
-            "template": _TEMPLATE_NAMES.astype("<U20")[t],
-            "doc_code": TYPE_CODES.astype("<U4")[t],
-            "books_doc": edoc.astype(np.int64, copy=False),
-            "manual": MANUAL[t],
-            "doc_date": days(d.doc_date[edoc]),
-            "post_date": days(d.post_date[edoc]),
-            "entry_date": days(d.entry_date[edoc]),
-            "time_s": d.entry_time[edoc].astype(np.int64, copy=False),
-            "preparer": user_ids[d.preparer[edoc]],
-            "approver": user_ids[d.approver[edoc]],
-            "doc_type": TYPE_CODES.astype("<U4")[t],
-            "debit_account": codes6[acct[main_dr]],
-            "credit_account": codes6[acct[main_cr]],
-            "debit_cents": np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64),
-            "credit_cents": np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64),
-            "vendor_id": vend_ids[np.where(kind == "vendor", partner + 1, 0)],
-            "customer_id": cust_ids[np.where(kind == "customer", partner + 1, 0)],
-            "n_lines": per_entry,
-        },
+        "e": _LazyColumns(
+            {
+                "books_doc": edoc.astype(np.int64, copy=False),
+                "manual": MANUAL[t],
+                "doc_date": days(d.doc_date[edoc]),
+                "post_date": days(d.post_date[edoc]),
+                "entry_date": days(d.entry_date[edoc]),
+                "time_s": d.entry_time[edoc].astype(np.int64, copy=False),
+                "debit_cents": np.bincount(le, weights=np.where(val > 0, val, 0), minlength=n).astype(np.int64),
+                "credit_cents": np.bincount(le, weights=np.where(val < 0, -val, 0), minlength=n).astype(np.int64),
+                "n_lines": per_entry,
+            },
+            # text columns (4 bytes a character: 400 MB for a million entries), built when first read
+            {
+                "template": lambda: _TEMPLATE_NAMES.astype("<U20")[t],
+                "doc_code": lambda: TYPE_CODES.astype("<U4")[t],
+                "preparer": lambda: user_ids[d.preparer[edoc]],
+                "approver": lambda: user_ids[d.approver[edoc]],
+                "doc_type": lambda: TYPE_CODES.astype("<U4")[t],
+                "debit_account": lambda: codes6[acct[main_dr]],
+                "credit_account": lambda: codes6[acct[main_cr]],
+                "vendor_id": lambda: vend_ids[np.where(kind == "vendor", partner + 1, 0)],
+                "customer_id": lambda: cust_ids[np.where(kind == "customer", partner + 1, 0)],
+            },
+            order=("template", "doc_code", "books_doc", "manual", "doc_date", "post_date", "entry_date", "time_s",
+                   "preparer", "approver", "doc_type", "debit_account", "credit_account", "debit_cents",
+                   "credit_cents", "vendor_id", "customer_id", "n_lines"),
+        ),
     }
     # the same columns as (int code per entry, vocabulary), straight from the books' indices (no
     # string is compared or built): what the listing's dictionary columns are made of
@@ -155,7 +204,7 @@ def year_entries(bk) -> dict:
     for c, _ in out["codes"].values():
         c.flags.writeable = False
     for a in [out[k] for k in ("line_entry", "line_account", "line_value", "line_no", "lines_per_entry", "main_dr",
-                               "main_cr", "books_no")] + list(out["e"].values()):
+                               "main_cr", "books_no")] + out["e"].built():
         a.flags.writeable = False  # shared by every world of the seed: nothing may write into them
     bk._arrow["world_entries"] = out
     return out
@@ -242,6 +291,10 @@ class EntryArrays(dict):
 
     def peek(self, name: str):
         return dict.__getitem__(self, name) if dict.__contains__(self, name) else self._base[name]
+
+    def has_own(self, name: str) -> bool:
+        """Whether the world has its own copy of column ``name`` (else it reads the year's, unchanged)."""
+        return dict.__contains__(self, name)
 
     def __contains__(self, name) -> bool:
         return dict.__contains__(self, name) or name in self._base
@@ -408,7 +461,7 @@ class WorldBuilder:
         self.e = EntryArrays(y["e"])
         self.e["reference"] = TextColumn(y["reference"])
         self.e["description"] = TextColumn(desc)
-        self._orig = EntryArrays({k: y["e"][k] for k in ("debit_account", "credit_account", "debit_cents", "credit_cents")})
+        self._orig = EntryArrays(y["e"].subset(("debit_account", "credit_account", "debit_cents", "credit_cents")))
 
     def source_document(self, idx: int) -> int:
         """Add the books' own document behind entry ``idx`` (invoice, receipt, accrual …) to the
@@ -755,7 +808,7 @@ class WorldBuilder:
         codes = list(_CODES.tolist())
         diff = np.zeros(self.n, dtype=bool)
         for k in ("debit_account", "credit_account", "debit_cents", "credit_cents"):
-            if e.peek(k) is not o.peek(k):  # a column neither side copied is the year's, unchanged
+            if e.has_own(k) or o.has_own(k):  # a column neither side copied is the year's, unchanged
                 diff |= e.peek(k) != o.peek(k)
         changed = np.flatnonzero(diff)
         if len(changed):
@@ -867,10 +920,10 @@ class WorldBuilder:
         entries a task changed or added re-coded (comparing with the year's array finds them)."""
         y = year_entries(self.books)
         base_codes, vocab = y["codes"][name]
+        if not self.e.has_own(name):  # never copied, so never changed
+            return base_codes, vocab
         cur = self.e.peek(name)
         n0 = len(base_codes)
-        if cur is y["e"][name]:  # never copied, so never changed
-            return base_codes, vocab
         changed = np.flatnonzero(cur[:n0] != y["e"][name])
         if not len(changed) and len(cur) == n0:
             return base_codes, vocab
