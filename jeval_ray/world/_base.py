@@ -653,12 +653,15 @@ class WorldBuilder:
         self._line_no = np.concatenate([self._line_no, self._line_no[pos]])
         self._lines_per_entry = np.concatenate([self._lines_per_entry, counts])
         self._books_no = np.concatenate([self._books_no, self._books_no[src]])
-        for col, a in self.e.items():
+        # read without copying (``peek``): the concatenation is the world's own array
+        for col in self.e.keys():
+            a = self.e.peek(col)
             if isinstance(a, TextColumn):
                 a._values = pa.concat_arrays([a._values, pa.array([a[int(i)] for i in src], a._values.type)])
             else:
                 self.e[col] = np.concatenate([a, a[src]])
-        for col, a in self._orig.items():
+        for col in self._orig.keys():
+            a = self._orig.peek(col)
             self._orig[col] = np.concatenate([a, a[src]])
         self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
         self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
