@@ -988,5 +988,8 @@ class WorldBuilder:
                          "credit": pa.array(cr.ravel() / 100), "closing_balance": pa.array(closing.ravel() / 100)})
 
 
+@functools.lru_cache(maxsize=8)
 def _constant(value: str, n: int) -> pa.Array:
+    """``n`` times ``value`` (the company and currency columns): the same for every world of a year
+    (Arrow arrays are immutable, so worlds share it)."""
     return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
