@@ -806,8 +806,7 @@ class WorldBuilder:
         moved by the change (a two-line entry is thereby rewritten as a whole)."""
         e, o = self.e, self._orig
         le = self._line_entry
-        acct = self._line_account.astype(np.int64)
-        val = self._line_value.copy()
+        acct, val = self._line_account, self._line_value  # the year's (read-only) unless an entry changed
         codes = list(_CODES.tolist())
         diff = np.zeros(self.n, dtype=bool)
         for k in ("debit_account", "credit_account", "debit_cents", "credit_cents"):
@@ -815,16 +814,18 @@ class WorldBuilder:
                 diff |= e.peek(k) != o.peek(k)
         changed = np.flatnonzero(diff)
         if len(changed):
+            acct, val = acct.astype(np.int64), val.copy()
+            dr_acct, cr_acct = e.peek("debit_account")[changed], e.peek("credit_account")[changed]
             index = {c: i for i, c in enumerate(codes)}
-            for c in sorted(set(e["debit_account"][changed].tolist()) | set(e["credit_account"][changed].tolist())):
+            for c in sorted(set(dr_acct.tolist()) | set(cr_acct.tolist())):
                 index.setdefault(c, len(codes))
                 if index[c] == len(codes):
                     codes.append(c)
             di, ci = self._main_dr[changed], self._main_cr[changed]
-            acct[di] = [index[c] for c in e["debit_account"][changed].tolist()]
-            acct[ci] = [index[c] for c in e["credit_account"][changed].tolist()]
-            val[di] += e["debit_cents"][changed] - o["debit_cents"][changed]
-            val[ci] -= e["credit_cents"][changed] - o["credit_cents"][changed]
+            acct[di] = [index[c] for c in dr_acct.tolist()]
+            acct[ci] = [index[c] for c in cr_acct.tolist()]
+            val[di] += e.peek("debit_cents")[changed] - o.peek("debit_cents")[changed]
+            val[ci] -= e.peek("credit_cents")[changed] - o.peek("credit_cents")[changed]
         return le, acct, val, codes
 
     def final_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
