@@ -617,6 +617,15 @@ class WorldBuilder:
             self.e[side][idx] += part
             self._orig[side][idx] += part
 
+    def entry_numbers(self) -> np.ndarray:
+        """Each entry's number as ``build`` gives it (entry time order, the books' number on ties), so
+        a check can find the entry behind a world's ``entry_id``."""
+        e = self.e
+        order = np.lexsort((self._books_no, e.peek("time_s"), e.peek("entry_date")))
+        entry_no = np.empty(self.n, dtype=np.int64)
+        entry_no[order] = np.arange(self.n) + 1_000_000_001
+        return entry_no
+
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
         n = self.n
