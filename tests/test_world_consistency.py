@@ -7,6 +7,7 @@ balances). "Planted" means an entry of the key: a defect, or a decoy where the c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 
@@ -15,6 +16,7 @@ import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.books import chart
+from jeval_ray.books.documents import PARTNER_KIND
 from jeval_ray.books.master import ALLOWED_ACCOUNTS, BANK_ACCOUNT
 from jeval_ray.books.tables import doc_numbers
 from jeval_ray.tasks import available_tasks, get_task, resolve_knobs, task_module
@@ -222,7 +224,19 @@ _REF = re.compile(r"\b([A-Z]{2}-\d{7})\b")
 _SETTLES = re.compile(r"\binvoice ([A-Z]{2}-\d{7})\b")
 
 
-def _key_index(b, w) -> dict[str, tuple[str, str]]:
+@functools.cache
+def _view(b) -> dict:
+    """What the checks below read of a built world, computed once: its final lines, each entry's
+    reference and description, and the books' number of each entry's document (or "")."""
+    le, acct, val = b.final_lines()
+    docs = b.e["books_doc"]
+    return {"le": le, "acct": acct, "val": val, "ref": b.e["reference"].to_arrow().to_pylist(),
+            "desc": b.e["description"].to_arrow().to_pylist(),
+            "books_no": doc_numbers(b.books.docs, docs).to_pylist(),
+            "parent_no": doc_numbers(b.books.docs, np.where(docs >= 0, b.books.docs.parent[np.maximum(docs, 0)], -1)).to_pylist()}
+
+
+def _key_index(b, w) -> dict[int, tuple[str, str]]:
     """The builder's index of every key entry: {entry index: (kind, type)}."""
     of_id = {str(n): i for i, n in enumerate(b.entry_numbers().tolist())}
     key = {of_id[d.entry_id]: ("defect", d.defect_type) for d in w.defects}
@@ -230,32 +244,26 @@ def _key_index(b, w) -> dict[str, tuple[str, str]]:
     return key
 
 
-def _partner_ids(b, kind: str) -> np.ndarray:
-    m = b.books.master
-    return np.array([m.vendor_id(i) if kind == "vendor_id" else m.customer_id(i)
-                     for i in range(m.n_vendors if kind == "vendor_id" else m.n_customers)] + [""])
-
-
 def _touched_partners(b, key: dict) -> set[str]:
     """Partners a planted entry names now or named in the books (a moved invoice touches both)."""
-    d = b.books.docs
+    d, m = b.books.docs, b.books.master
     out = set()
     for i in key:
         out |= {str(b.e["vendor_id"][i]), str(b.e["customer_id"][i])}
         doc = int(b.e["books_doc"][i])
         if doc >= 0 and d.partner[doc] >= 0:
-            out |= {str(_partner_ids(b, "vendor_id")[d.partner[doc]]) if d.partner[doc] < b.books.master.n_vendors else "",
-                    str(_partner_ids(b, "customer_id")[d.partner[doc]]) if d.partner[doc] < b.books.master.n_customers else ""}
+            kind = PARTNER_KIND[d.type[doc]]
+            out.add(m.vendor_id(int(d.partner[doc])) if kind == "vendor" else m.customer_id(int(d.partner[doc])))
     return out - {""}
 
 
 def test_every_line_on_a_control_account_carries_its_partner(worlds):
     task, built = worlds
     for b, w in built:
-        le, acct, _val = b.final_lines()
+        v = _view(b)
         for code, (field, _side, _inv, _clr) in CONTROL.items():
-            bare = np.flatnonzero((acct == code) & (b.e[field][le] == ""))
-            assert not len(bare), f"{task} seed {w.seed}: {len(bare)} lines on {code} without a partner, e.g. entry {le[bare[0]]}"
+            bare = np.flatnonzero((v["acct"] == code) & (b.e[field][v["le"]] == ""))
+            assert not len(bare), f"{task} seed {w.seed}: {len(bare)} lines on {code} without a partner, e.g. entry {v['le'][bare[0]]}"
 
 
 def test_each_partner_ties_to_the_books_open_items_except_partners_planted_entries_touch(worlds):
@@ -263,37 +271,37 @@ def test_each_partner_ties_to_the_books_open_items_except_partners_planted_entri
     plus the world's postings to the control account equal the books' open items of that partner."""
     task, built = worlds
     for b, w in built:
-        key = _key_index(b, w)
-        touched = _touched_partners(b, key)
-        books = b.books
+        touched = _touched_partners(b, _key_index(b, w))
+        books, v = b.books, _view(b)
         sub = books.subledger_tables()
-        le, acct, val = b.final_lines()
-        post = b.e["post_date"].astype("datetime64[D]")
         ends = books.period_ends.astype("datetime64[D]")
         for code, (field, side, _inv, _clr) in CONTROL.items():
-            ids = _partner_ids(b, field)
-            opening = defaultdict(int)
+            m = books.master
+            ids = [m.vendor_id(i) for i in range(m.n_vendors)] if side == "ap" else \
+                [m.customer_id(i) for i in range(m.n_customers)]
+            ledger = defaultdict(lambda: np.zeros(len(ends), dtype=np.int64))
             items, amounts = books.opening.ap if side == "ap" else books.opening.ar
             for it, amt in zip(items.tolist(), amounts.tolist()):
-                opening[str(ids[books.docs.partner[it]])] += int(amt)
-            on = acct == code
-            partner, day, v = b.e[field][le[on]], post[le[on]], val[on]
+                ledger[ids[books.docs.partner[it]]] += int(amt)
+            on = v["acct"] == code
             sign = -1 if side == "ap" else 1  # open items are what the partner is owed / owes
+            partner = b.e[field][v["le"][on]]
+            period = np.searchsorted(ends, b.e["post_date"][v["le"][on]].astype("datetime64[D]"))
+            names, inv = np.unique(partner, return_inverse=True)
+            moved = np.bincount(inv * len(ends) + period, weights=sign * v["val"][on],
+                                minlength=len(names) * len(ends)).astype(np.int64).reshape(len(names), len(ends))
+            for p, row in zip(names.tolist(), np.cumsum(moved, axis=1)):
+                ledger[p] += row
+            books_open = defaultdict(lambda: np.zeros(len(ends), dtype=np.int64))
             oi = sub[f"{side}_open_items"]
-            books_open = defaultdict(int)
-            for at, p, amt in zip(oi.column("as_of").to_pylist(), oi.column(field).to_pylist(),
-                                  oi.column("open_amount").to_pylist()):
-                books_open[(str(at), p)] += round(amt * 100)
-            partners = (set(partner.tolist()) | set(opening) | {p for _, p in books_open}) - touched - {""}
-            for end in ends:
-                upto = day <= end
-                moved = defaultdict(int)
-                for p, x in zip(partner[upto].tolist(), v[upto].tolist()):
-                    moved[p] += sign * int(x)
-                for p in partners:
-                    assert opening[p] + moved[p] == books_open[(str(end), p)], (
-                        f"{task} seed {w.seed}: {side} of {p} at {end} is {opening[p] + moved[p]} cents in the "
-                        f"ledger, {books_open[(str(end), p)]} in the books' open items")
+            at = np.searchsorted(ends, oi.column("as_of").to_numpy().astype("datetime64[D]"))
+            for k, p, amt in zip(at.tolist(), oi.column(field).to_pylist(), oi.column("open_amount").to_pylist()):
+                books_open[p][k] += round(amt * 100)
+            for p in (set(ledger) | set(books_open)) - touched - {""}:
+                bad = np.flatnonzero(ledger[p] != books_open[p])
+                assert not len(bad), (
+                    f"{task} seed {w.seed}: {side} of {p} at {ends[bad[0]]} is {ledger[p][bad[0]]} cents in the "
+                    f"ledger, {books_open[p][bad[0]]} in the books' open items")
 
 
 #: key types that plant an invoice settled at another amount than its own: the amount keyed is not
@@ -308,58 +316,47 @@ def test_each_invoice_is_settled_at_its_own_amount_except_where_planted(worlds):
     not at all, nothing settles more than the invoice, and nothing is paid before it is posted."""
     task, built = worlds
     for b, w in built:
-        key = _key_index(b, w)
-        exempt_types = PLANTED_SETTLEMENT.get(task, set())
-        books, d = b.books, b.books.docs
-        le, acct, val = b.final_lines()
-        e = b.e
-        ref = e["reference"]
-        year_end = books.period_ends[-1]
-
-        def number(doc: int) -> str:
-            return doc_numbers(d, np.array([doc]))[0].as_py() if doc >= 0 else ""
-        for code, (field, side, inv_codes, clr_codes) in CONTROL.items():
-            sign = -1 if side == "ap" else 1
-            on = acct == code
-            per_entry = defaultdict(int)
-            for i, x in zip(le[on].tolist(), val[on].tolist()):
-                per_entry[i] += sign * int(x)
-            start, posted, own, planted = {}, {}, {}, defaultdict(bool)
+        exempt = {i for i, (_k, t) in _key_index(b, w).items() if t in PLANTED_SETTLEMENT.get(task, set())}
+        books, d, e, v = b.books, b.books.docs, b.e, _view(b)
+        code_of = e["doc_code"]
+        for code, (_field, side, inv_codes, clr_codes) in CONTROL.items():
+            on = v["acct"] == code
+            # each entry's effect on the item: + raises what the partner is owed (AP) or owes (AR)
+            per_entry = np.bincount(v["le"][on], weights=(-1 if side == "ap" else 1) * v["val"][on],
+                                    minlength=b.n).astype(np.int64)
             items, amounts = books.opening.ap if side == "ap" else books.opening.ar
-            for r, amt in zip(doc_numbers(d, items).to_pylist(), amounts.tolist()):
-                start[r] = int(amt)
-                own[r] = True
-                posted[r] = np.datetime64("2024-12-31")
-            for i in np.flatnonzero(np.isin(e["doc_code"], inv_codes)).tolist():
-                r = ref[i]
-                start[r] = start.get(r, 0) + per_entry.get(i, 0)
+            start = dict(zip(doc_numbers(d, items).to_pylist(), amounts.tolist()))
+            own = dict.fromkeys(start, True)
+            posted = dict.fromkeys(start, np.datetime64("2024-12-31"))
+            planted: set[str] = set()
+            for i in np.flatnonzero(np.isin(code_of, inv_codes)).tolist():
+                r, doc = v["ref"][i], int(e["books_doc"][i])
+                start[r] = start.get(r, 0) + int(per_entry[i])
                 posted[r] = e["post_date"][i]
-                doc = int(e["books_doc"][i])
                 gross = int(d.amount[doc] + d.tax[doc] + d.variance[doc]) if doc >= 0 else None
                 # the books' own invoice as the books posted it: its number and gross (a copy keeps neither)
-                own[r] = own.get(r, True) and gross == per_entry.get(i, 0) and r == number(doc)
-                if key.get(i, ("", ""))[1] in exempt_types:
-                    planted[r] = True
-            cleared = defaultdict(int)
-            for i in np.flatnonzero(np.isin(e["doc_code"], clr_codes)).tolist():
-                m = _SETTLES.search(e["description"][i])
-                doc = int(e["books_doc"][i])
-                r = m.group(1) if m else (number(int(d.parent[doc])) if doc >= 0 else "")
-                if key.get(i, ("", ""))[1] in exempt_types:
-                    planted[r] = True
+                own[r] = own.get(r, True) and gross == per_entry[i] and r == v["books_no"][i]
+                if i in exempt:
+                    planted.add(r)
+            cleared: dict[str, int] = defaultdict(int)
+            for i in np.flatnonzero(np.isin(code_of, clr_codes)).tolist():
+                m = _SETTLES.search(v["desc"][i] or "")
+                r = m.group(1) if m else v["parent_no"][i]
+                if i in exempt:
+                    planted.add(r)
                     continue
-                assert r in start, f"{task} seed {w.seed}: {e['doc_code'][i]} entry {i} settles {r!r}, which no invoice raised"
+                assert r in start, f"{task} seed {w.seed}: {code_of[i]} entry {i} settles {r!r}, which no invoice raised"
                 assert e["post_date"][i] >= posted[r], f"{task} seed {w.seed}: {r} settled on {e['post_date'][i]}, before it was posted"
-                cleared[r] -= per_entry.get(i, 0)
+                cleared[r] -= int(per_entry[i])
             oi = books.ap_open if side == "ap" else books.ar_open
-            at_end = oi.at == year_end
+            at_end = oi.at == books.period_ends[-1]
             books_open = dict(zip(doc_numbers(d, oi.item[at_end]).to_pylist(), oi.amount[at_end].tolist()))
             for r, amt in start.items():
-                if planted[r]:
+                if r in planted:
                     continue
                 left = amt - cleared[r]
                 assert 0 <= left <= amt, f"{task} seed {w.seed}: {r} of {amt} cents settled by {cleared[r]}"
-                if own.get(r):
+                if own[r]:
                     assert left == books_open.get(r, 0), (
                         f"{task} seed {w.seed}: {r} open {left} cents at the year end, {books_open.get(r, 0)} in the books")
                 else:
@@ -369,8 +366,6 @@ def test_each_invoice_is_settled_at_its_own_amount_except_where_planted(worlds):
 _MONEY = r"(-?[\d,]+\.\d\d)"
 _STATEMENT_HEAD = re.compile(r"Account holder: (.+); account (.+)\nStatement period: (\S+) to (\S+)\nOpening balance USD "
                              rf"{_MONEY}; credits USD {_MONEY}; debits USD {_MONEY}; closing balance USD {_MONEY}")
-#: key types that plant a difference between a bank statement and the ledger's cash
-PLANTED_BANK = {}
 
 
 def _cents(text: str) -> int:
@@ -382,21 +377,21 @@ def test_bank_statements_carry_the_company_account_and_tie_to_the_ledger_cash(wo
     lists each cash posting at its ledger amount, and its closing balance is the ledger's cash at
     its month end less what the ledger posted and the bank had not yet cleared, plus what the bank
     cleared of postings the ledger makes later (the prior year's postings in transit at the opening
-    are in both the opening cash and, once cleared, the statements)."""
+    are in both the opening cash and, once cleared, the statements). No task plants a difference
+    between its statements and its ledger (JE-15's scheme shows on the statements as it is in the
+    ledger), so none is exempt."""
     task, built = worlds
     for b, w in built:
         stmts = [d for d in w.documents if d.doc_type == "bank_statement"]
         if not stmts:
             continue
-        key = _key_index(b, w)
-        exempt = {b.e["reference"][i] for i, (_k, t) in key.items() if t in PLANTED_BANK.get(task, set())}
-        le, acct, val = b.final_lines()
-        on = acct == "1000"
-        posted: dict[str, list] = defaultdict(lambda: [0, None])
-        for i, v in zip(le[on].tolist(), val[on].tolist()):
-            r = b.e["reference"][i]
-            posted[r][0] += int(v)
-            posted[r][1] = max(posted[r][1] or b.e["post_date"][i], b.e["post_date"][i])
+        v = _view(b)
+        on = v["acct"] == "1000"
+        posted: dict[str, list] = defaultdict(lambda: [0, None])  # reference: [cash cents, last posting date]
+        for i, x in zip(v["le"][on].tolist(), v["val"][on].tolist()):
+            r, day = v["ref"][i], b.e["post_date"][i]
+            posted[r][0] += int(x)
+            posted[r][1] = day if posted[r][1] is None else max(posted[r][1], day)
         # the prior year's cash postings the bank had not cleared when the year opened (in the opening cash)
         pending = set(doc_numbers(b.books.docs, b.books.opening.bank.pending).to_pylist())
         in_transit = int(b.books.opening.bank.pending_amount.sum())
@@ -423,12 +418,10 @@ def test_bank_statements_carry_the_company_account_and_tie_to_the_ledger_cash(wo
         for start, end, _opening, closing, rows in parsed:
             for _day, r, a in rows:
                 cleared[r] += a
-                if r in exempt:
-                    continue
                 assert r in posted or r in pending, f"{task} seed {w.seed}: statement line {r} ({a}) has no ledger posting"
             month = int(end[5:7])
-            if any(r in exempt for _d, r, _a in rows) or len(parsed) < month:
-                continue  # a planted difference, or statements missing before this one: nothing to reconcile
+            if len(parsed) < month:
+                continue  # statements missing before this one: what cleared earlier is unknown
             day = np.datetime64(end)
             in_ledger = {r: v for r, (v, p) in posted.items() if p <= day}
             outstanding = sum(v - cleared.get(r, 0) for r, v in in_ledger.items())
@@ -436,3 +429,74 @@ def test_bank_statements_carry_the_company_account_and_tie_to_the_ledger_cash(wo
             assert tb[month] - closing == outstanding - unposted + in_transit, (
                 f"{task} seed {w.seed}: the {end} statement closes at {closing}, ledger cash {tb[month]}; "
                 f"outstanding {outstanding}, cleared but not in the ledger {unposted}")
+
+
+_DATE = r"(\d{4}-\d\d-\d\d)"
+#: an amount a document states as its own total (a line of its body labelled so)
+_STATED = re.compile(r"(?i)\b(?:amount|invoice total|amount due|total due|total payroll cost):? (?:USD )?" + _MONEY)
+_POSTED = re.compile(r"(?:Posting date:|\bposted(?: as [A-Z]{2}-\d{7})?(?: on)?|\bfor posting on) " + _DATE)
+_DOC_DATE = re.compile(r"(?:Document date|Invoice date|Order date): ?" + _DATE)
+_ANY_AMOUNT = re.compile(r"(?<![\d.])" + _MONEY)
+#: a reference a document records itself under ("recorded under reference CTR-2025-032")
+_RECORDED = re.compile(r"\breference ([A-Z]{2,4}-[\w-]*\d)\b")
+#: an entry's document the text dates ("invoice VN-0000570 from … dated 2025-08-27")
+_DATED = re.compile(r"\b([A-Z]{2}-\d{7})(?: from [^\n,;]*?)? dated " + _DATE)
+_APPROVED = re.compile(r"(?<!Not )\b[Aa]pproved(?: by:?| in (?:the )?ERP by|:) [^\n]*?\b(?:on|signed) " + _DATE)
+#: key types whose documents are planted to disagree with the entry they name: the amount keyed is
+#: not the amount billed (JE-12, JE-13); a top-side adjustment above the contract or engagement
+#: letter filed under its reference (JE-8, JE-9)
+PLANTED_DOCUMENT = {"JE-8": {"amount_not_supported"}, "JE-9": {"topside_unsupported"},
+                    "JE-12": {"keying_error"}, "JE-13": {"invoice_keyed_above_billed"}}
+
+
+def test_documents_state_the_figures_of_the_entries_they_name_and_no_approval_precedes_its_document(worlds):
+    """A document whose title names an entry's reference states that entry's amounts, posting date
+    and document date; every approval in a document is dated on or after the document it approves
+    (board minutes approving an entry's invoice are not dated before it); except where the key plants
+    exactly that contradiction."""
+    task, built = worlds
+    for b, w in built:
+        v = _view(b)
+        planted = {v["ref"][i] for i, (_k, t) in _key_index(b, w).items() if t in PLANTED_DOCUMENT.get(task, set())}
+        # the figures and dates of every entry a document names: its debits, each line, its dates
+        mentioned = {r for d in w.documents for r in _REF.findall(d.title + "\n" + d.body) + _RECORDED.findall(d.body)}
+        figures: dict[str, set[int]] = defaultdict(set)
+        dates: dict[str, tuple[set, set]] = defaultdict(lambda: (set(), set()))
+        le, val = v["le"], v["val"]
+        dr = np.bincount(le, weights=np.where(val > 0, val, 0), minlength=b.n).astype(np.int64)
+        hit = np.flatnonzero(np.isin(np.array(v["ref"], dtype=object), list(mentioned)))
+        for i in hit.tolist():
+            r = v["ref"][i]
+            figures[r].add(int(dr[i]))
+            dates[r][0].add(str(b.e["post_date"][i]))
+            dates[r][1].add(str(b.e["doc_date"][i]))
+        lines = np.isin(le, hit)
+        for i, x in zip(le[lines].tolist(), val[lines].tolist()):
+            figures[v["ref"][i]].add(abs(int(x)))
+        for d in w.documents:
+            own_date = (_DOC_DATE.search(d.body) or [None, d.date])[1]
+            for on in _APPROVED.findall(d.body):
+                assert on >= own_date, f"{task} seed {w.seed}: {d.doc_id} {d.title!r} dated {own_date} approved on {on}"
+            named = [r for r in dict.fromkeys(_REF.findall(d.title) + _RECORDED.findall(d.body)) if r in figures]
+            for r, day in _DATED.findall(d.body):
+                if r in figures and r not in planted:
+                    assert day in dates[r][1], f"{task} seed {w.seed}: {d.doc_id} dates {r} {day}, the ledger {dates[r][1]}"
+            if d.doc_type == "board_minutes" and "RESOLVED" in d.body:
+                for r in dict.fromkeys(_REF.findall(d.body)):
+                    if r in figures and r not in planted:
+                        assert min(dates[r][1]) <= d.date, (
+                            f"{task} seed {w.seed}: minutes of {d.date} ({d.doc_id}) approve {r}, dated {min(dates[r][1])}")
+            for r in named:
+                if r in planted:
+                    continue
+                for amount in _STATED.findall(d.body):
+                    assert abs(_cents(amount)) in figures[r], (
+                        f"{task} seed {w.seed}: {d.doc_id} {d.title!r} states {amount}; entry {r} has {sorted(figures[r])}")
+                stated = [abs(_cents(a)) for a in _ANY_AMOUNT.findall(d.body)]
+                if stated and not _STATED.search(d.body):  # no labelled total: one of its figures is the entry's
+                    assert set(stated) & figures[r], (
+                        f"{task} seed {w.seed}: {d.doc_id} {d.title!r} states {stated}; entry {r} has {sorted(figures[r])}")
+                for day in _POSTED.findall(d.body):
+                    assert day in dates[r][0], f"{task} seed {w.seed}: {d.doc_id} says {r} posted {day}, the ledger {dates[r][0]}"
+                for day in _DOC_DATE.findall(d.body)[:1]:
+                    assert day in dates[r][1], f"{task} seed {w.seed}: {d.doc_id} dates {r} {day}, the ledger {dates[r][1]}"
