@@ -2,6 +2,7 @@
 
 Run: python bench/bench_env.py                          (this checkout)
      python bench/bench_env.py --baseline /path/to/other  (the same, and another checkout side by side)
+     python bench/bench_env.py --descriptions                (only: the two ways entry texts are built)
      add --quick for a smoke run (100,000-entry worlds, fewer repeats)
 
 Targets (issue 14 point 7): every task's 1e6-entry world in < 5 s, simulating the year included;
@@ -114,13 +115,38 @@ def _episodes_worker(rounds: int) -> dict:
     return {"episodes": n, "seconds": time.perf_counter() - t0}
 
 
+def _descriptions_worker(sizes: list[int], reps: int) -> dict:
+    """CPU ms of the two ways ``books.tables.descriptions`` builds entry texts, on every entry of a
+    year of each size (the function picks one by size, ``BY_TYPE_FROM``)."""
+    import numpy as np
+
+    from jeval_ray.books import simulate_year, tables
+    out = {}
+    for size in sizes:
+        b = simulate_year(0, size)
+        ids = np.flatnonzero(b.entry_no >= 0)
+        ms = {"slot": [], "type": []}
+        for _ in range(reps):  # alternated, so both see the same machine
+            for way, fn in (("slot", tables._descriptions_by_slot), ("type", tables._descriptions_by_type)):
+                t = time.process_time()
+                fn(b, ids)
+                ms[way].append(1000 * (time.process_time() - t))
+        out[str(size)] = {"entries": len(ids), **{k: statistics.median(v) for k, v in ms.items()}}
+    return out
+
+
+def _by_type_from_worker() -> dict:
+    from jeval_ray.books.tables import BY_TYPE_FROM
+    return {"by_type_from": BY_TYPE_FROM}
+
+
 def _tasks_worker() -> dict:
     from jeval_ray.tasks import available_tasks
     return {"tasks": [[t.id, t.tier] for t in available_tasks()]}
 
 
 WORKERS = {"world": _world_worker, "sizes": _sizes_worker, "reset": _reset_worker, "episodes": _episodes_worker,
-           "tasks": _tasks_worker}
+           "descriptions": _descriptions_worker, "by_type_from": _by_type_from_worker, "tasks": _tasks_worker}
 
 
 # ----------------------------------------------------------------------------- orchestration
@@ -141,11 +167,25 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--baseline", type=Path, help="another checkout to time side by side (e.g. main's)")
+    ap.add_argument("--descriptions", action="store_true",
+                    help="only compare the two ways entry texts are built (books.tables.descriptions), by year size")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("worker_args", nargs="?", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(WORKERS[args.worker](*json.loads(args.worker_args))))
+        return
+    if args.descriptions:
+        sizes = [100, 2_000, 20_000, 100_000] + ([] if args.quick else [1_000_000])
+        r = run(ROOT, "descriptions", sizes, 5 if args.quick else 9)
+        print("## Entry texts per slot or per document type (books.tables.descriptions), CPU ms, medians")
+        print("| size | entries | per slot ms | per type ms | type÷slot | used |")
+        print("|---:|---:|---:|---:|---:|---|")
+        from_ = run(ROOT, "by_type_from")["by_type_from"]
+        for n in sizes:
+            x = r[str(n)]
+            print(f"| {n:,} | {x['entries']:,} | {x['slot']:.1f} | {x['type']:.1f} | {x['type'] / x['slot']:.2f} | "
+                  f"{'per type' if x['entries'] >= from_ else 'per slot'} |")
         return
     checkouts = {"this": ROOT}
     if args.baseline:

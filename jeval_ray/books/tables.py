@@ -167,8 +167,8 @@ _LITERALS, _SLOT_FIELD, _SLOT_LITERAL, _TRIM = _template_slots()
 
 
 #: from this many documents on, ``descriptions`` builds texts per document type (below, per slot):
-#: measured in bench/RESULTS.md (world generation), per slot is 4x faster for a 500-entry year and 2x
-#: slower for a million entries
+#: per slot is 3.5x faster for a 400-entry year, even at 20,000 entries and 2.4x slower for a million
+#: (``python bench/bench_env.py --descriptions``, bench/RESULTS.md)
 BY_TYPE_FROM = 20_000
 
 
