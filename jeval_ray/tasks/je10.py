@@ -30,15 +30,19 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   never received. Required evidence: invoice, purchase order (its history), policy. Misstatement:
   the units billed but not received at the order price. Decisive facts: the PO (document), the
   quantity billed and the quantity received.
-* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for
-  payment to an account that is not the vendor's in the vendor master, and no change is logged: a
-  payment-diversion (vendor impersonation) red flag. The expense and the payable are not misstated
+* **bank account mismatch**: the invoice asks for payment to an account that is not the vendor's in
+  the vendor master, and no change is logged: a payment-diversion (vendor impersonation) red flag. It
+  takes the face of a decoy's invoice: half are two-way invoices, a quarter matched invoices with a
+  price difference within the tolerance, a quarter short deliveries billed as received (price and
+  quantity break no rule). The expense and the payable are not misstated
   (the key records a misstatement of 0); the exposure is a fraudulent payment of the invoice total.
   Required evidence: invoice, ``master:vendors``, ``master:vendor_changes``, policy. Decisive facts:
   the invoice (document), the remittance account on it and the account in the vendor master.
 * **misclassified account** (a two-way invoice): the one document is posted to the cost account of
   another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
   guide does not allow for its vendor's category; the ERP's description names the account posted.
+  The pairs (category billed, account posted) are drawn so that each account is posted as often as
+  the sampled two-way invoices post it.
   Required evidence: invoice, ``master:vendors``, policy. Misstatement: the amount posted to the
   wrong account. Decisive facts: the invoice (document), the account posted, the vendor's category
   and the account the guide gives it.
@@ -62,14 +66,21 @@ Decoys:
   invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts: the invoice
   (document), the old and the new account and the date of the change.
 
+Defects of a decoy's kind are drawn so that the listing does not tell them apart: a price defect's
+invoice is the one whose total as planted is nearest the total of an invoice drawn and planted as a
+price decoy, a quantity defect's (the whole order) nearest what a short delivery billed as received
+comes to, so defects and decoys share the amounts, document types, price-variance lines and line
+counts of the listing; what decides them is in the invoice, the PO history, the vendor master and the
+change log.
+
 A few clean invoices (exact matches, price differences in the company's favour, orders delivered
 in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
 change log also holds verified bank changes of vendors outside the sample.
 
 Unplanted look-alikes: the ledger filter for this procedure, vendor invoices posted with a purchase
 price variance debit (5100), also returns the books' own price differences, every one within the
-tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.0
-entries per world, 3.6 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
+tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.3
+entries per world, 3.8 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
 breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 """
 
@@ -333,13 +344,93 @@ def plant(b) -> None:
         when = np.busday_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
         locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
-    price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
+    # A payee defect takes the face of one of the decoys' invoices (a two-way invoice, a matched invoice with a
+    # tolerated price difference, a short delivery billed as received), so that the listing shows defects and
+    # decoys with the same mix of document types, price-variance lines and amounts; only the remittance account,
+    # the vendor master and the change log decide it. Half take a two-way face: a misclassified invoice partly
+    # shows on the listing (its vendor posts outside its usual accounts), and with half of the payee defects
+    # the two-way invoices that look alike stand to the decoys as the matched ones do (a listing-only
+    # classifier's held-out AUC 0.53 over seeds 1000-1029 / 2000-2029, against 0.60 with a third).
+    order = rng.permutation(4)
+    bank_faces = [("two_way", "two_way", "price", "short")[int(order[i % 4])] for i in range(types.count("bank"))]
+    # a small year may run out of two-way invoices (the misclassified ones need theirs): the rest take a matched face
+    spare = max(0, int(np.count_nonzero(two_way & ~b.used & ~locked)) - types.count("mis"))
+    extra = [i for i, f in enumerate(bank_faces) if f == "two_way"][spare:]
+    for k, i in enumerate(extra):
+        bank_faces[i] = ("price", "short")[k % 2]
+    price_pool = raw_vi & room & (var <= 0)
+    price_dec = take(decoy_types.count("price"), price_pool, "matched vendor invoices")
+    bank_price = take(bank_faces.count("price"), price_pool, "matched vendor invoices")
     short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
-    picked = {k: take(types.count(k), where, what) for k, where, what in (
-        ("price", raw_vi & room & (var <= 0), "matched vendor invoices"),
-        ("qty", qty_ok, "matched invoices of orders received in one delivery"),
-        ("bank", raw_vi | two_way, "sampled vendor invoices"),
-        ("mis", two_way, "two-way vendor invoices"))}
+    bank_short = take(bank_faces.count("short"), qty_ok, "matched invoices of orders received in one delivery")
+
+    def free(where: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(where & ~b.used & ~locked)
+
+    def take_nearest(where: np.ndarray, finals, target: int, what: str) -> int:
+        """The candidate whose amount as planted (``finals`` of the candidates) is nearest ``target`` (in log)."""
+        cand = free(where)
+        if not len(cand):
+            return take(1, where, what)[0]  # raises the builder's error on too few candidates
+        j = int(cand[int(np.argmin(np.abs(np.log(finals(cand)) - np.log(max(target, 1)))))])
+        return take(1, np.arange(b.n) == j, what)[0]
+
+    def shadow(where: np.ndarray) -> int:
+        """A candidate drawn as a decoy would be (not reserved): the amounts of matched defects follow its."""
+        cand = free(where)
+        return int(cand[int(rng.integers(len(cand)))]) if len(cand) else -1
+
+    def decoy_price(i, u: float) -> int:
+        tol = _tolerance_cents(int(amt[i]), pct, cap)
+        return max(1, min(int(tol * u), tol))
+
+    def defect_price(i, u: float):
+        tol = np.minimum(amt[i] * pct // 100, cap * 100).astype(np.int64)
+        return np.maximum(tol + 100, np.minimum((tol * u).astype(np.int64), amt[i] * 3 // 10))
+
+    def short_units(i: int) -> int:
+        return int(rng.integers(1, max(1, int(d.quantity[po_of[i]]) // 3) + 1))
+
+    # defects of a decoy's kind are drawn so that their amounts as planted follow the decoy's: a price
+    # defect's total is near the total of an invoice planted as a price decoy, a quantity defect's (the
+    # whole order) near what a short delivery billed as received comes to
+    price_def, excess_of = [], {}
+    for _ in range(types.count("price")):
+        c = shadow(price_pool)
+        u_dec = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
+        u_def = float(rng.uniform(1.6, 6.0))
+        target = int(amt[c]) + decoy_price(c, u_dec) if c >= 0 else 0
+        idx = take_nearest(price_pool, lambda cand: amt[cand] + defect_price(cand, u_def), target,
+                           "matched vendor invoices")
+        price_def.append(idx)
+        excess_of[idx] = int(defect_price(np.array([idx]), u_def)[0])
+    qty_def = []
+    for _ in range(types.count("qty")):
+        c = shadow(qty_ok)
+        target = int(amt[c]) - short_units(c) * (int(amt[c]) // int(d.quantity[po_of[c]])) if c >= 0 else 0
+        qty_def.append(take_nearest(qty_ok, lambda cand: amt[cand], target,
+                                    "matched invoices of orders received in one delivery"))
+    bank_two_way = take(bank_faces.count("two_way"), two_way, "two-way vendor invoices")
+    # a misclassified invoice is posted to another two-way category's account; the pairs (category billed,
+    # account posted) are drawn so that each account is posted as often as the two-way invoices of the
+    # sample post it (half a turn of the categories' shares: no share is half of them, so never its own)
+    mis = []
+    for _ in range(types.count("mis")):
+        cats = np.array([md.CATEGORY[c] for c in _TWO_WAY])
+        counts = np.array([np.count_nonzero(two_way & ~b.used & ~locked & (cat == c)) for c in cats], dtype=float)
+        if counts.sum() == 0:
+            mis.append((take(1, two_way, "two-way vendor invoices")[0], None))
+            continue
+        edges = np.cumsum(counts / counts.sum())
+        u = float(rng.uniform())
+        src = int(np.searchsorted(edges, u, side="right"))
+        dst = int(np.searchsorted(edges, (u + 0.5) % 1.0, side="right"))
+        if dst == src or counts[min(src, len(cats) - 1)] == 0:
+            dst = (src + 1) % len(cats)
+        src, dst = min(src, len(cats) - 1), min(dst, len(cats) - 1)
+        mis.append((take(1, two_way & (cat == cats[src]), "two-way vendor invoices")[0], cost_account(_TWO_WAY[dst])))
+    picked = {"price": price_def, "qty": qty_def, "bank": bank_two_way + bank_price + bank_short,
+              "mis": [i for i, _ in mis]}
     clean = take(n_clean, (vi & (var <= 0) & complete) | two_way, "sampled vendor invoices")
 
     remit: dict[int, str] = {}
@@ -366,26 +457,22 @@ def plant(b) -> None:
         return order_value + variance, order_value, _tolerance_cents(order_value, pct, cap)
 
     for idx in picked["price"]:
-        tol = _tolerance_cents(int(amt[idx]), pct, cap)
-        excess = max(tol + 100, min(int(tol * rng.uniform(1.6, 6.0)), int(amt[idx]) * 3 // 10))
-        reprice(idx, excess)
-    for idx in price_dec:
-        tol = _tolerance_cents(int(amt[idx]), pct, cap)
-        frac = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
-        reprice(idx, max(1, min(int(tol * frac), tol)))
-    for idx in picked["qty"] + short_dec:
+        reprice(idx, excess_of[idx])
+    for idx in price_dec + bank_price:
+        reprice(idx, decoy_price(idx, float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))))
+    for idx in picked["qty"] + short_dec + bank_short:
         # the delivery came short: its goods receipt (Dr inventory / Cr GR/IR) is for fewer units
         po = int(d.parent[docs[idx]])
         gr = int(ch.receipts(po)[0])
         q = int(d.quantity[po])
-        short = int(rng.integers(1, max(1, q // 3) + 1))
+        short = short_units(idx)
         price = int(d.amount[po]) // q
         j = int(ch.entry_of[gr])
         e["debit_cents"][j] -= short * price
         e["credit_cents"][j] -= short * price
         received[idx] = [(gr, q - short, (q - short) * price)]
         billed[idx] = q
-    for idx in short_dec:
+    for idx in short_dec + bank_short:
         # ... and the vendor billed, and AP posted and paid, what arrived
         got = received[idx][0][1]
         cut = (billed[idx] - got) * (int(amt[idx]) // billed[idx])
@@ -404,9 +491,10 @@ def plant(b) -> None:
                         "new_value": new, "changed_on": b.date_str(changed_on[idx]), "changed_by": "GSILVA",
                         "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
         v["bank_account"] = new
-    for idx in picked["mis"]:
+    for idx, wrong in mis:
         old = str(e["debit_account"][idx])
-        wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(md.CATEGORIES[cat[idx]].name)]))
+        if wrong is None:
+            wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(md.CATEGORIES[cat[idx]].name)]))
         e["debit_account"][idx] = wrong
         # the ERP words the entry from the account it was posted to
         e["description"][idx] = str(e["description"][idx]).replace(
