@@ -1,9 +1,8 @@
 """JE-11 (L3): related-party transactions and unusual account pairings without approval.
 
-Candidates are dealt in pairs of one kind (a vendor invoice from a related vendor, about 60%, or a
-manual entry with one of the non-standard account combinations), one an exception and one approved,
-so every kind holds as many defects as decoys (candidates beyond the pairs, when the knobs ask for
-more defects than decoys or the reverse, are dealt one by one). Only the approvals tell them apart.
+Every candidate is drawn the same way: its kind first (a vendor invoice from a related vendor,
+about 60%, or a manual entry with a non-standard account combination), then, independently,
+whether it is an exception. Only the approvals tell them apart.
 
 Planted defects, as perturbations of the simulated year's entries:
 
@@ -26,9 +25,8 @@ Planted defects, as perturbations of the simulated year's entries:
   adjustment of the books, keyed in January, that capitalises repairs instead of accruing) and
   ``reserve_release`` (Dr 1190 allowance / Cr 6500 bad debt expense: a year-end top-side release
   of the allowance outside the monthly allowance review); a top-side's amount becomes 40-80 % of
-  its share of what the allowance holds or repairs cost in the year (the year's figure divided among
-  the top-sides of its kind), in whole hundreds (a kind without a top-side entry or room for each of
-  its items gives way to ``manual_revenue``, for the whole world). With probability ``near_miss`` / 2 an approval memo exists but
+  what the allowance holds or repairs cost in the year, in whole hundreds (a kind without room
+  gives way to ``manual_revenue``). With probability ``near_miss`` / 2 an approval memo exists but
   is dated after the entry was recorded, or records that the CFO asked for support and did not
   approve. Decisive
   facts: the debit and credit accounts and the amount (and the memo, where it exists).
@@ -262,24 +260,17 @@ def plant(b) -> None:
         register.append({"party": name, "relationship": rel, "party_type": kind,
                          "identified_on": str(np.datetime64("2015-01-01") + int(rng.integers(0, 1800)))})
 
-    # One surface for every candidate: candidates are dealt in pairs of one kind (a related-party invoice,
-    # about 60 %, or one of the non-standard pairings), one an exception and one approved, so that every
-    # kind holds as many defects as decoys and the listing, which shows kinds, shows no answer; what the
-    # knobs ask for beyond the pairs is dealt one by one.
-    def kind() -> str:
-        return "related_party" if rng.random() < 0.6 else str(rng.choice(list(PAIRS)))
-
-    n_pairs = min(b.n_defects, b.n_decoys)
-    dealt = [(bad, k) for k in (kind() for _ in range(n_pairs)) for bad in (True, False)]
-    dealt += [(True, kind()) for _ in range(b.n_defects - n_pairs)] + [(False, kind()) for _ in range(b.n_decoys - n_pairs)]
-    dealt = [dealt[int(i)] for i in rng.permutation(len(dealt))]
-    rp_labels = np.array([bad for bad, k in dealt if k == "related_party"], dtype=bool)
-    pair_items = [(bad, k) for bad, k in dealt if k != "related_party"]
+    # One surface for every candidate: its kind (related-party invoice or non-standard pairing) is
+    # drawn first, then whether it is an exception, independently (a listing shows kinds, not answers).
+    n_all = b.n_defects + b.n_decoys
+    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
+    is_rp = rng.random(n_all) < 0.6
+    rp_labels, pair_labels = labels[is_rp], labels[~is_rp]
     # approvals to write: (earliest, latest meeting or memo day, text, record) per item
     minutes_items: list[tuple] = []
     _related_party_invoices(b, rp_vendors, spare, register, rp_labels, rp_policy, minutes_items)
     b.related_parties.extend(sorted(register, key=lambda r: r["party"]))
-    _pairings(b, pair_items, pair_policy)
+    _pairings(b, pair_labels, pair_policy)
     _minutes(b, minutes_items)
 
 
@@ -381,7 +372,7 @@ def _payments_of(b, idx: int) -> list[int]:
     return vp[b.books.docs.parent[e["books_doc"][vp]] == e["books_doc"][idx]].tolist()
 
 
-def _pairings(b, pair_items: list[tuple[bool, str]], pair_policy: int) -> None:
+def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
     """Non-standard combinations: customer invoices booked by manual journal, year-end top-sides re-targeted."""
     rng = b.rng
     e = b.e
@@ -390,19 +381,11 @@ def _pairings(b, pair_items: list[tuple[bool, str]], pair_policy: int) -> None:
     # what the allowance holds and what repairs cost in the year (a release or a capitalisation never exceeds it)
     year_end = b.books.balances_at(md.YEAR_END)
     room = {"reserve_release": -int(year_end[chart.CODE["1190"]]), "capitalised_expense": int(year_end[chart.CODE["6600"]])}
-    # a top-side kind is kept or given up for the whole world, so both halves of a pair keep one kind: it needs a
-    # top-side entry for each of its items and room for each (its share of the year's figure)
-    share = {}
-    n_topside = int(np.count_nonzero((e["doc_code"] == "TS") & ~b.used))
-    for k in ("capitalised_expense", "reserve_release"):
-        n_k = sum(1 for _, x in pair_items if x == k)
-        if n_k and (n_topside < n_k or room[k] // n_k < 2_000_00):
-            pair_items = [(bad, "manual_revenue" if x == k else x) for bad, x in pair_items]
-        elif n_k:
-            n_topside -= n_k
-            share[k] = room[k] // n_k
-    for is_defect, kind in pair_items:
+    for is_defect in pair_labels:
+        kind = str(rng.choice(list(PAIRS)))
         topside = (e["doc_code"] == "TS") & ~b.used
+        if kind != "manual_revenue" and (not topside.any() or room[kind] < 2_000_00):
+            kind = "manual_revenue"
         dr, cr, desc, reason = PAIRS[kind]
         if kind == "manual_revenue":
             idx = int(b.pick(1, (e["doc_code"] == "CI") & (e["credit_account"] == "4000"), what="customer invoices")[0])
@@ -422,7 +405,8 @@ def _pairings(b, pair_items: list[tuple[bool, str]], pair_policy: int) -> None:
         else:
             idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
             # an estimate in whole hundreds, within what the allowance holds or repairs cost
-            cents = min(int(share[kind] * rng.uniform(0.4, 0.8)), md.MAX_MANUAL_CENTS // 2) // 10_000 * 10_000
+            cents = min(int(room[kind] * rng.uniform(0.4, 0.8)), md.MAX_MANUAL_CENTS // 2) // 10_000 * 10_000
+            room[kind] -= cents
             e["debit_account"][idx], e["credit_account"][idx] = dr, cr
             e["debit_cents"][idx] = e["credit_cents"][idx] = cents
             e["description"][idx] = desc
