@@ -91,8 +91,8 @@ change log also holds verified bank changes of vendors outside the sample.
 
 Unplanted look-alikes: the ledger filter for this procedure, vendor invoices posted with a purchase
 price variance debit (5100), also returns the books' own price differences, every one within the
-tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.3
-entries per world, 3.8 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
+tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 6.6
+entries per world, 3.8 of them (57 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
 breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 """
 
@@ -367,8 +367,8 @@ def plant(b) -> None:
     # A misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on
     # the listing: a two-way vendor posting to another two-way category's account. Both are drawn the same
     # way: the pairs (category billed, account posted) are drawn so that each account is posted as often as
-    # the two-way invoices of the sample post it (half a turn of the categories' shares: no share is half of
-    # them, so never its own account).
+    # the two-way invoices of the sample post it (half a turn of the categories' shares, which lands on another
+    # category while no share is half of them; where one is, the next category).
     def miscoded(what: str) -> tuple[int, str]:
         cats = np.array([md.CATEGORY[c] for c in _TWO_WAY])
         counts = np.array([np.count_nonzero(two_way & ~b.used & ~locked & (cat == c)) for c in cats], dtype=float)
