@@ -6,7 +6,9 @@ over held-out seeds and asserts the bounds ``docs/scoring.md`` promises:
 * no free points: submitting at once, clearing ordinary entries, never flagging: ≤ 0.10 an episode;
 * no laundering and no surface rule: neither beats the plain naive rule by more than 0.03 a task;
 * decoys cost: flagging every defect and every decoy (3 + 3) gives an outcome ≤ 0.6;
-* the tasks discriminate: careful − naive ≥ 0.15, careful's outcome ≥ 0.95, random < naive < careful.
+* the tasks discriminate: careful − naive ≥ 0.15, careful's outcome ≥ 0.95, random < naive < careful;
+* no surface leaks: a listing-only classifier (logistic and forest, ``jeval_ray.agents.surface``)
+  trained on 30 labelled seeds scores ≤ 0.65 decoy-vs-defect ROC AUC on 30 held-out seeds.
 """
 
 import asyncio
@@ -16,7 +18,7 @@ import pytest
 
 from jeval_ray.agents import make_agent
 from jeval_ray.agents.adversarial import SurfaceModel, make_adversary
-from jeval_ray.agents.surface import Probe
+from jeval_ray.agents.surface import Probe, probe_auc
 from jeval_ray.env import JEEnv
 from jeval_ray.episode import play_episode
 from jeval_ray.tasks import TASK_IDS
@@ -26,32 +28,41 @@ SEEDS = range(600, 604)
 #: the "does not beat naive by more than 0.03" bounds compare means: more seeds, so chance does not decide
 PAIRED_SEEDS = range(600, 616)
 TRAIN = range(1000, 1030)
+#: the leak probe is trained on TRAIN and scored on these held-out seeds
+PROBE_TEST = range(4000, 4030)
+MAX_AUC = 0.65
 EQUAL = {"n_defects": 3, "n_decoys": 3}
 FREE_POINTS = ("submit_now", "farmer", "never_flag")
 
 
-def _play(task, agent, seed, knobs=None):
+def _play(task, agent, world, knobs=None):
     env = JEEnv(task, knobs)
-    return asyncio.run(play_episode(env, agent, seed)).score
+    return asyncio.run(play_episode(env, agent, world.seed, world=(world, False))).score
 
 
 @pytest.fixture(scope="module", params=TASK_IDS)
 def table(request):
-    """{agent: [EpisodeScore per seed]} for one task."""
+    """{agent: [EpisodeScore per seed]} for one task, and the listing-only probe's held-out AUC.
+
+    Worlds are immutable, so each is built once and handed to every episode played on it."""
     task = request.param
-    probe = Probe("forest", [generate_world(task, s) for s in TRAIN])
+    worlds = {s: generate_world(task, s) for s in (*PAIRED_SEEDS, *SEEDS)}
+    equal = {s: generate_world(task, s, EQUAL) for s in SEEDS}
+    train = [generate_world(task, s) for s in TRAIN]
+    forest = Probe("forest", train)
     out = {}
     for name in ("random", "careful"):
-        out[name] = [_play(task, make_agent(name, s), s) for s in SEEDS]
-    out["naive"] = [_play(task, make_agent("naive", s), s) for s in PAIRED_SEEDS]
+        out[name] = [_play(task, make_agent(name, s), worlds[s]) for s in SEEDS]
+    out["naive"] = [_play(task, make_agent("naive", s), worlds[s]) for s in PAIRED_SEEDS]
     for name in FREE_POINTS:
-        out[name] = [_play(task, make_adversary(name, s), s) for s in SEEDS]
-    out["laundered_naive"] = [_play(task, make_adversary("laundered_naive", s), s) for s in PAIRED_SEEDS]
+        out[name] = [_play(task, make_adversary(name, s), worlds[s]) for s in SEEDS]
+    out["laundered_naive"] = [_play(task, make_adversary("laundered_naive", s), worlds[s]) for s in PAIRED_SEEDS]
     out["surface_rule"] = [_play(task, make_adversary("surface_rule", s, model=SurfaceModel(
-        probe.world_scores(generate_world(task, s)))), s) for s in PAIRED_SEEDS]
-    out["flag_key"] = [_play(task, make_adversary("flag_key", s, world=generate_world(task, s, EQUAL)), s, EQUAL)
-                       for s in SEEDS]
-    return task, out
+        forest.world_scores(worlds[s]))), worlds[s]) for s in PAIRED_SEEDS]
+    out["flag_key"] = [_play(task, make_adversary("flag_key", s, world=equal[s]), equal[s], EQUAL) for s in SEEDS]
+    held_out = [generate_world(task, s) for s in PROBE_TEST]
+    auc = probe_auc(train, held_out, trained={"forest": forest})
+    return task, out, auc
 
 
 def _mean(scores, part="score"):
@@ -59,14 +70,14 @@ def _mean(scores, part="score"):
 
 
 def test_no_free_points_for_doing_nothing_clearing_ordinary_entries_or_never_flagging(table):
-    task, out = table
+    task, out, _ = table
     for name in FREE_POINTS:
         worst = max(s.score for s in out[name])
         assert worst <= 0.10, (task, name, worst)
 
 
 def test_laundering_and_surface_rules_do_not_beat_the_naive_rule(table):
-    task, out = table
+    task, out, _ = table
     naive = _mean(out["naive"])
     for name in ("laundered_naive", "surface_rule"):
         assert _mean(out[name]) <= naive + 0.03, (task, name, _mean(out[name]), naive)
@@ -75,17 +86,24 @@ def test_laundering_and_surface_rules_do_not_beat_the_naive_rule(table):
 
 
 def test_flagging_every_defect_and_every_decoy_costs(table):
-    task, out = table
+    task, out, _ = table
     assert _mean(out["flag_key"], "outcome") <= 0.6, task
     assert _mean(out["flag_key"]) < _mean(out["careful"]) - 0.15, task
 
 
 def test_the_task_discriminates(table):
-    task, out = table
+    task, out, _ = table
     careful, naive, rnd = _mean(out["careful"]), _mean(out["naive"]), _mean(out["random"])
     assert min(s.outcome for s in out["careful"]) >= 0.95, task
     assert careful - naive >= 0.15, (task, careful, naive)
     assert rnd < naive < careful, (task, rnd, naive, careful)
+
+
+def test_a_listing_only_classifier_cannot_tell_decoys_from_defects(table):
+    """Both probe models (logistic, forest), trained on the listing of 30 labelled seeds, score
+    ≤ 0.65 ROC AUC on 30 held-out seeds: what separates a decoy from a defect is evidence to read."""
+    task, _, auc = table
+    assert all(v is not None and v <= MAX_AUC for v in auc.values()), (task, auc)
 
 
 def test_naming_every_staff_member_does_not_name_the_scheme_user():

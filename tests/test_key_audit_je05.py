@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import date, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,15 +92,20 @@ def test_key_audit_je05():
         for u in md.USERS:
             if u.approval_limit_cents and u.role not in ("AR Clerk",):
                 assert f"{u.role} " in policy.body and f"USD {u.approval_limit_cents // 100:,}" in policy.body
-        # the books' payments of the re-used invoices: to the invoice's vendor, after it, never above it
+        # each planted invoice is paid once, at its own amount, to its vendor, in a Thursday payment
+        # run after it and at most a week past its due date, within the year
         vp = w.ledger.filter(pc.and_(pc.equal(w.ledger["document_type"], "VP"), pc.equal(w.ledger["line_no"], 1)))
+        paid = defaultdict(list)
         for p in vp.to_pylist():
-            ref = p["description"].rsplit(" ", 1)[-1]
-            for eid in key:
-                e = ents[eid]
-                if e["reference"] == ref:
-                    assert p["vendor_id"] == e["vendor_id"] and vendors[e["vendor_id"]]["name"] in p["description"]
-                    assert p["posting_date"] > e["posting_date"] and round(p["debit"] * 100) <= e["cents"], (seed, eid)
+            paid[p["description"].rsplit(" ", 1)[-1]].append(p)
+        for eid in key:
+            e = ents[eid]
+            (p,) = paid[e["reference"]]
+            due = e["document_date"] + timedelta(days=vendors[e["vendor_id"]]["payment_terms_days"])
+            assert p["vendor_id"] == e["vendor_id"] and vendors[e["vendor_id"]]["name"] in p["description"]
+            assert round(p["debit"] * 100) == e["cents"], (seed, eid)
+            assert e["posting_date"] < p["posting_date"] <= min(due + timedelta(days=7), date(2025, 12, 31)), (seed, eid)
+            assert p["posting_date"].weekday() <= 4, (seed, eid)
         runs = _runs(ents, limit)
         in_run = {e["entry_id"] for g in runs for e in g}
         assert set(key) <= in_run, seed  # every planted entry is caught by the rule

@@ -49,7 +49,7 @@ def test_every_kind_is_planted_and_the_books_keep_their_close_work():
 
 def test_defects_and_decoys_share_one_listing_surface():
     """Per kind, defects and decoys come from one listing distribution and the kind does not predict
-    the label (tests/test_leak_probe.py trains a classifier on the whole listing)."""
+    the label (tests/test_adversarial.py trains a classifier on the whole listing)."""
     rows = []  # (is defect, kind, recording lag in days, posting day)
     for seed in range(100, 130):
         w = generate_world("JE-9", seed)

@@ -75,7 +75,7 @@ def test_the_plan_tests_select_the_planted_entries_and_genuine_ones(world):
 
 def test_defects_and_decoys_share_one_listing_surface():
     """Defects and decoys are drawn from one pool with their slips before their labels: document type,
-    robust z and the size of the slip do not predict the label (tests/test_leak_probe.py trains a
+    robust z and the size of the slip do not predict the label (tests/test_adversarial.py trains a
     classifier on the whole listing)."""
     rows = []  # (is defect, accrual, robust z)
     for seed in range(100, 112):

@@ -3,7 +3,7 @@
 This is the leak probe: if a simple classifier, trained on the labelled worlds of some seeds and
 given only what an agent sees *before opening any document* (the entry's ledger lines, the master
 data and the document listing's titles), separates decoys from defects on other seeds, the task
-leaks its answer through its surface. ``tests/test_leak_probe.py`` asserts it cannot (ROC AUC
+leaks its answer through its surface. ``tests/test_adversarial.py`` asserts it cannot (ROC AUC
 ≤ 0.65 on every task); the ``surface_rule`` adversary plays the same classifier.
 
 scikit-learn is a test dependency; it is imported only when a probe is trained.
@@ -30,7 +30,9 @@ def listing_features(world, entry_ids: Iterable[str] | None = None) -> dict[str,
     if wanted is not None:
         led = led.filter(pc.is_in(led.column("entry_id"), value_set=pa.array(sorted(wanted))))
     rows = led.to_pylist()
-    titles = [d.title.lower() for d in world.documents]
+    # one string of every title (a reference or a name holds no newline, so a substring of it is
+    # a substring of one title): one scan per entry instead of one per entry and title
+    titles = "\n".join(d.title.lower() for d in world.documents)
     vendors = {v["vendor_id"]: (v.get("name") or "").lower() for v in world.master["vendors"].to_pylist()}
     by_entry: dict[str, list[dict]] = {}
     for r in rows:
@@ -74,8 +76,8 @@ def listing_features(world, entry_ids: Iterable[str] | None = None) -> dict[str,
         f["ref_prefix=" + (m.group(0).upper() if m else "")] = 1.0
         f["ref_len"] = float(len(ref))
         vname = vendors.get(h["vendor_id"] or "", "")
-        f["title_mentions_ref"] = float(bool(ref) and any(ref.lower() in t for t in titles))
-        f["title_mentions_vendor"] = float(bool(vname) and any(vname in t for t in titles))
+        f["title_mentions_ref"] = float(bool(ref) and ref.lower() in titles)
+        f["title_mentions_vendor"] = float(bool(vname) and vname in titles)
         out[eid] = f
     return out
 
@@ -122,7 +124,24 @@ class Probe:
         """P(defect) per feature row (0.5 everywhere when the training set had one class)."""
         if not self.trainable or not feats:
             return np.full(len(feats), 0.5)
-        return self.model.predict_proba(self.vec.transform(feats))[:, 1]
+        return self.model.predict_proba(self._matrix(feats))[:, 1]
+
+    def _matrix(self, feats: list[dict[str, float]]):
+        """``self.vec.transform(feats)`` for numeric features, without its per-value type checks
+        (a whole world's listing is thousands of rows): features unseen in training are dropped."""
+        from scipy.sparse import csr_matrix
+
+        vocab = self.vec.vocabulary_
+        indptr, indices, data = [0], [], []
+        for f in feats:
+            for k, v in f.items():
+                j = vocab.get(k)
+                if j is not None:
+                    indices.append(j)
+                    data.append(v)
+            indptr.append(len(indices))
+        return csr_matrix((np.asarray(data, dtype=float), np.asarray(indices, dtype=np.int32), indptr),
+                          shape=(len(feats), len(vocab))).sorted_indices()
 
     def world_scores(self, world) -> dict[str, float]:
         feats = listing_features(world)
@@ -130,8 +149,9 @@ class Probe:
         return dict(zip(ids, self.scores([feats[e] for e in ids]).tolist()))
 
 
-def probe_auc(train_worlds: list, test_worlds: list) -> dict[str, float | None]:
-    """Held-out decoy-vs-defect ROC AUC of each probe model (None when the test set has one class)."""
+def probe_auc(train_worlds: list, test_worlds: list, trained: dict[str, Probe] | None = None) -> dict[str, float | None]:
+    """Held-out decoy-vs-defect ROC AUC of each probe model (None when the test set has one class).
+    ``trained``: probes already trained on ``train_worlds``, by kind, to reuse instead of training again."""
     from sklearn.metrics import roc_auc_score
 
     X, y = [], []
@@ -141,7 +161,7 @@ def probe_auc(train_worlds: list, test_worlds: list) -> dict[str, float | None]:
         y += ys
     out: dict[str, float | None] = {}
     for kind in _models():
-        p = Probe(kind, train_worlds)
+        p = (trained or {}).get(kind) or Probe(kind, train_worlds)
         out[kind] = float(roc_auc_score(y, p.scores(X))) if len(set(y)) == 2 else None
     return out
 

@@ -19,12 +19,16 @@ business days. Planting is a perturbation of the books: each part is one of the 
 vendor invoices without a goods receipt (``VN``, two lines: Dr the vendor's cost account,
 Cr 2000) for an ad-hoc purchase (freight, maintenance, marketing, office, travel: no rent,
 subscription, premium or accrued service whose schedule would show the gap; in a year too small
-for the planted count, 4 of seeds 0-99 at default knobs, bills of accrued services as well),
-moved to the unit's vendor, preparer, approver, date and amount; its reference stays. The books' payment of a re-used
-invoice stays as it was (amount, date, cash) and now pays the planted invoice on account: it is
-dated after it, never above it, and names its vendor. Each part's vendor invoice (titled like the
-books' own, citing its purchase order) and the purchase orders are added to the support pack;
-only those documents tell the kinds apart.
+for the planted count, 6 of seeds 0-99 at default knobs, bills of accrued services as well),
+moved to the unit's vendor, preparer, approver, date and amount; its reference stays. Only
+invoices the books paid in one payment (or had not paid by the year end) are re-used, and the
+payment moves with its invoice (one is added where the books had none): it pays the part at its own amount, names the unit's vendor, and goes out in the Thursday payment
+run on or just before the part's due date, as the books pay (the units are dated so that run
+falls in the year). Payables therefore tie per invoice and per vendor; the parts cost more than
+the invoices they re-use, so the world's opening cash is what the books' own rule gives for the
+planted year (``WorldBuilder.fund_opening_cash``), retained earnings taking the other side. Each
+part's vendor invoice (titled like the books' own, citing its purchase order) and the purchase
+orders are added to the support pack; only those documents tell the kinds apart.
 
 * Defect ``split_purchase`` (criteria ``LIMIT_AVOIDANCE``): the unit's purchase orders were raised
   the same day under one requisition and one vendor quotation whose total (the sum of the parts)
@@ -43,7 +47,7 @@ near-limit amounts by statements of work that the ledger contradicted).
 
 Unplanted look-alikes: the rule also catches runs in the books themselves (an AP clerk, limit
 5,000, keying two invoices of one supplier within three days). Over seeds 0-49 at default knobs
-it returns 32 unplanted entries in 15 of 50 worlds (5.3 % of its 606 hits; 0.8 % of the 4,024
+it returns 34 unplanted entries in 16 of 50 worlds (5.6 % of its 608 hits; 0.8 % of the 4,024
 unplanted manual vendor invoices). None is an exception: in most, the user who approved each
 invoice holds a limit covering the whole run (``master:users`` clears them); for the others
 (12 entries) the books' own invoices and purchase orders are added to the pack, and they show
@@ -298,8 +302,15 @@ def plant(b) -> None:
     units = [units[int(i)] for i in rng.permutation(len(units))]
     # the books' manual invoices without a goods receipt that a unit re-uses: of vendors bought from
     # ad hoc (not rent, subscriptions, insurance premiums or accrued services, whose schedules would
-    # show the gap), below the smallest part, so the books' payment of one never exceeds its new amount
-    reusable = e["manual"] & (e["doc_code"] == "VN") & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0])
+    # show the gap), below the smallest part (every part raises the invoice it re-uses); each re-used
+    # invoice takes its payment with it (re-dated and re-amounted below; one the books had not paid by
+    # the year end gets one), so invoices the books paid in two instalments are left alone
+    paid_inv, pay = _payments_of(b)
+    pay_of = np.full(b.n, -1, dtype=np.int64)
+    pay_of[paid_inv] = pay
+    reusable = e["manual"] & (e["doc_code"] == "VN") & (e["debit_cents"] < MIN_PART_SHARE * TIERS[0][0]) \
+        & (np.bincount(paid_inv, minlength=b.n) <= 1)
+    new_payments: list[dict] = []
 
     def of_categories(names: tuple[str, ...]) -> np.ndarray:
         out = np.zeros(b.n, dtype=bool)
@@ -312,26 +323,24 @@ def plant(b) -> None:
         # a small year with few ad-hoc invoices: bills of accrued services too (their accrual then
         # reverses without the month's invoice)
         pool |= of_categories(FALLBACK_CATEGORIES)
-    paid_inv, pay = _payments_of(b)
-    first_paid = np.full(b.n, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first_paid, paid_inv, e["post_date"][pay].astype(np.int64))
     invoices = e["manual"] & np.isin(e["doc_code"], ("VI", "VN"))
     first, last = np.datetime64("2025-02-03"), np.datetime64("2025-12-10")
+    year_end = np.datetime64(md.iso(md.YEAR_END))
     for k, defect in units:
-        # k re-usable invoices, then a preparer, vendor and days before the books pay any of them,
-        # with no other invoice of that preparer and vendor within the run's gap
+        # k re-usable invoices, then a preparer, vendor and days early enough for the payment run
+        # before the parts' due date to fall in the year, with no other invoice of that preparer
+        # and vendor within the run's gap
         group: list[int] = []
         for _attempt in range(500):
             free = np.flatnonzero(pool & ~b.used)
             if len(free) < k:
                 break
             group = [int(i) for i in rng.choice(free, size=k, replace=False)]
-            latest = min(last, np.datetime64(int(first_paid[group].min()) - 1 - RUN_GAP_DAYS, "D")) \
-                if first_paid[group].min() < np.iinfo(np.int64).max else last
-            if latest < first:
-                continue
             prep = str(INVOICE_PREPARERS[int(rng.integers(0, len(INVOICE_PREPARERS)))])
             vendor = vendors[int(rng.integers(0, len(vendors)))]
+            latest = min(last, year_end - int(vendor["payment_terms_days"]) - 7)
+            if latest < first:
+                continue
             days = [_busday(first + int(rng.integers(0, int((latest - first).astype(np.int64)) + 1)))]
             for _p in range(k - 1):
                 nxt = _busday(days[-1], int(rng.random() < 0.5))
@@ -341,8 +350,7 @@ def plant(b) -> None:
             day = e["post_date"].astype(np.int64)  # as moved by the units placed so far
             others = invoices & (e["preparer"] == prep) & (e["vendor_id"] == vendor["vendor_id"])
             others[group] = False
-            if hi < first_paid[group].min() and \
-                    not (others & (day >= lo - RUN_GAP_DAYS - 1) & (day <= hi + RUN_GAP_DAYS + 1)).any():
+            if not (others & (day >= lo - RUN_GAP_DAYS - 1) & (day <= hi + RUN_GAP_DAYS + 1)).any():
                 b.used[group] = True
                 break
         if len(group) < k or not b.used[group].all():
@@ -375,11 +383,23 @@ def plant(b) -> None:
                                      f"{chart.ACCOUNTS[chart.CODE[account]].name.lower()}"
                                      if rng.random() < b.knobs.description_quality else
                                      str(rng.choice(["Adj", "Per JV", "See file", "Entry"])))
-        for idx in group:
-            # the books' payment of the re-used invoice stays (amount, date, cash): a payment on account
-            for p in pay[paid_inv == idx].tolist():
-                e["vendor_id"][p] = vendor["vendor_id"]
-                e["description"][p] = f"Payment run {vendor['name']} invoice {e['reference'][idx]}"
+        for idx, cents in zip(group, parts):
+            # the re-used invoice's payment moves with it: paid at the part's amount in the Thursday
+            # payment run before its due date, as the books pay (``books.purchasing.payment_runs``)
+            p = int(pay_of[idx])
+            run = _payment_run(rng, e["doc_date"][idx] + int(vendor["payment_terms_days"]), e["post_date"][idx])
+            text = f"Payment run {vendor['name']} invoice {e['reference'][idx]}"
+            if p < 0:
+                new_payments.append({
+                    "doc_code": "VP", "post_date": run, "entry_date": run, "time_s": int(md.night_batch(rng, 1)[0]),
+                    "preparer": "SYS_BATCH", "approver": "", "manual": False, "vendor_id": vendor["vendor_id"],
+                    "reference": f"VP-{len(b.books.docs.type) + 1 + len(new_payments):07d}",  # above every books number
+                    "description": text, "lines": [("2000", cents), ("1000", -cents)]})
+                continue
+            e["post_date"][p] = e["entry_date"][p] = e["doc_date"][p] = run
+            e["debit_cents"][p] = e["credit_cents"][p] = cents
+            e["vendor_id"][p] = vendor["vendor_id"]
+            e["description"][p] = text
         # the orders: dated before the first invoice, approved on their own date
         ordered_by = _workday_on_or_before(min(inv_dates) - int(rng.integers(6, 30)))
         base_ev = [policy, "master:users"]
@@ -419,7 +439,17 @@ def plant(b) -> None:
                 po_doc = docs.purchase_order(po, vendor, od, req, quote, goods[p], goods[p], cents, approver, od)
                 inv_doc = docs.invoice(idx, vendor, po, ext, account, _approval_day(rng, idx, e))
                 b.add_decoy(idx, "separate_purchases", [*base_ev, inv_doc, po_doc], facts=[po, quote[0], cents / 100])
+    b.add_entries(new_payments)
     _document_book_runs(b, limit)
+    # the parts cost more than the invoices they re-use: the opening cash the books' rule gives for this year
+    b.fund_opening_cash()
+
+
+def _payment_run(rng, due: np.datetime64, posted: np.datetime64) -> np.datetime64:
+    """The Thursday payment run on or just before ``due`` (at least two days after the posting)."""
+    earliest = max(due - int(rng.integers(0, 8)), posted + 2)
+    dow = int((earliest.astype(np.int64) + 3) % 7)  # Monday 0 (1970-01-01 was a Thursday)
+    return np.datetime64(int(md.business_offset(earliest + (3 - dow) % 7, 0)), "D")
 
 
 def _payments_of(b) -> tuple[np.ndarray, np.ndarray]:

@@ -68,6 +68,7 @@ _TEMPLATE_NAMES = np.array([TEMPLATE_OF_TYPE[c] for c in TYPE_CODES.tolist()])
 _CODES = chart.CODES
 _PNL = np.array([not a.balance_sheet for a in chart.ACCOUNTS])
 _RETAINED = chart.CODE["3100"]
+_CASH = chart.CODE["1000"]
 
 
 def _first_max(v: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -332,6 +333,7 @@ class WorldBuilder:
         self.decoys: list[tuple] = []
         self.hidden = np.zeros(n, dtype=bool)
         self.used = np.zeros(n, dtype=bool)
+        self._cash_raise = 0  # cents added to the opening cash by ``fund_opening_cash`` (retained earnings the other side)
         self._add_noise_documents(knobs.noise_documents)
 
     # ----------------------------------------------------------------- the books' entries
@@ -559,6 +561,29 @@ class WorldBuilder:
         self.n = n + k
         return new
 
+    def fund_opening_cash(self) -> int:
+        """Re-apply the books' opening-cash rule to the planted year and return the raise in cents.
+
+        The books open with the cash that keeps the account at or above half a month of payroll at
+        the end of every day of the year, in whole thousands of dollars (``books.simulate``). A task
+        that plants payments the books never made (new purchases paid in the payment run) would
+        overdraw that cash; calling this after planting raises the opening cash to what the same
+        rule gives for the planted year, retained earnings (the opening trial balance's plug, as in
+        the books) taking the other side, so the opening trial balance still balances. Nothing
+        changes when the books' opening cash carries the planted year."""
+        le, acct, val, codes = self._final_lines_idx()
+        on = acct == _CASH
+        day = self.e.peek("post_date")[le[on]].astype(np.int64)
+        order = np.argsort(day, kind="stable")
+        running = np.cumsum(val[on][order])
+        d = day[order]
+        day_end = np.concatenate([d[1:] != d[:-1], [True]]) if len(d) else np.zeros(0, dtype=bool)
+        low = int(running[day_end].min()) if len(running) else 0
+        need = max(0, -low) + self.books.master.annual_payroll_cents // 24
+        need = -(-need // 100_000) * 100_000  # whole thousands of dollars, as the books round it
+        self._cash_raise = max(0, need - int(self.books.opening.balances[_CASH]))
+        return self._cash_raise
+
     def set_line(self, idx: int, account: str, cents: int) -> None:
         """Set entry ``idx``'s line on ``account`` to ``cents`` (signed, + debit), adding the line (before
         the entry's last line) when the entry has none there: a change beside the main lines (a matched
@@ -591,6 +616,15 @@ class WorldBuilder:
         for side, part in (("debit_cents", max(cents, 0) - max(old, 0)), ("credit_cents", max(-cents, 0) - max(-old, 0))):
             self.e[side][idx] += part
             self._orig[side][idx] += part
+
+    def entry_numbers(self) -> np.ndarray:
+        """Each entry's number as ``build`` gives it (entry time order, the books' number on ties), so
+        a check can find the entry behind a world's ``entry_id``."""
+        e = self.e
+        order = np.lexsort((self._books_no, e.peek("time_s"), e.peek("entry_date")))
+        entry_no = np.empty(self.n, dtype=np.int64)
+        entry_no[order] = np.arange(self.n) + 1_000_000_001
+        return entry_no
 
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
@@ -843,9 +877,12 @@ class WorldBuilder:
         }
 
     def _opening(self, codes: list[str]) -> np.ndarray:
-        """The books' opening trial balance over ``codes`` (an account outside the chart opens at nil)."""
+        """The books' opening trial balance over ``codes`` (an account outside the chart opens at nil),
+        with the opening cash ``fund_opening_cash`` raised against retained earnings."""
         opening = np.zeros(len(codes), dtype=np.int64)
         opening[:len(_CODES)] = self.books.opening.balances
+        opening[_CASH] += self._cash_raise
+        opening[_RETAINED] -= self._cash_raise
         return opening
 
     def _balances(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str]) -> pa.Table:
