@@ -267,6 +267,15 @@ class _Chains:
         lo, hi = np.searchsorted(self.vp_parent, [inv, inv + 1])
         return self.vp[lo:hi]
 
+    def paid_whole_or_not(self) -> np.ndarray:
+        """Per document: whether the payments posted in the year settle it in full, or none was posted. An invoice
+        paid in instalments across the year end keeps its books amount: a changed one would be part paid."""
+        d = self.d
+        in_year = self.entry_of[self.vp] >= 0
+        paid = np.bincount(self.vp_parent[in_year], weights=d.amount[self.vp[in_year]], minlength=len(d))
+        n = np.bincount(self.vp_parent[in_year], minlength=len(d))
+        return (n == 0) | (paid.astype(np.int64) == d.amount + d.tax + d.variance)
+
     def single_receipt(self) -> np.ndarray:
         """Per document: whether it is an order received in exactly one goods receipt, for the whole quantity."""
         d = self.d
@@ -327,6 +336,9 @@ def plant(b) -> None:
     first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
     whole = ch.single_receipt()[po_of]
     qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
+    # invoices whose amount a plant changes (price differences, short deliveries) are paid whole or not in the year
+    settles = ch.paid_whole_or_not()[docs]
+    qty_ok &= settles
     # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
     received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
     complete = received_all == d.quantity[po_of]
@@ -390,7 +402,7 @@ def plant(b) -> None:
     # difference, a short delivery billed as received), where price and quantity break no rule.
     spare = int(np.count_nonzero(two_way & ~b.used & ~locked))
     bank_faces = ["two_way" if k < spare else ("price", "short")[k % 2] for k in range(types.count("bank"))]
-    price_pool = raw_vi & room & (var <= 0)
+    price_pool = raw_vi & room & (var <= 0) & settles
     price_dec = take(decoy_types.count("price"), price_pool, "matched vendor invoices")
     bank_price = take(bank_faces.count("price"), price_pool, "matched vendor invoices")
     short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
