@@ -66,7 +66,7 @@ def test_no_hidden_labels_in_visible_text():
 def test_defects_and_decoys_share_one_listing_surface():
     """Defects and decoys are drawn from the same kinds of invoices and perturbed alike, so the listing's
     amount scale, document kinds, line counts and price-variance lines do not tell them apart
-    (tests/test_leak_probe.py trains a classifier on the whole listing)."""
+    (tests/test_adversarial.py trains a classifier on the whole listing)."""
     rows = []  # (is defect, log10 amount, matched invoice, lines, has a price-variance line)
     for seed in range(100, 130):
         w = generate_world("JE-10", seed)
