@@ -342,14 +342,28 @@ _REF = re.compile(r"\b([A-Z]{2}-\d{5,})\b")
 _USD = re.compile(r"USD (-?[\d,]+\.\d\d)")
 
 
+def _traced(pop: dict, found: list) -> str:
+    """The working-paper note on the population test (the guide's baseline): each over-represented
+    digit of the population and the preparers whose own tests show it, or that none does."""
+    counts = _counts(pop)
+    if counts is None:
+        return ""
+    notes = []
+    for d in np.flatnonzero(digit_z(counts, int(pop["n"])) > Z_SELECT) + 1:
+        users = [u for u, dd, _z, _n, _s in found if dd == d]
+        notes.append(f"digit {d} over-represented in the population, "
+                     + (f"traced to {', '.join(users)}" if users else "shown by no preparer's own test: not a selection"))
+    return "; " + "; ".join(notes) if notes else "; the population conforms digit by digit"
+
+
 def careful(kit: Kit):
     """Tests each preparer's leading digits, selects the entries behind every over-represented digit and
     vouches each to its source document: flags what is keyed above the document, clears what agrees."""
     yield from kit.master("users")
     by_user, pop, found = yield from _select(kit)
     if not found:
-        yield from kit.submit(f"Population first-digit MAD {pop.get('mad')}; no preparer's leading digit is "
-                              "over-represented; nothing selected.")
+        yield from kit.submit(f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}; no preparer's "
+                              "leading digit is over-represented; nothing selected.")
         return
     support = {}
     for d in (yield from kit.documents()):
@@ -387,6 +401,6 @@ def careful(kit: Kit):
                 f"review threshold.")
             n_flag += 1
     yield from kit.submit(
-        f"Population first-digit MAD {pop.get('mad')}. Selected the entries behind "
+        f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}. Selected the entries behind "
         + "; ".join(f"{u}'s digit {d} (z {z:.1f})" for u, d, z, _n, _s in found)
         + f"; vouched them to their source documents: {n_flag} not supported (flagged), {n_clear} agree (cleared).")
