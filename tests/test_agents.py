@@ -20,7 +20,13 @@ SEEDS = range(5)
 
 @pytest.fixture(scope="module")
 def results():
-    return {(t, a, s): play(t, a, s) for t in AVAILABLE for a in ("random", "naive", "careful") for s in SEEDS}
+    out = {}
+    for t in AVAILABLE:
+        for s in SEEDS:
+            world = generate_world(t, s)  # immutable: the three agents play the same world
+            for a in ("random", "naive", "careful"):
+                out[(t, a, s)] = play(t, a, s, world=(world, False))
+    return out
 
 
 @pytest.mark.parametrize("task_id", AVAILABLE)

@@ -45,14 +45,14 @@ def _invoices(w) -> dict[str, dict]:
         if d.doc_type != "invoice":
             continue
         b = d.body
-        line = re.search(r"Line 1: .* - quantity (\d+) at " + _USD + " each = " + _USD, b)
+        line = re.search(r"Line 1: (.*) - quantity (\d+) at " + _USD + " each = " + _USD, b)
         adj = re.search(r"Line 2: price adjustment = " + _USD, b)
         stamp = re.search(r"AP stamp: posted as (V[IN]-\d+) on (\S+) by .* \((\w+)\); approved by .* \((\w+)\) on (\S+)\.", b)
         po = re.search(r"Your purchase order: (PO-\d+)", b)
         out[stamp.group(1)] = {
             "doc_id": d.doc_id, "date": re.search(r"Invoice date: (\S+)", b).group(1),
             "vendor_id": re.search(r"vendor no\. (V\d+)", b).group(1), "po": po.group(1) if po else None,
-            "qty": int(line.group(1)), "price": _cents(line.group(2)), "line": _cents(line.group(3)),
+            "what": line.group(1), "qty": int(line.group(2)), "price": _cents(line.group(3)), "line": _cents(line.group(4)),
             "adjustment": _cents(adj.group(1)) if adj else 0, "total": _cents(re.search(r"Invoice total: " + _USD, b).group(1)),
             "bank": re.search(r"Remit payment to: .*, account (\S+)", b).group(1),
             "posted": stamp.group(2), "preparer": stamp.group(3), "approver": stamp.group(4), "approved": stamp.group(5),
@@ -74,7 +74,8 @@ def _orders(w) -> dict[str, dict]:
             "doc_id": d.doc_id, "date": re.search(r"Order date: (\S+)", b).group(1), "qty": int(line.group(1)),
             "price": _cents(line.group(2)), "total": _cents(re.search(r"PO total: " + _USD, b).group(1)),
             "approved": re.search(r"approved in ERP by .* on (\S+)\.", b).group(1), "receipts": grs,
-            "two_way": "no goods receipt" in b,
+            "two_way": "no goods receipt" in b, "what": re.search(r"Line 1: (.*) - quantity", b).group(1),
+            "assign": (re.search(r"Account assignment: (\d{4}) ", b) or [None, None])[1],
         }
     return out
 
@@ -133,9 +134,11 @@ class Pack:
         v = self.vendors[inv["vendor_id"]]
         if inv["bank"] != v["bank_account"] and self.verified_change(inv) is None:
             out.add("payee")
-        if {a for a, _ in e["lines"]} - self.guide[v["category"]]:
-            out.add("coding")
         po = self.po.get(inv["po"])
+        off = {a for a, _ in e["lines"]} - self.guide[v["category"]]
+        # section 6: an ordered service posts to the account its approved PO assigns
+        if off and not (po is not None and po["two_way"] and off == {po["assign"]}):
+            out.add("coding")
         if po is not None:
             if not po["two_way"] and inv["qty"] > self.received(po):
                 out.add("quantity")
@@ -174,7 +177,8 @@ def test_key_audit_documents_tie_to_the_entries_they_support(packs):
                     assert day >= po["date"]
             elif inv["po"]:
                 po = p.po[inv["po"]]
-                assert po["two_way"] and inv["qty"] == 1
+                assert po["two_way"] and inv["qty"] == 1 and po["assign"] is not None
+                assert inv["what"] == po["what"] + " per order"  # the invoice bills the work the PO ordered
             if inv["po"]:
                 assert p.po[inv["po"]]["date"] <= p.po[inv["po"]]["approved"] <= inv["date"]
 
@@ -213,6 +217,7 @@ def test_key_audit_defects_break_exactly_the_rule_their_rationale_states(packs):
                 assert p.breaks(ref) == {"coding"} and len(posted) == 1
                 (acct,) = posted
                 assert acct not in p.guide[cat] and acct != p.main[cat]
+                assert po["assign"] == p.main[cat] and po["doc_id"] in d.required_evidence  # the PO does not assign it
                 assert chart.ACCOUNTS[chart.CODE[acct]].name.lower() in e["description"]  # the ERP names what it posted
                 assert round(d.misstatement * 100) == inv["total"] == _line(e, acct)
                 assert {acct, cat, p.main[cat]} <= set(d.facts) and "master:vendors" in d.required_evidence
@@ -235,6 +240,15 @@ def test_key_audit_decoys_are_cleared_by_their_evidence_and_break_no_rule(packs)
                 assert got < po["qty"] and inv["qty"] == got and inv["adjustment"] == 0  # short order, billed as received
                 assert _line(e, "2050") == sum(c for _, _, _, c in po["receipts"])  # GR/IR clears exactly
                 assert {f"{po['qty']:.2f}", f"{got:.2f}"} <= set(d.facts) and po["doc_id"] in d.clearing_evidence
+            elif d.decoy_type == "coded_per_po_assignment":
+                cat = p.vendors[inv["vendor_id"]]["category"]
+                posted = {a for a, v in e["lines"] if v > 0}
+                assert len(posted) == 1 and po["two_way"], (p.w.seed, ref)
+                (acct,) = posted
+                # outside the vendor's category, as a misclassified invoice is, but the PO assigns it there
+                assert acct not in p.guide[cat] and po["assign"] == acct and po["date"] <= inv["date"]
+                assert chart.ACCOUNTS[chart.CODE[acct]].name.lower() in e["description"]
+                assert {po["doc_id"], "master:vendors"} <= set(d.clearing_evidence) and {acct, cat} <= set(d.facts)
             else:
                 assert d.decoy_type == "bank_change_verified"
                 r = p.verified_change(inv)
@@ -252,9 +266,12 @@ def test_key_audit_nothing_outside_the_key_breaks_a_stated_rule(packs):
                for p in packs)
     lookalikes = 0
     for p in packs:
-        for ref in p.inv:
+        for ref, inv in p.inv.items():
             if p.ent[ref]["entry_id"] not in p.key:
                 assert not p.breaks(ref), (p.w.seed, ref)
+                po = p.po.get(inv["po"])
+                if po is not None and po["two_way"]:  # an ordinary order assigns its vendor category's account
+                    assert po["assign"] == p.main[p.vendors[inv["vendor_id"]]["category"]], (p.w.seed, ref)
         for ref, e in p.ent.items():
             if e["entry_id"] in p.key or not e["vendor_id"]:
                 continue

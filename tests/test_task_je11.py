@@ -147,7 +147,7 @@ def test_careful_solves_every_seed_and_naive_is_fooled(results):
 
 def test_defects_and_decoys_share_one_listing_surface():
     """The kind of a candidate (related vendor or listed pairing) does not predict its label, and
-    within a kind the invoice and posting dates are drawn alike (tests/test_leak_probe.py trains a
+    within a kind the invoice and posting dates are drawn alike (tests/test_adversarial.py trains a
     classifier on the whole listing)."""
     rows = []  # (is defect, related-party kind, document lag)
     for seed in range(100, 130):

@@ -172,7 +172,8 @@ def test_vendors_post_only_to_accounts_their_category_allows_except_planted(worl
     task, built = worlds
     for b, w in built:
         cat = {v["vendor_id"]: v.get("category") for v in w.master["vendors"].to_pylist()}
-        planted = _planted(w)
+        # decoys too: a look-alike may post outside the category where its evidence allows it (a PO's account assignment)
+        planted = _planted(w, decoys=True)
         for eid, e in _entries(w).items():
             if not e["vendor_id"] or eid in planted or cat.get(e["vendor_id"]) not in ALLOWED_ACCOUNTS:
                 continue

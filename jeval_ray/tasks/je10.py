@@ -14,7 +14,9 @@ invoiced or a USD cap, whichever is lower; the company sets both above every pri
 ordinary invoices carry, so they vary by seed and year), that the quantity invoiced may not exceed
 the quantity received, that payment goes only to the vendor-master bank account (changes through
 the call-back procedure, logged in ``master:vendor_changes``), and the coding guide: the accounts
-each vendor category's documents post to (``jeval_ray.books.master.ALLOWED_ACCOUNTS``).
+each vendor category's documents post to (``jeval_ray.books.master.ALLOWED_ACCOUNTS``), unless the
+approved PO of an ordered service assigns it to another account (every two-way PO states its account
+assignment).
 
 Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one books document:
 
@@ -30,18 +32,21 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   never received. Required evidence: invoice, purchase order (its history), policy. Misstatement:
   the units billed but not received at the order price. Decisive facts: the PO (document), the
   quantity billed and the quantity received.
-* **bank account mismatch** (a sampled raw-materials or two-way invoice): the invoice asks for
-  payment to an account that is not the vendor's in the vendor master, and no change is logged: a
+* **bank account mismatch** (a two-way invoice, as a bank-change decoy is; a year short of two-way
+  invoices gives the rest a matched invoice with a price difference within the tolerance or a short
+  delivery billed as received, where price and quantity break no rule): the invoice asks for payment
+  to an account that is not the vendor's in the vendor master, and no change is logged: a
   payment-diversion (vendor impersonation) red flag. The expense and the payable are not misstated
   (the key records a misstatement of 0); the exposure is a fraudulent payment of the invoice total.
   Required evidence: invoice, ``master:vendors``, ``master:vendor_changes``, policy. Decisive facts:
   the invoice (document), the remittance account on it and the account in the vendor master.
 * **misclassified account** (a two-way invoice): the one document is posted to the cost account of
   another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
-  guide does not allow for its vendor's category; the ERP's description names the account posted.
-  Required evidence: invoice, ``master:vendors``, policy. Misstatement: the amount posted to the
-  wrong account. Decisive facts: the invoice (document), the account posted, the vendor's category
-  and the account the guide gives it.
+  guide does not allow for its vendor's category and its PO does not assign (the PO orders the
+  vendor's own category's work, assigned to that category's account); the ERP's description names the
+  account posted. Required evidence: invoice, purchase order, ``master:vendors``, policy.
+  Misstatement: the amount posted to the wrong account. Decisive facts: the invoice (document), the
+  account posted, the vendor's category and the account the guide gives it.
 
 Decoys:
 
@@ -54,6 +59,14 @@ Decoys:
   and AP posted and paid, only what arrived; the PO history shows the shortage, as for a quantity
   defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
   quantity ordered and the quantity received and billed.
+* **coded per the PO's account assignment** (a two-way invoice): posted, like a misclassified
+  invoice, to the cost account of another two-way category, because the buyer ordered that
+  category's work from the vendor: the PO, approved before the invoice, describes that work and
+  assigns the order to that account, the invoice bills it, and the policy lets an ordered service post
+  to its PO's account. Cleared by the invoice, the PO, ``master:vendors`` and the policy. Decisive
+  facts: the PO (document), the account posted and the vendor's category. The pairs (category
+  billed, account posted) of misclassified and PO-coded invoices are drawn alike, so that each account
+  is posted as often as the sampled two-way invoices post it.
 * **bank change verified** (a two-way invoice; no other invoice of its vendor dated before the
   change is in the sample, and no two of these share a vendor): the invoice asks for payment to an
   account that differs from the vendor master, because the vendor moved banks after issuing it;
@@ -62,14 +75,24 @@ Decoys:
   invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts: the invoice
   (document), the old and the new account and the date of the change.
 
+Every defect kind has a decoy kind of the same face on the listing (price over PO and a tolerated
+price difference, quantity over receipt and a short delivery billed as received, payee and verified
+bank change, misclassified and PO-coded), drawn from the same invoices in the same numbers on
+average, and a defect of a decoy's kind is drawn at the decoy's amounts: a price defect's invoice is
+the one whose total as planted is nearest the total of an invoice drawn and planted as a price
+decoy, a quantity defect's (the whole order) nearest what a short delivery billed as received comes
+to. Defects and decoys thus share the amounts, document types, accounts, price-variance lines and
+line counts of the listing; what decides them is in the invoice, the PO and its history, the vendor
+master and the change log.
+
 A few clean invoices (exact matches, price differences in the company's favour, orders delivered
 in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
 change log also holds verified bank changes of vendors outside the sample.
 
 Unplanted look-alikes: the ledger filter for this procedure, vendor invoices posted with a purchase
 price variance debit (5100), also returns the books' own price differences, every one within the
-tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 7.0
-entries per world, 3.6 of them (52 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
+tolerance (the policy is set above them): over seeds 0-49 at the default size the filter returns 6.6
+entries per world, 3.8 of them (57 %, 1 to 7 per world) unplanted look-alikes. No unplanted entry
 breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 """
 
@@ -91,7 +114,7 @@ SPEC = spec(
                'receipts and the vendor master under the procurement and accounts payable policy, and report the '
                'invoices that should not have been posted or paid as they were.'),
     defect='an invoice posted or payable against the policy: price or quantity beyond what was ordered and received, payee not the vendor, or coded to an account its vendor may not post',
-    decoys='price differences the policy tolerates; short deliveries billed as received; invoices issued before a verified change of the vendor\'s bank',
+    decoys='price differences the policy tolerates; short deliveries billed as received; invoices issued before a verified change of the vendor\'s bank; services posted to the account their purchase order assigns',
     required_evidence='invoice, purchase order (with its goods receipts), vendor master, policy',
     sources=('general_ledger', 'invoices', 'purchase_orders', 'goods_receipts', 'vendor_master', 'vendor_changes',
              'procurement_policy'),
@@ -128,10 +151,12 @@ KEY_RATIONALE = (
                    "payment of the invoice total, to be confirmed with the vendor through its number on file.",
         standard="AS 2401.79 (evidence that fraud may exist is brought to management's attention); AS 1105.15"),
     key("defect", "misclassified_account",
-        evidence="the vendor's invoice, the vendor master (category) and the policy's coding guide",
-        facts="the account the entry posted; the vendor's category; the account the coding guide gives that category",
-        conclusion="The invoice is posted to an account its vendor's category may not post: the expense is "
-                   "misclassified (misstatement = the amount posted to the wrong account).",
+        evidence="the vendor's invoice, its purchase order (account assignment), the vendor master (category) and "
+                 "the policy's coding guide",
+        facts="the account the entry posted; the vendor's category; the account the coding guide gives that category, "
+              "which is also the PO's account assignment",
+        conclusion="The invoice is posted to an account neither its vendor's category nor its PO allows: the "
+                   "expense is misclassified (misstatement = the amount posted to the wrong account).",
         standard="AS 2401.58 (examining journal entries); AS 1105.11 (assertions: presentation and disclosure)"),
     key("decoy", "price_variance_within_tolerance",
         evidence="the vendor's invoice, its purchase order and the policy's price tolerance",
@@ -145,6 +170,13 @@ KEY_RATIONALE = (
         facts="the quantity ordered; the quantity received (fewer); the quantity invoiced, equal to what was received",
         conclusion="The order came short, but the vendor billed and AP paid only the units received at the order "
                    "price: no exception (the open quantity is not a liability).",
+        standard="AS 1105.15 (inspection of records and documents)"),
+    key("decoy", "coded_per_po_assignment",
+        evidence="the vendor's invoice, its purchase order (account assignment), the vendor master and the policy",
+        facts="the account the entry posted, outside the vendor's category; the PO, approved before the invoice, "
+              "orders that category's work and assigns it to that account; the invoice bills that work",
+        conclusion="The buyer ordered another category's work from this vendor and assigned it to that account; "
+                   "section 6 lets an ordered service post to its PO's account: no exception.",
         standard="AS 1105.15 (inspection of records and documents)"),
     key("decoy", "bank_change_verified",
         evidence="the vendor's invoice, the vendor master and the vendor change log",
@@ -162,9 +194,6 @@ _CAPS = (500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000)
 _BANKS = ("First Coastal Bank", "Lakeshore National Bank", "Summit Trust", "Pacific Commerce Bank")
 #: categories bought on a purchase order without a goods receipt (two-way match) and their cost accounts
 _TWO_WAY = tuple(c.name for c in md.CATEGORIES if c.flow == "two_way")
-#: accounts a misclassified two-way invoice is posted to: the cost account of another two-way category
-#: (freight booked as repairs, repairs as marketing ...), so the listing shows accounts such invoices post
-_WRONG = tuple(chart.ACCOUNTS[chart.idx(c.account)].code for c in md.CATEGORIES if c.flow == "two_way")
 _MONEY = r"USD (-?[\d,]+\.\d\d)"
 
 
@@ -238,6 +267,15 @@ class _Chains:
         lo, hi = np.searchsorted(self.vp_parent, [inv, inv + 1])
         return self.vp[lo:hi]
 
+    def paid_whole_or_not(self) -> np.ndarray:
+        """Per document: whether the payments posted in the year settle it in full, or none was posted. An invoice
+        paid in instalments across the year end keeps its books amount: a changed one would be part paid."""
+        d = self.d
+        in_year = self.entry_of[self.vp] >= 0
+        paid = np.bincount(self.vp_parent[in_year], weights=d.amount[self.vp[in_year]], minlength=len(d))
+        n = np.bincount(self.vp_parent[in_year], minlength=len(d))
+        return (n == 0) | (paid.astype(np.int64) == d.amount + d.tax + d.variance)
+
     def single_receipt(self) -> np.ndarray:
         """Per document: whether it is an order received in exactly one goods receipt, for the whole quantity."""
         d = self.d
@@ -270,7 +308,9 @@ def plant(b) -> None:
         "  5.2 Payee: payment is made only to the bank account held in the vendor master. Remittance details on an "
         "invoice that differ from the vendor master must not be used; bank changes go through the vendor change "
         "procedure with call-back verification and are logged in the vendor change log.\n"
-        "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master:\n"
+        "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master, "
+        "except that an ordered service posts to the account its approved PO assigns it to (the PO's account "
+        "assignment, set by the buyer when the order is for another category's work):\n"
         + _coding_guide(),
         "2024-10-01",
     )
@@ -296,6 +336,9 @@ def plant(b) -> None:
     first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
     whole = ch.single_receipt()[po_of]
     qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
+    # invoices whose amount a plant changes (price differences, short deliveries) are paid whole or not in the year
+    settles = ch.paid_whole_or_not()[docs]
+    qty_ok &= settles
     # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
     received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
     complete = received_all == d.quantity[po_of]
@@ -303,7 +346,7 @@ def plant(b) -> None:
     kinds = ("price", "qty", "bank", "mis")
     order = rng.permutation(len(kinds))
     types = [kinds[order[i % len(kinds)]] for i in range(n)]
-    decoy_kinds = ("price", "bank", "short")
+    decoy_kinds = ("price", "bank", "short", "coded")
     order = rng.permutation(len(decoy_kinds))
     decoy_types = [decoy_kinds[order[i % len(decoy_kinds)]] for i in range(b.n_decoys)]
     spare = (SPEC.step_budget - 10 - 3 * (n + b.n_decoys)) // 3
@@ -333,13 +376,88 @@ def plant(b) -> None:
         when = np.busday_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
         locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
-    price_dec = take(decoy_types.count("price"), raw_vi & room & (var <= 0), "matched vendor invoices")
+    # A misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on
+    # the listing: a two-way vendor posting to another two-way category's account. Both are drawn the same
+    # way: the pairs (category billed, account posted) are drawn so that each account is posted as often as
+    # the two-way invoices of the sample post it (half a turn of the categories' shares, which lands on another
+    # category while no share is half of them; where one is, the next category).
+    def miscoded(what: str) -> tuple[int, str]:
+        cats = np.array([md.CATEGORY[c] for c in _TWO_WAY])
+        counts = np.array([np.count_nonzero(two_way & ~b.used & ~locked & (cat == c)) for c in cats], dtype=float)
+        if counts.sum() == 0:
+            take(1, two_way, what)  # raises the builder's error: no two-way invoice is left
+        edges = np.cumsum(counts / counts.sum())
+        u = float(rng.uniform())
+        src = min(int(np.searchsorted(edges, u, side="right")), len(cats) - 1)
+        dst = min(int(np.searchsorted(edges, (u + 0.5) % 1.0, side="right")), len(cats) - 1)
+        if dst == src:
+            dst = (src + 1) % len(cats)
+        return take(1, two_way & (cat == cats[src]), what)[0], cost_account(_TWO_WAY[dst])
+
+    mis = [miscoded("two-way vendor invoices") for _ in range(types.count("mis"))]
+    coded = [miscoded("two-way vendor invoices") for _ in range(decoy_types.count("coded"))]
+    # A payee defect is a two-way invoice, as a bank-change decoy is, so that every face of the listing (two-way,
+    # two-way coded elsewhere, matched with and without a price-variance line) holds defects and decoys alike;
+    # a small year that runs out of two-way invoices gives the rest a matched invoice's face (a tolerated price
+    # difference, a short delivery billed as received), where price and quantity break no rule.
+    spare = int(np.count_nonzero(two_way & ~b.used & ~locked))
+    bank_faces = ["two_way" if k < spare else ("price", "short")[k % 2] for k in range(types.count("bank"))]
+    price_pool = raw_vi & room & (var <= 0) & settles
+    price_dec = take(decoy_types.count("price"), price_pool, "matched vendor invoices")
+    bank_price = take(bank_faces.count("price"), price_pool, "matched vendor invoices")
     short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
-    picked = {k: take(types.count(k), where, what) for k, where, what in (
-        ("price", raw_vi & room & (var <= 0), "matched vendor invoices"),
-        ("qty", qty_ok, "matched invoices of orders received in one delivery"),
-        ("bank", raw_vi | two_way, "sampled vendor invoices"),
-        ("mis", two_way, "two-way vendor invoices"))}
+    bank_short = take(bank_faces.count("short"), qty_ok, "matched invoices of orders received in one delivery")
+
+    def free(where: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(where & ~b.used & ~locked)
+
+    def take_nearest(where: np.ndarray, finals, target: int, what: str) -> int:
+        """The candidate whose amount as planted (``finals`` of the candidates) is nearest ``target`` (in log)."""
+        cand = free(where)
+        if not len(cand):
+            return take(1, where, what)[0]  # raises the builder's error on too few candidates
+        j = int(cand[int(np.argmin(np.abs(np.log(finals(cand)) - np.log(max(target, 1)))))])
+        return take(1, np.arange(b.n) == j, what)[0]
+
+    def shadow(where: np.ndarray) -> int:
+        """A candidate drawn as a decoy would be (not reserved): the amounts of matched defects follow its."""
+        cand = free(where)
+        return int(cand[int(rng.integers(len(cand)))]) if len(cand) else -1
+
+    def decoy_price(i, u: float) -> int:
+        tol = _tolerance_cents(int(amt[i]), pct, cap)
+        return max(1, min(int(tol * u), tol))
+
+    def defect_price(i, u: float):
+        tol = np.minimum(amt[i] * pct // 100, cap * 100).astype(np.int64)
+        return np.maximum(tol + 100, np.minimum((tol * u).astype(np.int64), amt[i] * 3 // 10))
+
+    def short_units(i: int) -> int:
+        return int(rng.integers(1, max(1, int(d.quantity[po_of[i]]) // 3) + 1))
+
+    # defects of a decoy's kind are drawn so that their amounts as planted follow the decoy's: a price
+    # defect's total is near the total of an invoice planted as a price decoy, a quantity defect's (the
+    # whole order) near what a short delivery billed as received comes to
+    price_def, excess_of = [], {}
+    for _ in range(types.count("price")):
+        c = shadow(price_pool)
+        u_dec = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
+        u_def = float(rng.uniform(1.6, 6.0))
+        target = int(amt[c]) + decoy_price(c, u_dec) if c >= 0 else 0
+        idx = take_nearest(price_pool, lambda cand: amt[cand] + defect_price(cand, u_def), target,
+                           "matched vendor invoices")
+        price_def.append(idx)
+        excess_of[idx] = int(defect_price(np.array([idx]), u_def)[0])
+    qty_def = []
+    for _ in range(types.count("qty")):
+        c = shadow(qty_ok)
+        target = int(amt[c]) - short_units(c) * (int(amt[c]) // int(d.quantity[po_of[c]])) if c >= 0 else 0
+        qty_def.append(take_nearest(qty_ok, lambda cand: amt[cand], target,
+                                    "matched invoices of orders received in one delivery"))
+    bank_two_way = take(bank_faces.count("two_way"), two_way, "two-way vendor invoices")
+    picked = {"price": price_def, "qty": qty_def, "bank": bank_two_way + bank_price + bank_short,
+              "mis": [i for i, _ in mis]}
+    coded_dec = [i for i, _ in coded]
     clean = take(n_clean, (vi & (var <= 0) & complete) | two_way, "sampled vendor invoices")
 
     remit: dict[int, str] = {}
@@ -366,26 +484,22 @@ def plant(b) -> None:
         return order_value + variance, order_value, _tolerance_cents(order_value, pct, cap)
 
     for idx in picked["price"]:
-        tol = _tolerance_cents(int(amt[idx]), pct, cap)
-        excess = max(tol + 100, min(int(tol * rng.uniform(1.6, 6.0)), int(amt[idx]) * 3 // 10))
-        reprice(idx, excess)
-    for idx in price_dec:
-        tol = _tolerance_cents(int(amt[idx]), pct, cap)
-        frac = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
-        reprice(idx, max(1, min(int(tol * frac), tol)))
-    for idx in picked["qty"] + short_dec:
+        reprice(idx, excess_of[idx])
+    for idx in price_dec + bank_price:
+        reprice(idx, decoy_price(idx, float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))))
+    for idx in picked["qty"] + short_dec + bank_short:
         # the delivery came short: its goods receipt (Dr inventory / Cr GR/IR) is for fewer units
         po = int(d.parent[docs[idx]])
         gr = int(ch.receipts(po)[0])
         q = int(d.quantity[po])
-        short = int(rng.integers(1, max(1, q // 3) + 1))
+        short = short_units(idx)
         price = int(d.amount[po]) // q
         j = int(ch.entry_of[gr])
         e["debit_cents"][j] -= short * price
         e["credit_cents"][j] -= short * price
         received[idx] = [(gr, q - short, (q - short) * price)]
         billed[idx] = q
-    for idx in short_dec:
+    for idx in short_dec + bank_short:
         # ... and the vendor billed, and AP posted and paid, what arrived
         got = received[idx][0][1]
         cut = (billed[idx] - got) * (int(amt[idx]) // billed[idx])
@@ -404,9 +518,8 @@ def plant(b) -> None:
                         "new_value": new, "changed_on": b.date_str(changed_on[idx]), "changed_by": "GSILVA",
                         "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
         v["bank_account"] = new
-    for idx in picked["mis"]:
+    for idx, wrong in mis + coded:
         old = str(e["debit_account"][idx])
-        wrong = str(rng.choice([a for a in _WRONG if a != old and a not in allowed_codes(md.CATEGORIES[cat[idx]].name)]))
         e["debit_account"][idx] = wrong
         # the ERP words the entry from the account it was posted to
         e["description"][idx] = str(e["description"][idx]).replace(
@@ -422,9 +535,10 @@ def plant(b) -> None:
         v["bank_account"] = new
     b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"])))
 
-    sample = sorted(set(bank_dec + price_dec + short_dec + clean + [i for v in picked.values() for i in v]))
-    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx))
-               for idx in sample}
+    sample = sorted(set(bank_dec + price_dec + short_dec + coded_dec + clean + [i for v in picked.values() for i in v]))
+    assigned = dict(coded)  # a coded decoy's PO assigns the account it was posted to
+    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx),
+                               assigned.get(idx)) for idx in sample}
     for idx in picked["price"]:
         inv, po = handles[idx]
         total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
@@ -442,9 +556,9 @@ def plant(b) -> None:
                      [inv, "master:vendors", "master:vendor_changes", policy], 0,
                      facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e.peek("vendor_id")[idx])]["bank_account"]])
     for idx in picked["mis"]:
-        inv, _po = handles[idx]
+        inv, po = handles[idx]
         c = md.CATEGORIES[cat[idx]].name
-        b.add_defect(idx, "misclassified_account", "THREE_WAY_MISMATCH", [inv, "master:vendors", policy],
+        b.add_defect(idx, "misclassified_account", "THREE_WAY_MISMATCH", [inv, po, "master:vendors", policy],
                      int(e["debit_cents"][idx]), facts=[f"{{D:{inv}}}", str(e["debit_account"][idx]), c, cost_account(c)])
     for idx in price_dec:
         inv, po = handles[idx]
@@ -459,6 +573,10 @@ def plant(b) -> None:
         inv, _po = handles[idx]
         b.add_decoy(idx, "bank_change_verified", [inv, "master:vendors", "master:vendor_changes"],
                     facts=[f"{{D:{inv}}}", ch_row["old_value"], ch_row["new_value"], ch_row["changed_on"]])
+    for idx in coded_dec:
+        inv, po = handles[idx]
+        b.add_decoy(idx, "coded_per_po_assignment", [inv, po, "master:vendors", policy],
+                    facts=[f"{{D:{po}}}", str(e["debit_account"][idx]), md.CATEGORIES[cat[idx]].name])
     refs = ", ".join(sorted(str(e["reference"][i]) for i in sample))
     b.add_document(
         "memo", "PBC list - accounts payable vouching sample",
@@ -471,16 +589,21 @@ def plant(b) -> None:
 
 
 def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
-               received: list[tuple[int, int, int]] | None, billed: int | None) -> tuple[int, int | None]:
+               received: list[tuple[int, int, int]] | None, billed: int | None,
+               assigned: str | None = None) -> tuple[int, int | None]:
     """Add the vendor's invoice behind entry ``idx`` and its purchase order with the PO history; returns their handles.
 
     Every figure is the entry's or the books' own: the invoice's order value and price adjustment are the
     entry's GR/IR (or cost) and 5100 lines, the PO's quantity and price the order's, the history the goods
-    receipts as recorded (``received`` overrides them where a short delivery was planted)."""
+    receipts as recorded (``received`` overrides them where a short delivery was planted). A two-way PO
+    states its account assignment: the vendor category's cost account, or ``assigned`` where the buyer
+    ordered another category's work (a coded decoy)."""
     e, d = b.e, ch.d
     doc = int(e.peek("books_doc")[idx])
     v = vendors[str(e.peek("vendor_id")[idx])]
     what = md.CATEGORIES[md.CATEGORY[v["category"]]].what
+    if assigned:  # the order was for another category's work: the PO and the invoice describe that work
+        what = next(c.what for c in md.CATEGORIES if c.flow == "two_way" and cost_account(c.name) == assigned)
     po = int(d.parent[doc])
     code = str(e.peek("doc_code")[idx])
     ref = str(e["reference"][idx])
@@ -523,14 +646,19 @@ def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
         grs = received or [(int(g), int(d.quantity[g]), int(d.amount[g])) for g in ch.receipts(po)]
         history = "; ".join(f"goods receipt GR-{g:07d} posted {md.iso(d.post_date[g])}, quantity {gq} received "
                             f"({_usd(gc)})" for g, gq, gc in grs)
+        assignment = ""
     else:
         history = "no goods receipt (services ordered; matched two-way to the invoice)"
+        # the buyer's account assignment: the vendor category's cost account unless the order was for other work
+        acct = assigned or cost_account(v["category"])
+        assignment = f"Account assignment: {acct} {chart.ACCOUNTS[chart.CODE[acct]].name}\n"
     po_body = (
         f"PURCHASE ORDER PO-{po:07d}\n"
         f"Vendor: {v['name']} (vendor no. {v['vendor_id']})\n"
         f"Order date: {md.iso(d.doc_date[po])}\n"
         f"Line 1: {what} - quantity {qty} at {_usd(price)} each = {_usd(qty * price)}\n"
         f"PO total: {_usd(qty * price)}\n"
+        + assignment +
         f"Raised by {buyer.name} ({buyer.user_id}); approved in ERP by {papp.name} ({papp.user_id}) on "
         f"{md.iso(d.approved_on[po])}.\n"
         f"PO history: {history}."
@@ -560,8 +688,10 @@ def _parse_invoice(body: str) -> dict:
 def _parse_po(body: str) -> dict:
     line = re.search(r"quantity (\d+) at " + _MONEY, body)
     got = re.findall(r"quantity (\d+) received", body)
+    assign = re.search(r"Account assignment: (\d{4})", body)
     return {"qty": int(line.group(1)) if line else None, "price": float(line.group(2).replace(",", "")) if line else None,
-            "total": _money("PO total:", body), "received": sum(map(int, got)) if got else None}
+            "total": _money("PO total:", body), "received": sum(map(int, got)) if got else None,
+            "assign": assign.group(1) if assign else None}
 
 
 def _sample(kit: Kit):
@@ -683,11 +813,20 @@ def careful(kit: Kit):
             continue
         cat = v.get("category", "")
         off = sorted(set(ent["accounts"]) - allowed.get(cat, set(ent["accounts"])))
-        if off:
-            yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", *ev_pol],
+        if off and po.get("assign") and off == [po["assign"]]:
+            yield from kit.clear(
+                eid, ev + ["master:vendors", *ev_pol],
                 f"Entry {eid}: invoice {ref} ({inv_doc}) of {v['vendor_id']}, a {cat} vendor, is posted to account "
-                f"{off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}, so "
+                f"{off[0]}, outside the coding guide's accounts for {cat}, but PO {inv['po']} ({po_doc}) assigns the "
+                f"order to {off[0]} and section 6 lets an ordered service post to its PO's account: no exception.")
+            clears += 1
+            continue
+        if off:
+            assigned = f"; PO {inv['po']} ({po_doc}) assigns the order to {po['assign']}" if po.get("assign") else ""
+            yield from kit.flag(
+                eid, "THREE_WAY_MISMATCH", ev + ["master:vendors", *ev_pol],
+                f"Entry {eid}: invoice {ref} ({inv_doc}) of {v['vendor_id']}, a {cat} vendor, is posted to account "
+                f"{off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}{assigned}, so "
                 f"{ent['total_debit']:.2f} is misclassified.")
             flags += 1
             continue
