@@ -5,13 +5,15 @@ agreements), independently of the task module.
 * a decoy's document names its reference, fixes exactly its amount for the period it is posted to
   and is dated before it was posted; its description states a purpose (policy section 2.2);
 * a defect has no document that names its reference, fixes its amount and is dated no later than
-  the day it was recorded, and the document it does have shows the fact its type names;
+  the day it was recorded, and the document it does have shows the fact its type names; its
+  misstatement is what no document supports (the excess over the figure fixed, else the whole entry);
 * the planted entries are top-side adjustments as the books make them: keyed by the accounting
   manager or the Controller, approved by someone else whose limit covers them, Dr an expense and
   Cr accrued liabilities, posted to a month end and keyed after it;
 * nothing outside the key breaks the policy: no other top-side adjustment lacks support, and the
   other round manual entries are outside its scope (vendor invoices, accruals);
-* agreements name vendors of the vendor master whose category fits the account charged.
+* agreements name firms whose kind fits their scope (an audit firm audits, a law firm litigates) and whose
+  category fits the account charged: a vendor of the vendor master, else the auditors or counsel.
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ import datetime as dt
 import functools
 import re
 
+import pytest
+
 from jeval_ray.world import generate_world
 
 TASK = "JE-8"
 SEEDS = range(24)
 #: the expense account a fixed-fee agreement with a vendor of each category is charged to
 CATEGORY_ACCOUNT = {"professional": "6400", "marketing": "6700", "software": "7100", "maintenance": "6600"}
+#: professional scopes: the name endings of the firms that do the work, and the firm engaged outside the
+#: vendor master when it holds none (the auditors and counsel JE-9's close binder names)
+FIRM_KIND = {
+    "audit": (("CPAs",), ("Ridgeway & Stone LLP", "independent auditors")),
+    "litigation": (("Legal LLP",), ("Hartwell & Crane LLP", "outside counsel")),
+    "efficiency review": (("Consulting", "Advisors"), None),
+    "tax structuring": (("Legal LLP", "Advisors", "Consulting"), None),
+}
 TERSE = {"adj", "misc adj", "per jv", "correction", "see file", "reclass", "entry", "adjustment"}
 
 
@@ -93,14 +105,18 @@ def test_key_audit_defects_lack_a_document_that_fixes_them_in_time():
             carrying = [x for x in support if _names(x, h["reference"])]
             if d.defect_type == "no_support":
                 assert not carrying
+                assert d.misstatement == pytest.approx(amount), (s, d.entry_id)  # nothing supports any of it
             else:
                 (doc,) = carrying
                 shown = float(re.search(r"USD ([\d,]+\.\d\d)", doc.body).group(1).replace(",", ""))
                 if d.defect_type == "amount_not_supported":
                     assert amount / 2 <= shown < amount, (s, d.entry_id)
+                    # the document supports its figure; the misstatement is the excess booked over it
+                    assert d.misstatement == pytest.approx(amount - shown), (s, d.entry_id, d.misstatement)
                 else:
                     assert d.defect_type == "approved_after_posting" and shown == amount
                     assert doc.date > h["entry_timestamp"].date().isoformat(), (s, d.entry_id)
+                    assert d.misstatement == pytest.approx(amount), (s, d.entry_id)  # nothing supported it in time
             n += 1
     assert n >= 3 * len(SEEDS)
 
@@ -135,16 +151,33 @@ def test_key_audit_nothing_outside_the_key_breaks_the_policy():
                 assert h["document_type"] in ("VN", "VI", "AC"), (s, eid, h["document_type"])
 
 
-def test_key_audit_agreements_name_vendors_whose_category_fits_the_charge():
+def test_key_audit_agreements_name_firms_that_fit_their_scope_and_the_charge():
+    """A professional agreement's counterparty is the kind of firm that does the work (an audit firm
+    audits, a law firm defends the litigation); the auditors or counsel are engaged outside the vendor
+    master only when it holds no such firm."""
+    n_outside = 0
     for s in SEEDS:
         w, lines, _users, vendors, support = _seen(s)
         by_ref = {ls[0]["reference"]: ls[0] for ls in lines.values() if ls[0]["document_type"] == "TS"}
         for doc in support:
             if doc.doc_type != "contract":
                 continue
-            vid = re.search(r"\(vendor (V\d+), the Provider\)", doc.body).group(1)
-            v = vendors[vid]
-            assert v["name"] in doc.body and v["category"] in CATEGORY_ACCOUNT
             ref = re.search(r"SERVICES AGREEMENT (\S+)", doc.body).group(1)
+            name, who = re.search(r"\(the Client\) and (.+?) \(([^,]+), the Provider\)", doc.body).groups()
+            scope = re.search(r"^Scope: (.*)$", doc.body, re.M).group(1)
+            kind = next((k for k in FIRM_KIND if k in scope), None)
+            if who.startswith("vendor "):
+                v = vendors[who.removeprefix("vendor ")]
+                assert v["name"] == name and v["category"] in CATEGORY_ACCOUNT
+                category = v["category"]
+                # the master's firm does this kind of work (a CPA firm is engaged for the audit alone)
+                assert kind is None or name.endswith(FIRM_KIND[kind][0]), (s, ref, name, scope)
+            else:
+                # a firm outside the master only where the master has none that fits: the auditors, counsel
+                assert kind is not None and (name, who) == FIRM_KIND[kind][1], (s, ref, name, who)
+                assert not [v for v in vendors.values() if v["name"].endswith(FIRM_KIND[kind][0])], (s, ref)
+                category = "professional"
             if ref in by_ref:
-                assert by_ref[ref]["account"] == CATEGORY_ACCOUNT[v["category"]], (s, ref)
+                assert by_ref[ref]["account"] == CATEGORY_ACCOUNT[category], (s, ref)
+            n_outside += not who.startswith("vendor ")
+    assert n_outside, "the auditors or counsel come from outside the master in some world"

@@ -14,7 +14,8 @@ import re
 import numpy as np
 import pytest
 
-from jeval_ray.tasks.je09 import ACCRUAL_TOLERANCE, FY_END_CLOSE, REVENUE_ACCOUNT, WINDOW_START, YEAR_END
+from jeval_ray.tasks.je09 import (ACCRUAL_TOLERANCE, CLOSE_LOG_TITLE, FY_END_CLOSE, POLICY_TITLE, REVENUE_ACCOUNT,
+                                  WINDOW_START, YEAR_END)
 from jeval_ray.world import generate_world
 from jeval_ray.world._base import month_close_dates
 
@@ -193,6 +194,44 @@ def test_key_audit_nothing_outside_the_key_breaks_the_policy(seed):
         if h["document_type"] == "AC" and _posted(h) == YEAR_END:
             invoice = _statement_of(w, h["vendor_id"])[1]
             assert invoice is not None and abs(h["total"] - invoice) <= ACCRUAL_TOLERANCE * invoice, eid
+
+
+@pytest.mark.parametrize("seed", KEY_SEEDS)
+def test_key_audit_every_entry_recorded_after_the_close_is_in_the_key_or_explained(seed):
+    """Every entry posted into FY2025 and recorded after the year-end close is in the key or explained
+    by a document the agent can open. The only one outside the key is the system's closing entry,
+    re-run after the postings into the closed year: the policy states the re-run rule and the close
+    job's run log (in the pack) names the closing entry, runs it first at the close and then at the
+    first full hour after each of those postings, naming each, and its last run is the closing entry's
+    own entry time."""
+    w = _world(seed)
+    key = w.defect_ids | {d.entry_id for d in w.decoys}
+    heads = _heads(seed)
+    late = {eid: h for eid, h in heads.items() if _recorded(h) > FY_END_CLOSE and _posted(h) <= YEAR_END}
+    outside = {eid: h for eid, h in late.items() if eid not in key}
+    assert {h["document_type"] for h in outside.values()} <= {"YC"}, sorted(outside)
+    policy = next(d for d in w.documents if d.title == POLICY_TITLE).body
+    assert "runs it again at the first full hour after any posting into the closed year" in policy
+    (log,) = [d for d in w.documents if d.title == CLOSE_LOG_TITLE]
+    (yc,) = [h for h in heads.values() if h["document_type"] == "YC"]
+    assert f"Closing entry {yc['reference']}, posted {_posted(yc)}" in log.body
+    runs = re.findall(r"^Run (\d+)  (\d{4}-\d\d-\d\d \d\d:\d\d)  (.*)$", log.body, re.M)
+    assert runs[0][1] == f"{FY_END_CLOSE} 18:00" and [int(n) for n, _t, _w in runs] == list(range(1, len(runs) + 1))
+    assert runs[-1][1] == yc["entry_timestamp"].strftime("%Y-%m-%d %H:%M") and log.date == _recorded(yc)
+    first = dt.datetime.fromisoformat(runs[0][1])
+    named = {}
+    for _n, at, what in runs[1:]:
+        for eid, posted, recorded in re.findall(r"entry (\d+) \([A-Z]{2}-\d{7}, posted (\S+), recorded ([^)]+)\)", what):
+            named[eid] = (posted, recorded, at)
+    # every entry keyed after the first run is named, at the first full hour after it was recorded
+    after_first = {eid for eid, h in heads.items() if h["document_type"] != "YC" and h["entry_timestamp"] >= first}
+    assert set(named) == after_first, (seed, sorted(set(named) ^ after_first))
+    for eid, (posted, recorded, at) in named.items():
+        ts = heads[eid]["entry_timestamp"]
+        assert posted == _posted(heads[eid]) and recorded == str(ts)
+        assert at == (ts.replace(minute=0, second=0) + dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M")
+    # the closing entry stands at its last run only when a posting came after the close
+    assert (len(runs) > 1) == bool(after_first) and (yc["entry_id"] in outside) == bool(after_first)
 
 
 @pytest.mark.parametrize("seed", KEY_SEEDS)

@@ -125,3 +125,64 @@ def test_key_audit_nothing_outside_the_key_fails_the_guide(worlds):
             h = heads[eid]
             assert h["approver"] != h["preparer"] and users[h["approver"]]["approval_limit"] >= h["debit"]
     assert sum(counts) / len(counts) >= 2, counts  # genuine entries are selected too (the docstring's rate)
+
+
+def _guide_selection(w) -> tuple[set[int], dict[int, list]]:
+    """The guide applied as written: the first-digit test of the population and of every preparer with at
+    least ``MIN_TEST`` entries (steps 1, 2 and 4); the population's over-represented digits traced to the
+    preparers whose own test over-represents them, and the entries of every preparer whose own test
+    over-represents a digit selected (step 5). Returns (selected entry ids, the population's excess digits
+    with the preparers each is traced to)."""
+    first = w.ledger.filter(pc.equal(w.ledger.column("line_no"), 1)).to_pylist()
+    manual = [r for r in first if r["source"] == "manual" and r["debit"] >= 10]
+
+    def hot(rows) -> set[int]:
+        test = digit_test(np.array([r["debit"] for r in rows]), "first")
+        if "distribution" not in test:  # fewer than MIN_TEST entries: too small to test (step 2)
+            return set()
+        z = je13.digit_z(np.array([test["distribution"][str(d)]["count"] for d in range(1, 10)]), test["n"])
+        return set((np.flatnonzero(z > je13.Z_SELECT) + 1).tolist())
+
+    by_user = defaultdict(list)
+    for r in manual:
+        by_user[r["preparer"]].append(r)
+    hot_by_user = {u: hot(rows) for u, rows in by_user.items()}
+    traced = {d: sorted(u for u, ds in hot_by_user.items() if d in ds) for d in hot(manual)}
+    selected = {r["entry_id"] for u, rows in by_user.items() for r in rows if _first(r["debit"]) in hot_by_user[u]}
+    return selected, traced
+
+
+def test_key_audit_the_guide_as_written_selects_the_key_and_clean_entries(worlds):
+    """Every selection rule the guide states, applied literally: the selected entries' exceptions (no
+    source document in the pack, or a document that does not bear the amount keyed: step 6) are exactly
+    the key's defects, and everything else selected vouches clean. The population test selects nothing
+    by itself (step 5), which is what keeps other preparers' undocumented entries out of the selection."""
+    guide = next(d for d in worlds[0][0].documents if d.title == je13.GUIDE_TITLE).body
+    # the rules this test applies are the guide's words (a guide that selects by the population again fails here)
+    for rule in ("tested per preparer (user id) and for all preparers together",
+                 f"fewer than {je13.MIN_TEST} entries are too small to test",
+                 f"z exceeds {je13.Z_SELECT:.0f}",
+                 "The population test is the baseline",
+                 "traced to the preparers behind it",
+                 "Entries are selected only from a preparer whose own test over-represents a digit",
+                 "A population excess that no preparer's own test shows selects nothing",
+                 "Vouch each selected entry to its source document",
+                 "selected entries that disagree or have no source document are reported"):
+        assert rule in guide, rule
+    population_excess = 0
+    for w, (heads, selected_by_view, _pay) in worlds:
+        selected, traced = _guide_selection(w)
+        assert selected == selected_by_view, w.seed
+        population_excess += bool(traced)
+        exceptions, clean = set(), set()
+        for eid in selected:
+            doc = _source(w, heads[eid]["reference"])
+            figures = [float(x.replace(",", "")) for x in _USD.findall(doc.body)] if doc else []
+            (clean if any(abs(f - heads[eid]["debit"]) < 0.005 for f in figures) else exceptions).add(eid)
+        assert exceptions == w.defect_ids, (w.seed, sorted(exceptions ^ w.defect_ids))
+        assert {d.entry_id for d in w.decoys} <= clean, w.seed
+        # a population excess in a world with a scheme is the clerk's digit 4, traced to the clerk
+        clerk = {heads[d.entry_id]["preparer"] for d in w.defects}
+        if 4 in traced:
+            assert clerk <= set(traced[4]), (w.seed, traced)
+    assert population_excess >= 2  # the population rule is exercised, not vacuous

@@ -14,10 +14,14 @@ Dr an expense / Cr 2100 Accrued Liabilities, a whole number of thousands, posted
 January-November and keyed by the accounting manager in that close, the Controller above his
 limit; approved by the lowest approver tier that covers the amount). Each states its purpose and
 carries the number of the document that should fix it in the reference field (``BR-2025-<nn>``
-for a board resolution, ``CTR-2025-<nnn>`` for a fixed-fee agreement with a vendor of the vendor
-master, numbered in one register per kind in posting order). Each is then made a defect or a
-decoy at random; only the support pack differs. Minutes and agreements are titled by meeting
-date, never by the reference.
+for a board resolution, ``CTR-2025-<nnn>`` for a fixed-fee agreement, numbered in one register
+per kind in posting order). Each is then made a defect or a decoy at random; only the support pack
+differs. Minutes and agreements are titled by meeting date, never by the reference. An agreement's
+counterparty fits its scope (``FIRMS``): a vendor of the vendor master whose kind of firm does the
+work (an audit by a CPA firm, litigation by a law firm, the efficiency review by consultants or
+advisers), else, for the year-end audit and litigation fees, the auditors or outside counsel
+engaged outside the master (the firms JE-9's close binder names); a new agreement is drawn only
+among the scopes the master has a fitting firm for.
 
 Decoys (``round_amount_with_support``): the minutes or agreement carrying the reference exist,
 are dated 3-40 days before the posting date and fix exactly the entry's amount for the stated
@@ -26,12 +30,15 @@ purpose. Decisive facts: the document, the reference and the amount.
 Planted defects (criteria ``UNSUPPORTED_ROUND``):
   * ``amount_not_supported``: the referenced document exists but fixes a smaller round sum (half
     the entry's amount or more), so the entry records more than was approved (decisive facts: the
-    reference, the document, the figure it shows, the entry's amount);
+    reference, the document, the figure it shows, the entry's amount); misstated by the excess,
+    booked less supported (the document supports the rest);
   * ``approved_after_posting``: the referenced document fixes the amount but is dated 3-40 days
     after the entry was recorded (facts: the reference, the document, its date, the entry date);
+    misstated by the whole entry, which nothing supported when it was recorded;
   * ``no_support``: no document in the pack carries the reference (facts: the reference and the
-    amount); more often at a high ``near_miss``, the pack holds minutes approving the same figure
-    under another number for another purpose, which do not support it.
+    amount); misstated by the whole entry; more often at a high ``near_miss``, the pack holds
+    minutes approving the same figure under another number for another purpose, which do not
+    support it.
 Required evidence: the policy, and the referenced document where one exists; a decoy is cleared
 by its document. Every top-side adjustment of the year is a candidate at the default knobs;
 with fewer candidates than the books' four year-end ones, the rest keep a supporting document and
@@ -76,8 +83,9 @@ KEY_RATIONALE = (
     key("defect", "amount_not_supported",
         evidence="the manual JE policy (section 2.3) and the board minutes or agreement carrying the entry's reference",
         facts="the referenced document fixes a smaller round sum than the entry records",
-        conclusion="The top-side adjustment records more than the document approves, so as recorded it is not "
-                   "supported (the excess over the approved figure has no support at all): report the exception.",
+        conclusion="The top-side adjustment records more than the document approves: the approved figure is "
+                   "supported, the excess over it has no support at all; report the exception, misstated by the "
+                   "excess (amount booked less amount supported).",
         standard="AS 2401.58, .61; ISA 240.32(a)"),
     key("defect", "approved_after_posting",
         evidence="the manual JE policy (section 2.3) and the board minutes or agreement carrying the entry's reference",
@@ -117,6 +125,16 @@ CONTRACT_ITEMS = (
     ("marketing", "the spring campaign fixed fee", "spring campaign fee accrual", "6700"),
     ("maintenance", "the annual preventive maintenance contract", "preventive maintenance contract accrual", "6600"),
 )
+#: the kind of professional firm each scope needs: (word in the scope, name endings of the vendor
+#: master's firms that fit, the outside firm engaged when none does). The auditors and counsel are the
+#: firms JE-9's close binder names; the non-audit scopes never go to a CPA firm, so no agreement puts
+#: the auditors' independence in question.
+FIRMS = (
+    ("audit", ("CPAs",), ("Ridgeway & Stone LLP", "independent auditors")),
+    ("litigation", ("Legal LLP",), ("Hartwell & Crane LLP", "outside counsel")),
+    ("efficiency review", ("Consulting", "Advisors"), None),
+    ("tax structuring", ("Legal LLP", "Advisors", "Consulting"), None),
+)
 #: the books' year-end top-side adjustments (``close.TOP_SIDE``, by ``ext_ref``) and what fixes each:
 #: (board item or vendor category, scope)
 YEAR_END_SUPPORT = (
@@ -151,10 +169,10 @@ def _minutes(b, date: str, item: str) -> int:
     )
 
 
-def _agreement(b, date: str, ref: str, vendor: str, vid: str, purpose: str, cents: int, period: str) -> int:
+def _agreement(b, date: str, ref: str, vendor: str, who: str, purpose: str, cents: int, period: str) -> int:
     return b.add_document(
         "contract", f"Services agreement dated {date}",
-        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} (vendor {vid}, the "
+        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} ({who}, the "
         f"Provider), dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any "
         f"expenses, earned in {period} and accrued by the Client on that basis; invoicing follows completion. The "
         f"Client records the fee under reference {ref}.\nSigned for the Client by Isabel Brown, Controller, and for "
@@ -201,12 +219,23 @@ def _round_amounts(b, k: int, taken: set) -> list[int]:
     return out
 
 
-def _vendor(b, category: str, scope: str) -> dict:
-    """A vendor of ``category`` from the vendor master (a law firm or an audit firm where the scope says so)."""
-    cands = [v for v in b.vendors if v["category"] == category]
-    pref = [v for v in cands if ("Legal" in v["name"] if "litigation" in scope else "CPAs" in v["name"] if "audit" in scope else True)]
-    pick = pref or cands
-    return pick[int(b.rng.integers(0, len(pick)))]
+def _fitting(b, category: str, scope: str) -> list[dict]:
+    """The vendors of ``category`` in the vendor master whose kind of firm fits ``scope`` (``FIRMS``)."""
+    stems = next((st for word, st, _outside in FIRMS if word in scope), None)
+    return [v for v in b.vendors if v["category"] == category and (stems is None or any(t in v["name"] for t in stems))]
+
+
+def _vendor(b, category: str, scope: str) -> tuple[str, str]:
+    """The agreement's counterparty as (name, how the agreement introduces it): a fitting vendor of the
+    vendor master (by its vendor number), else the outside firm ``FIRMS`` names for the scope (the
+    auditors and counsel the year-end adjustments need, whom the master may not hold)."""
+    pick = _fitting(b, category, scope)
+    outside = next((o for word, _st, o in FIRMS if word in scope), None)
+    if pick or outside is None:
+        pick = pick or [v for v in b.vendors if v["category"] == category]
+        v = pick[int(b.rng.integers(0, len(pick)))]
+        return v["name"], f"vendor {v['vendor_id']}"
+    return outside
 
 
 def plant(b) -> None:
@@ -250,7 +279,9 @@ def plant(b) -> None:
     every = np.concatenate([cands, spare]).astype(np.int64)
     # what each one is: a board item or a fixed-fee agreement (the books' year-end ones keep their purpose)
     items = []
-    board_order, ctr_order = rng.permutation(len(BOARD_ITEMS)), rng.permutation(len(CONTRACT_ITEMS))
+    # agreements only for the scopes the vendor master has a fitting firm for
+    contracts = [c for c in CONTRACT_ITEMS if _fitting(b, c[0], c[1])] or list(CONTRACT_ITEMS)
+    board_order, ctr_order = rng.permutation(len(BOARD_ITEMS)), rng.permutation(len(contracts))
     nb = nc = 0
     books_year_end = set(year_end.tolist())
     for i in every.tolist():
@@ -266,7 +297,7 @@ def plant(b) -> None:
             nb += 1
             items.append((True, purpose, short, dr, "board", next(new_amounts)))
         else:
-            cat, purpose, short, dr = CONTRACT_ITEMS[int(ctr_order[nc % len(CONTRACT_ITEMS)])]
+            cat, purpose, short, dr = contracts[int(ctr_order[nc % len(contracts)])]
             nc += 1
             items.append((False, purpose, short, dr, cat, next(new_amounts)))
     post = [b.date_str(e["post_date"][i]) for i in every]
@@ -303,8 +334,7 @@ def plant(b) -> None:
                                             f"amount of {_usd(doc_cents)}, to be accrued in {period} under "
                                             f"accounting reference {ref}. The resolution was carried unanimously.")
             else:
-                v = _vendor(b, cat, purpose)
-                doc = _agreement(b, doc_date, ref, v["name"], v["vendor_id"], purpose, doc_cents, period)
+                doc = _agreement(b, doc_date, ref, *_vendor(b, cat, purpose), purpose, doc_cents, period)
         if j >= len(cands):
             continue  # an unplanted year-end adjustment: supported, not in the key
         amount = cents / 100
@@ -337,11 +367,13 @@ def plant(b) -> None:
                                 f"{_usd(o_cents)}, to be accrued under accounting reference {other}. The resolution "
                                 "was carried unanimously.")
             else:
-                o_cat, o_purpose = CONTRACT_ITEMS[int(rng.integers(0, len(CONTRACT_ITEMS)))][:2]
-                v = _vendor(b, o_cat, o_purpose)
-                _agreement(b, dd, other, v["name"], v["vendor_id"], o_purpose, int(rng.integers(2, 61)) * 1_000_00,
+                o_cat, o_purpose = contracts[int(rng.integers(0, len(contracts)))][:2]
+                _agreement(b, dd, other, *_vendor(b, o_cat, o_purpose), o_purpose, int(rng.integers(2, 61)) * 1_000_00,
                            f"{MONTHS[int(dd[5:7]) - 1]} {dd[:4]}")
-        b.add_defect(i, kinds[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), cents, facts=facts)
+        # misstated by what no document supports: the excess over the figure fixed, or the whole entry
+        unsupported = cents - doc_cents if kinds[j] == "amount_not_supported" else cents
+        b.add_defect(i, kinds[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), unsupported,
+                     facts=facts)
 
 
 def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:

@@ -39,6 +39,10 @@ recorded, for the amount posted.
 * decoy ``post_closing_entry_approved``: a request approved after the close, before the entry was
   recorded, for the amount posted. Decisive facts: the request, its approval date, the recording
   date.
+The system's closing entry (YC) follows them: the policy has the close job re-run it at the first
+full hour after any posting into the closed year, and the pack holds the job's run log (the first
+run at the close, each re-run with its time and the postings behind it; the last run is the closing
+entry's entry time), so the one entry recorded after the close outside the key is explained.
 
 **Top-side adjustments.** The books' four year-end top-side accruals (bonus, audit fee, legal fees,
 marketing campaign) are keyed in January by the accounting manager or the controller and posted to
@@ -83,6 +87,8 @@ import numpy as np
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.books import close as books_close
+from jeval_ray.books.documents import TYPE
+from jeval_ray.books.tables import doc_numbers
 from jeval_ray.tasks._spec import key, spec
 from jeval_ray.world._base import HOLIDAY_DATES, month_end
 
@@ -153,6 +159,7 @@ KEY_RATIONALE = (
 
 POLICY_TITLE = "Revenue recognition, period-end cut-off and close policy"
 REQUEST_TITLE = "Post-closing adjustment request"
+CLOSE_LOG_TITLE = "Year-end close job run log FY2025"
 STATEMENT_TITLE = "Statement of account"
 REVENUE_ACCOUNT = "4000"
 #: the year-end cut-off window: product sales billed in these days are vouched to their delivery notes
@@ -203,7 +210,12 @@ def _policy_body() -> str:
         "entries recorded later are posted to the current open period. An entry may be posted into a closed "
         "period only under a post-closing adjustment request approved by the Controller and the CFO before the "
         "entry is recorded, for the reference and the amount approved. The FY2025 year-end close date is "
-        f"{FY_END_CLOSE}.\n"
+        f"{FY_END_CLOSE}. The year-end closing entry (document type YC, system user SYS_BATCH) carries every "
+        "revenue and expense balance to retained earnings: the system runs it at the year-end close and runs it "
+        "again at the first full hour after any posting into the closed year, so that it closes the year's final "
+        "balances. Each run replaces the closing entry of the run before it (the ledger holds one closing entry, "
+        "timed at the last run); the close job's run log is kept in the close binder. A re-run is system "
+        "processing, not a post-closing adjustment; the postings that trigger it need their own authorisation.\n"
         "5. Top-side adjustments (document type TS) are keyed by the Accounting Manager or the Controller. Each one "
         "is supported by the calculation or third-party document it rests on, filed in the close binder under the "
         "adjustment's reference; the amount booked is the amount that document supports.\n"
@@ -282,6 +294,8 @@ def plant(b) -> None:
     _plant_topside(b, *picked["topside"], np.flatnonzero(pools["topside"]), policy, near, trivial)
     _plant_accruals(b, *picked["accrual"], np.flatnonzero((code == "AC") & (post == year_end)), policy, near)
 
+    _close_log(b)
+
     # every product sale billed in the window has its delivery note; so do a few ordinary sales earlier in the year
     window_sales = np.flatnonzero(is_sale & (e["post_date"] >= window_start) & ~b.used)
     for idx in window_sales:
@@ -352,6 +366,34 @@ def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", [*base, h], cents, facts=[*facts, *extra])
         else:
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
+
+
+def _close_log(b) -> int:
+    """The year-end close job's run log: the first run at the close, then a re-run at the first full
+    hour after each posting into the closed year (the policy's rule), naming the entries behind it.
+    Its last run is the time the listing gives the closing entry (the builder times it one full hour
+    after the last entry keyed), so the log is what explains a closing entry recorded after the close."""
+    e, d = b.e, b.books.docs
+    yc = int(np.flatnonzero(d.type == TYPE["YC"])[0])
+    ref = doc_numbers(d, np.array([yc]))[0].as_py()
+    first = np.datetime64(int(d.entry_date[yc]), "D").astype("datetime64[s]") + np.timedelta64(int(d.entry_time[yc]), "s")
+    ts = e["entry_date"].astype("datetime64[s]") + e["time_s"].astype("timedelta64[s]")
+    late = np.flatnonzero(ts >= first)
+    late = late[np.argsort(ts[late], kind="stable")]
+    rerun = (ts[late] + np.timedelta64(1, "h")).astype("datetime64[h]")
+    runs = [f"Run 1  {str(first)[:16].replace('T', ' ')}  year-end close FY2025 (period 2025-12 locked)"]
+    for at in np.unique(rerun):
+        named = ", ".join(f"entry {{E:{int(i)}}} ({e['reference'][i]}, posted {b.date_str(e['post_date'][i])}, "
+                          f"recorded {str(ts[i]).replace('T', ' ')})" for i in late[rerun == at])
+        runs.append(f"Run {len(runs) + 1}  {str(at.astype('datetime64[m]')).replace('T', ' ')}  re-run after "
+                    f"posting into the closed FY2025: {named}")
+    last = rerun.max() if len(late) else first
+    body = (
+        f"Job: year-end closing FY2025, system user SYS_BATCH. Closing entry {ref}, posted {YEAR_END}: every "
+        "revenue and expense balance to retained earnings (account 3100). Each run replaces the closing entry of "
+        "the run before it.\n" + "\n".join(runs) + "\n"
+        f"Completed: {len(runs)} run(s); the closing entry {ref} stands as of the last run.")
+    return b.add_document("report", CLOSE_LOG_TITLE, body, b.date_str(last))
 
 
 def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float,
