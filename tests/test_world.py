@@ -276,3 +276,13 @@ def test_year_cache_keeps_years_within_its_entry_bound_least_recently_used_first
     assert wide.misses == 4  # seed 0 was dropped by the bound on years
     wide.cache_clear()
     assert len(wide) == 0 and wide.entries == 0
+
+
+@pytest.mark.parametrize("task", ["JE-1", "JE-6", "JE-12"])
+def test_description_quality_changes_descriptions_and_not_the_key(task):
+    """The knob makes manual entries' texts terse; what the task plants is drawn the same."""
+    for seed in range(3):
+        clear, terse = generate_world(task, seed), generate_world(task, seed, {"description_quality": 0.2})
+        assert [(d.entry_id, d.defect_type) for d in clear.defects] == [(d.entry_id, d.defect_type) for d in terse.defects]
+        assert [(d.entry_id, d.decoy_type) for d in clear.decoys] == [(d.entry_id, d.decoy_type) for d in terse.decoys]
+    assert clear.ledger.column("description") != terse.ledger.column("description")

@@ -456,10 +456,12 @@ class WorldBuilder:
         self._line_no, self._lines_per_entry = y["line_no"], y["lines_per_entry"]
         self._main_dr, self._main_cr, self._books_no = y["main_dr"], y["main_cr"], y["books_no"]
         desc = y["description"]
+        # the world's stream always draws n values here; the terse texts come from a stream of their
+        # own, so description_quality changes which texts are terse and nothing the task draws later
         terse = (self.rng.random(n) >= self.knobs.description_quality) & y["e"]["manual"]
         if terse.any():
-            desc = pc.replace_with_mask(desc, pa.array(terse),
-                                        pa.array(_TERSE[self.rng.integers(0, len(_TERSE), int(terse.sum()))].tolist()))
+            words = rng_for(self.task.id, self.seed, "terse descriptions").integers(0, len(_TERSE), int(terse.sum()))
+            desc = pc.replace_with_mask(desc, pa.array(terse), pa.array(_TERSE[words].tolist()))
         self.e = EntryArrays(y["e"])
         self.e["reference"] = TextColumn(y["reference"])
         self.e["description"] = TextColumn(desc)
