@@ -232,7 +232,9 @@ def test_fewer_episodes_per_worker_than_max_in_flight_needs_is_a_warning(ray_loc
     assert run_sweep(small).warnings == []
 
 
-QUEUE_SIM = {"name": "sim", "provider": "builtin", "agent": "sleep", "agent_options": {"latency_ms": 250, "steps": 2}}
+#: episodes long enough (2 x 0.6 s) that the driver fills every queue before the first ends, even
+#: when the suite runs on both cores at once
+QUEUE_SIM = {"name": "sim", "provider": "builtin", "agent": "sleep", "agent_options": {"latency_ms": 600, "steps": 2}}
 
 
 @pytest.mark.parametrize("queue", ["auto", 0])
