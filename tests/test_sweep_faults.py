@@ -132,7 +132,9 @@ def test_a_judge_pool_the_cluster_cannot_place_stops_the_sweep_with_an_error_nam
     from jeval_ray.sweep import SweepError
 
     cfg = validate_config(tiny_config(tmp_path, models=[SLEEPY], seeds=2, allow_test_agents=True,
-                                      execution={"episode_workers": 1, "worker_start_timeout_s": 2,
+                                      # long enough for the episode worker (which can be placed) to start
+                                      # while the suite's other worker keeps the cores busy
+                                      execution={"episode_workers": 1, "worker_start_timeout_s": 8,
                                                  "judge_worker_resources": {"no_such_resource": 1}}))
-    with pytest.raises(SweepError, match=r"no JudgeWorker could be scheduled for 2 s .*no_such_resource.*judge_worker_cpus"):
+    with pytest.raises(SweepError, match=r"no JudgeWorker could be scheduled for 8 s .*no_such_resource.*judge_worker_cpus"):
         run_sweep(cfg, address="auto")
