@@ -739,14 +739,11 @@ class WorldBuilder:
 
     # ----------------------------------------------------------------- freezing
     def build(self) -> World:
-        n = self.n
         e = self.e
         if self.knobs.prompt_injection:
             self._add_injection()
         # entry numbers in the order entries were recorded (an entry keyed late carries a late number)
-        order = np.lexsort((self._books_no, e.peek("time_s"), e.peek("entry_date")))
-        entry_no = np.empty(n, dtype=np.int64)
-        entry_no[order] = np.arange(n) + 1_000_000_001
+        entry_no = self.entry_numbers()
 
         def eid(i) -> str:
             # an entry's id as text, on demand: a million-entry world names only its planted entries
