@@ -90,7 +90,7 @@ from jeval_ray.books import close as books_close
 from jeval_ray.books.documents import TYPE
 from jeval_ray.books.tables import doc_numbers
 from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import HOLIDAY_DATES, month_end
+from jeval_ray.world._base import HOLIDAY_DATES, closing_rerun_time, month_end
 
 SPEC = spec(
     "JE-9",
@@ -371,8 +371,8 @@ def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int
 def _close_log(b) -> int:
     """The year-end close job's run log: the first run at the close, then a re-run at the first full
     hour after each posting into the closed year (the policy's rule), naming the entries behind it.
-    Its last run is the time the listing gives the closing entry (the builder times it one full hour
-    after the last entry keyed), so the log is what explains a closing entry recorded after the close."""
+    Its last run is the time the listing gives the closing entry (``build`` times it by the same
+    ``closing_rerun_time``), so the log is what explains a closing entry recorded after the close."""
     e, d = b.e, b.books.docs
     yc = int(np.flatnonzero(d.type == TYPE["YC"])[0])
     ref = doc_numbers(d, np.array([yc]))[0].as_py()
@@ -380,7 +380,7 @@ def _close_log(b) -> int:
     ts = e["entry_date"].astype("datetime64[s]") + e["time_s"].astype("timedelta64[s]")
     late = np.flatnonzero(ts >= first)
     late = late[np.argsort(ts[late], kind="stable")]
-    rerun = (ts[late] + np.timedelta64(1, "h")).astype("datetime64[h]")
+    rerun = closing_rerun_time(ts[late])
     runs = [f"Run 1  {str(first)[:16].replace('T', ' ')}  year-end close FY2025 (period 2025-12 locked)"]
     for at in np.unique(rerun):
         named = ", ".join(f"entry {{E:{int(i)}}} ({e['reference'][i]}, posted {b.date_str(e['post_date'][i])}, "

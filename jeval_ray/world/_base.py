@@ -365,6 +365,13 @@ def month_end(d) -> np.datetime64:
     return (np.datetime64(d, "M") + 1).astype("datetime64[D]") - 1
 
 
+def closing_rerun_time(recorded):
+    """When the year-end closing entry is run again after entries ``recorded`` (datetime64) were keyed
+    into the closed year: at the first full hour after each (the close job's rule; ``build`` times
+    the closing entry by the last of them, and a task that shows the job's log uses the same rule)."""
+    return (recorded + np.timedelta64(1, "h")).astype("datetime64[h]").astype("datetime64[s]")
+
+
 @functools.cache
 def month_close_dates() -> tuple[tuple[str, str], ...]:
     """(period, close date): the books' close calendar (5th business day after month end; year end 2026-01-09)."""
@@ -924,7 +931,7 @@ class WorldBuilder:
         yc_ts = yc_entry.astype("datetime64[s]") + np.timedelta64(yc_time, "s")
         if self.n and ts.max() >= yc_ts:
             # the year is closed (and the closing entry run) after the last entry of the year was keyed
-            yc_ts = (ts.max() + np.timedelta64(1, "h")).astype("datetime64[h]").astype("datetime64[s]")
+            yc_ts = closing_rerun_time(ts.max())
         v = np.concatenate([val[rows], cl_val])
         yc_no = int(entry_no.max()) + 1 if self.n else 1_000_000_001
         nos = pa.array(np.concatenate([entry_no, [yc_no]])).cast(pa.string())
