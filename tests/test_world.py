@@ -286,3 +286,35 @@ def test_description_quality_changes_descriptions_and_not_the_key(task):
         assert [(d.entry_id, d.defect_type) for d in clear.defects] == [(d.entry_id, d.defect_type) for d in terse.defects]
         assert [(d.entry_id, d.decoy_type) for d in clear.decoys] == [(d.entry_id, d.decoy_type) for d in terse.decoys]
     assert clear.ledger.column("description") != terse.ledger.column("description")
+
+
+def test_added_entries_build_no_text_column_nobody_reads():
+    """``copy_entries`` and ``add_entries`` extend the columns a world owns at once and the year's others
+    when first read: adding entries builds none of the year's text columns, and a column read later
+    holds exactly the rows added (copies of their sources, new rows' values)."""
+    import numpy as np
+
+    from jeval_ray.tasks import get_task, resolve_knobs
+    from jeval_ray.world._base import WorldBuilder, year_entries
+
+    b = WorldBuilder(get_task("JE-3"), 7_321, resolve_knobs("JE-3", {"n_entries": 1_234}))
+    lazy = year_entries(b.books)["e"]
+    n0 = b.n
+    b.e["debit_cents"][4] += 100  # a column the world owns before the rows are added
+    copies = b.copy_entries([4, 9])
+    new = b.add_entries([{"doc_code": "TS", "post_date": np.datetime64("2025-06-30"), "entry_date": np.datetime64("2025-06-30"),
+                          "time_s": 16 * 3600, "preparer": "HJOHANSSON", "approver": "IBROWN", "reference": "RCL-X",
+                          "description": "Reclass", "lines": [("1000", 500), ("2000", -500)]}])
+    again = b.copy_entries([int(new[0])])  # a copy of an added row
+    assert not {"template", "preparer", "approver", "vendor_id", "customer_id"} & set(lazy._cache)
+    assert list(copies) == [n0, n0 + 1] and list(new) == [n0 + 2] and list(again) == [n0 + 3]
+    assert b.e["debit_cents"][n0] == b.e["debit_cents"][4] and b.e["debit_cents"][4] == lazy["debit_cents"][4] + 100
+    prep = b.e["preparer"]  # built now, with the rows added
+    assert len(prep) == n0 + 4
+    assert prep[n0] == lazy["preparer"][4] and prep[n0 + 1] == lazy["preparer"][9]
+    assert prep[n0 + 2] == prep[n0 + 3] == "HJOHANSSON"
+    assert (prep[:n0] == lazy["preparer"]).all()
+    assert b.e["reference"][n0 + 3] == "RCL-X" and b.e["reference"][n0] == b.e["reference"][4]
+    # the listing's coded columns see the added rows without the text columns being built
+    codes, vocab = b._grown_codes("approver", *year_entries(b.books)["codes"]["approver"])
+    assert [vocab[c] for c in codes[n0:].tolist()] == [lazy["approver"][4], lazy["approver"][9], "IBROWN", "IBROWN"]

@@ -194,6 +194,26 @@ def _planted_counts(n_defects: int, n_decoys: int, size: int) -> tuple[int, int]
     return k, size - k
 
 
+def _scheme_size(base4: int, n: int, s0: int) -> int:
+    """The smallest selection of at least ``s0`` that puts a clerk's digit 4 a full point above the
+    selection threshold: ``s`` of the clerk's ``n`` tested entries moved to digit 4 (beside the ``base4``
+    already there), at most ``n``. Digit 4's z-statistic depends only on its own count, so every
+    candidate size is tested at once."""
+    if s0 >= n:
+        return s0
+    s = np.arange(s0, n)
+    z = _z_of(3, base4 + s, n)
+    ok = np.flatnonzero(z >= Z_SELECT + 1)
+    return int(s[ok[0]]) if len(ok) else n
+
+
+def _z_of(d: int, count: np.ndarray, n: int) -> np.ndarray:
+    """``digit_z``'s value for leading digit ``d + 1`` at each of ``count`` (the same arithmetic)."""
+    p = count / n
+    z = (np.abs(p - BENFORD[d]) - 1 / (2 * n)) / np.sqrt(BENFORD[d] * (1 - BENFORD[d]) / n)
+    return np.where(p > BENFORD[d], z, 0.0)
+
+
 def plant(b) -> None:
     rng = b.rng
     e = b.e
@@ -212,13 +232,8 @@ def plant(b) -> None:
         n = int(g.sum())
         pools[u] = g & (e["doc_code"] == "VN") & (e["n_lines"] == 2) & (cents >= 500_00) & (cents < 4_000_00) \
             & (digit != 4) & (pay != -2)
-        # the smallest selection that puts the clerk's digit 4 a full point above the selection threshold
         base4 = int((g & (digit == 4)).sum())
-        s = max(total, MIN_SELECTED)
-        while n >= MIN_TEST and digit_z(np.bincount(np.r_[digit[g & (digit != 4)][s:], np.full(base4 + s, 4)],
-                                                    minlength=10)[1:], n)[3] < Z_SELECT + 1 and s < n:
-            s += 1
-        sizes[u] = s if n >= MIN_TEST else 10**9
+        sizes[u] = _scheme_size(base4, n, max(total, MIN_SELECTED)) if n >= MIN_TEST else 10**9
     fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
     if total and not fit:
         need = min(sizes.values())
@@ -234,14 +249,15 @@ def plant(b) -> None:
         labels = rng.permutation(np.array([True] * K + [False] * D, dtype=bool))
         cash = b.books.period_end_balances()[:12, 0].astype(np.int64)  # cash is the chart's first account
         month = e["post_date"].astype("datetime64[M]").astype(np.int64) % 12
+        pool = np.flatnonzero(pools[user])
         for bad in labels:
-            cand = pools[user] & ~b.used
+            cand = pool[~b.used[pool]]
             # the amount keyed is drawn before the label: 4,500.00-4,999.99, never a whole hundred
             keyed = int(rng.integers(4_500_00, 5_000_00))
             keyed += 17 if keyed % 100_00 == 0 else 0
             if not bad:
-                cand[np.flatnonzero(cand)[~cash_covers(cash, month, pay[cand], keyed - cents[cand])]] = False
-            idx = int(b.pick(1, cand, what=f"invoices of {user} to move below the review threshold")[0])
+                cand = cand[cash_covers(cash, month, pay[cand], keyed - cents[cand])]
+            idx = int(b.pick(1, among=cand, what=f"invoices of {user} to move below the review threshold")[0])
             true = int(cents[idx])
             e["debit_cents"][idx] = e["credit_cents"][idx] = keyed
             if not bad:

@@ -87,8 +87,11 @@ class _LazyColumns(Mapping):
     all of them for a million entries is a good part of a cold world). ``subset`` is a view of
     some columns sharing what is built."""
 
-    def __init__(self, ready: dict, later: dict, order: tuple[str, ...] | None = None, _cache: dict | None = None):
+    def __init__(self, ready: dict, later: dict, order: tuple[str, ...] | None = None, _cache: dict | None = None,
+                 dtypes: dict | None = None):
         self._ready, self._later = ready, later
+        self._dtypes = {k: np.dtype(v) for k, v in (dtypes or {}).items()}
+        assert set(self._dtypes) == set(later), "every column built later declares its dtype"
         self._order = tuple(order) if order is not None else (*ready, *later)
         self._names = frozenset(self._order)
         self._cache = {} if _cache is None else _cache
@@ -101,6 +104,7 @@ class _LazyColumns(Mapping):
         a = self._cache.get(name)
         if a is None:
             a = self._cache[name] = self._later[name]()
+            assert a.dtype == self._dtypes[name], (name, a.dtype)
             a.flags.writeable = False  # shared by every world of the seed
         return a
 
@@ -113,12 +117,18 @@ class _LazyColumns(Mapping):
     def __len__(self) -> int:
         return len(self._order)
 
+    def dtype(self, name: str) -> np.dtype:
+        """Column ``name``'s dtype, without building it."""
+        if name in self._ready:
+            return self._ready[name].dtype
+        return self._dtypes[name]
+
     def built(self) -> list[np.ndarray]:
         """The columns that exist so far (read-only ones given, text ones read once)."""
         return [self._ready[k] for k in self._order if k in self._ready] + list(self._cache.values())
 
     def subset(self, names: tuple[str, ...]) -> "_LazyColumns":
-        return _LazyColumns(self._ready, self._later, names, self._cache)
+        return _LazyColumns(self._ready, self._later, names, self._cache, self._dtypes)
 
 
 def year_entries(bk) -> dict:
@@ -188,6 +198,8 @@ def year_entries(bk) -> dict:
                 "vendor_id": lambda: vend_ids[np.where(kind == "vendor", partner + 1, 0)],
                 "customer_id": lambda: cust_ids[np.where(kind == "customer", partner + 1, 0)],
             },
+            dtypes={"template": "<U20", "doc_code": "<U4", "preparer": "<U16", "approver": "<U16", "doc_type": "<U4",
+                    "debit_account": "<U6", "credit_account": "<U6", "vendor_id": "<U8", "customer_id": "<U8"},
             order=("template", "doc_code", "books_doc", "manual", "doc_date", "post_date", "entry_date", "time_s",
                    "preparer", "approver", "doc_type", "debit_account", "credit_account", "debit_cents",
                    "credit_cents", "vendor_id", "customer_id", "n_lines"),
@@ -279,22 +291,39 @@ class EntryArrays(dict):
 
     Most tasks change a few columns of a few entries; copying every column of a million-entry
     year for each world is what this avoids. ``e[name]`` returns the world's own (writable) copy;
-    ``peek(name)`` reads without copying (the year's array while the world has not touched it)."""
+    ``peek(name)`` reads without copying (the year's array while the world has not touched it).
+
+    Entries a task adds (``grow``: copies of existing rows, or new rows with their values) extend
+    the columns the world owns at once and the others when first read, so adding a few entries to
+    a million-entry year builds none of the year's text columns nobody reads."""
 
     def __init__(self, base: dict[str, np.ndarray]):
         super().__init__()
         self._base = base
+        #: every growth so far, in order: (rows copied, None) or (None, {column: values of the new rows})
+        self.grown: list[tuple[np.ndarray | None, dict | None]] = []
+
+    def grow(self, rows: np.ndarray | None = None, values: dict | None = None) -> None:
+        """Append copies of ``rows``, or new rows with ``values`` (one array per column)."""
+        step = (None if rows is None else np.asarray(rows, dtype=np.int64), values)
+        for name in list(dict.keys(self)):
+            dict.__setitem__(self, name, _grown(dict.__getitem__(self, name), name, (step,)))
+        self.grown.append(step)
 
     def __missing__(self, name: str):
-        a = self._base[name].copy()
+        base = self._base[name]
+        a = _grown(base, name, self.grown) if self.grown else base.copy()
         self[name] = a
         return a
 
     def peek(self, name: str):
-        return dict.__getitem__(self, name) if dict.__contains__(self, name) else self._base[name]
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return self[name] if self.grown else self._base[name]
 
     def has_own(self, name: str) -> bool:
-        """Whether the world has its own copy of column ``name`` (else it reads the year's, unchanged)."""
+        """Whether the world has its own copy of column ``name`` (else it reads the year's, unchanged,
+        with the rows ``grow`` added)."""
         return dict.__contains__(self, name)
 
     def __contains__(self, name) -> bool:
@@ -314,6 +343,19 @@ class EntryArrays(dict):
 
     def values(self):
         return [self[k] for k in self.keys()]
+
+
+def _grown(a, name: str, steps):
+    """Column ``a`` (an array or a ``TextColumn``) with the rows of ``steps`` appended (a new object)."""
+    for rows, values in steps:
+        if isinstance(a, TextColumn):
+            add = [a[int(i)] for i in rows] if rows is not None else [str(v) for v in values[name]]
+            grown = TextColumn(pa.concat_arrays([a._values, pa.array(add, a._values.type)]))
+            grown._over = dict(a._over)
+            a = grown
+        else:
+            a = np.concatenate([a, a[rows] if rows is not None else np.asarray(values[name]).astype(a.dtype)])
+    return a
 
 
 class TextColumn:
@@ -511,10 +553,15 @@ class WorldBuilder:
             self.add_document(doc_type, f"{title} ({d[:7]})" if i >= len(kinds) else title, body.format(d=d), d)
 
     # ----------------------------------------------------------------- planting API
-    def pick(self, k: int, where: np.ndarray | None = None, *, what: str = "entries") -> np.ndarray:
-        """Choose ``k`` not-yet-planted entries (optionally satisfying ``where``) and reserve them."""
-        ok = ~self.used if where is None else (~self.used & where)
-        cand = np.flatnonzero(ok)
+    def pick(self, k: int, where: np.ndarray | None = None, *, among: np.ndarray | None = None,
+             what: str = "entries") -> np.ndarray:
+        """Choose ``k`` not-yet-planted entries (optionally satisfying ``where``, a mask over the entries,
+        or among ``among``, ascending entry indices: the same choice as the mask of those entries)
+        and reserve them."""
+        if among is not None:
+            cand = among[~self.used[among]]
+        else:
+            cand = np.flatnonzero(~self.used if where is None else (~self.used & where))
         if len(cand) < k:
             raise ConfigError(
                 f"impossible knobs for {self.task.id}: need {k} {what} but the slice of {self.n} entries has "
@@ -572,18 +619,9 @@ class WorldBuilder:
             "n_lines": np.array([len(r["lines"]) for r in rows]),
         }
         assert all(c in t_of for c in code.tolist())
-        # read without copying (``peek``): the concatenation is the world's own array
-        for name, v in vals.items():
-            old = self.e.peek(name)
-            self.e[name] = np.concatenate([old, v.astype(old.dtype)])
-        for name in list(self._orig.keys()):
-            old = self._orig.peek(name)
-            self._orig[name] = np.concatenate([old, vals[name].astype(old.dtype)])
-        for name in ("reference", "description"):
-            col = self.e[name]
-            grown = TextColumn(pa.concat_arrays([col._values, pa.array([str(r[name]) for r in rows], pa.string())]))
-            grown._over = dict(col._over)
-            self.e[name] = grown
+        vals.update({name: [r[name] for r in rows] for name in ("reference", "description")})
+        self.e.grow(values=vals)
+        self._orig.grow(values=vals)
         self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
         self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
         self.n = n0 + k
@@ -664,16 +702,8 @@ class WorldBuilder:
         self._line_no = np.concatenate([self._line_no, self._line_no[pos]])
         self._lines_per_entry = np.concatenate([self._lines_per_entry, counts])
         self._books_no = np.concatenate([self._books_no, self._books_no[src]])
-        # read without copying (``peek``): the concatenation is the world's own array
-        for col in self.e.keys():
-            a = self.e.peek(col)
-            if isinstance(a, TextColumn):
-                a._values = pa.concat_arrays([a._values, pa.array([a[int(i)] for i in src], a._values.type)])
-            else:
-                self.e[col] = np.concatenate([a, a[src]])
-        for col in self._orig.keys():
-            a = self._orig.peek(col)
-            self._orig[col] = np.concatenate([a, a[src]])
+        self.e.grow(rows=src)
+        self._orig.grow(rows=src)
         self.hidden = np.concatenate([self.hidden, np.zeros(k, dtype=bool)])
         self.used = np.concatenate([self.used, np.ones(k, dtype=bool)])
         self.n = n + k
@@ -964,8 +994,8 @@ class WorldBuilder:
         entries a task changed or added re-coded (comparing with the year's array finds them)."""
         y = year_entries(self.books)
         base_codes, vocab = y["codes"][name]
-        if not self.e.has_own(name):  # never copied, so never changed
-            return base_codes, vocab
+        if not self.e.has_own(name):  # never copied, so never changed (save for the rows added)
+            return self._grown_codes(name, base_codes, vocab)
         cur = self.e.peek(name)
         n0 = len(base_codes)
         changed = np.flatnonzero(cur[:n0] != y["e"][name])
@@ -980,6 +1010,27 @@ class WorldBuilder:
                 where[v] = len(vocab)
                 vocab.append(v)
             codes[i] = where[v]
+        return codes, vocab
+
+    def _grown_codes(self, name: str, codes: np.ndarray, vocab: list[str]) -> tuple[np.ndarray, list[str]]:
+        """The year's codes of column ``name`` with the rows ``EntryArrays.grow`` added (copies take
+        their source's code; new rows' values are coded as the column would hold them)."""
+        if not self.e.grown:
+            return codes, vocab
+        vocab = list(vocab)
+        where = {v: i for i, v in enumerate(vocab)}
+        dtype = year_entries(self.books)["e"].dtype(name)
+        for rows, values in self.e.grown:
+            if rows is not None:
+                add = codes[rows]
+            else:
+                add = np.zeros(len(values[name]), dtype=codes.dtype)
+                for j, v in enumerate(np.asarray(values[name]).astype(dtype).tolist()):
+                    if v not in where:
+                        where[v] = len(vocab)
+                        vocab.append(v)
+                    add[j] = where[v]
+            codes = np.concatenate([codes, add])
         return codes, vocab
 
     def _master_tables(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str],
