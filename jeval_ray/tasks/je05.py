@@ -153,22 +153,35 @@ _REQUESTERS = ("Plant maintenance", "Warehouse", "Production planning", "Sales o
 def runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, gap: int = RUN_GAP_DAYS) -> list[np.ndarray]:
     """Positions of runs of two or more invoices by one preparer for one vendor, each at most
     ``gap`` days after the one before (entries without a vendor never run)."""
+    order, starts, stops = _runs(prep, vendor, day, gap)
+    return [order[a:z] for a, z in zip(starts.tolist(), stops.tolist())]
+
+
+def _runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``runs`` as (positions in run order, each run's start and stop in it), runs of two or more only."""
     idx = np.flatnonzero(vendor != "")
     if len(idx) < 2:
-        return []
+        return idx, np.zeros(0, np.int64), np.zeros(0, np.int64)
     p = np.unique(prep[idx], return_inverse=True)[1]
     v = np.unique(vendor[idx], return_inverse=True)[1]
     o = np.lexsort((day[idx], v, p))
     order, p, v, d = idx[o], p[o], v[o], day[idx][o]
     link = (p[1:] == p[:-1]) & (v[1:] == v[:-1]) & (d[1:] - d[:-1] <= gap)
     starts = np.flatnonzero(np.concatenate([[True], ~link]))
-    return [g for g in np.split(order, starts[1:]) if len(g) >= 2]
+    stops = np.append(starts[1:], len(order))
+    two = stops - starts >= 2
+    return order, starts[two], stops[two]
 
 
 def flagged_runs(prep: np.ndarray, vendor: np.ndarray, day: np.ndarray, cents: np.ndarray,
                  prep_limit_cents: np.ndarray) -> list[np.ndarray]:
     """The red-flag rule: runs whose total exceeds the preparer's approval limit."""
-    return [g for g in runs(prep, vendor, day) if int(cents[g].sum()) > prep_limit_cents[g[0]]]
+    order, starts, stops = _runs(prep, vendor, day, RUN_GAP_DAYS)
+    if not len(starts):
+        return []
+    total = np.cumsum(np.concatenate([[0], np.asarray(cents, dtype=np.int64)[order]]))
+    over = total[stops] - total[starts] > np.asarray(prep_limit_cents)[order[starts]]
+    return [order[a:z] for a, z in zip(starts[over].tolist(), stops[over].tolist())]
 
 
 # ---------------------------------------------------------------------------- planting
@@ -471,6 +484,12 @@ def _approval_day(rng, idx: int, e) -> np.datetime64:
     return _workday_on_or_before(lo + int(rng.integers(0, int((hi - lo).astype(np.int64)) + 1)))
 
 
+def _limits_of(users: np.ndarray, limit: dict[str, int]) -> np.ndarray:
+    """Each user's limit in cents (0 for a user without one), looked up once per distinct user."""
+    distinct, at = np.unique(users, return_inverse=True)
+    return np.array([limit.get(u, 0) for u in distinct.tolist()], dtype=np.int64)[at.reshape(-1)]
+
+
 def _document_book_runs(b, limit: dict[str, int]) -> None:
     """Add the books' own invoices and purchase orders behind the unplanted runs the rule catches
     whose total some approver's limit does not cover, so an auditor can vouch them."""
@@ -482,8 +501,8 @@ def _document_book_runs(b, limit: dict[str, int]) -> None:
         return
     prep = e["preparer"][inv]
     cents = e["debit_cents"][inv]
-    plim = np.array([limit.get(p, 0) for p in prep.tolist()], dtype=np.int64)
-    alim = np.array([limit.get(a, 0) for a in e["approver"][inv].tolist()], dtype=np.int64)
+    plim = _limits_of(prep, limit)
+    alim = _limits_of(e["approver"][inv], limit)
     d = b.books.docs
     added: set[int] = set()
     found = [g for g in flagged_runs(prep, e["vendor_id"][inv], e["post_date"][inv].astype(np.int64), cents, plim)

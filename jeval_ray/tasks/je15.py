@@ -274,16 +274,18 @@ def _spread(b, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0, o
     edges = np.linspace(0, 1, n * of + 1)
     span = max(1, int((last - first).astype(int)))
     out = []
+    # the candidates (invoices of the pool dated from ``first``), in entry order: every test below is on them
+    cand = np.flatnonzero(pool & (doc >= first))
+    post_c = post[cand]
+    month_c = post_c.astype("datetime64[M]")
     for k in range(phase, n * of, of):
         lo, hi = first + int(edges[k] * span), first + int(edges[k + 1] * span)
-        month = post.astype("datetime64[M]")
-        fresh = ~np.isin(month, month[out]) if out else np.ones(len(post), dtype=bool)
+        fresh = ~np.isin(month_c, post[out].astype("datetime64[M]")) if out else np.ones(len(cand), dtype=bool)
         # the bin, else a month the vendor has no invoice in yet, else any invoice after the set-up
-        for where in (pool & (doc >= first) & (post >= lo) & (post <= hi) & fresh, pool & (doc >= first) & fresh,
-                      pool & (doc >= first)):
-            if (where & ~b.used).any():
+        for where in ((post_c >= lo) & (post_c <= hi) & fresh, fresh, np.ones(len(cand), dtype=bool)):
+            if (where & ~b.used[cand]).any():
                 break
-        out.append(int(b.pick(1, where=where, what="paid invoices after a new vendor's set-up")[0]))
+        out.append(int(b.pick(1, among=cand[where], what="paid invoices after a new vendor's set-up")[0]))
     return out
 
 

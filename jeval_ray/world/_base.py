@@ -948,7 +948,7 @@ class WorldBuilder:
             codes, vocab = self._codes(name)
             index = len(vocab)
             vocab = vocab + [closing]
-            line_codes = np.concatenate([codes[ent], np.full(k, index)]).astype(np.int32)
+            line_codes = np.concatenate([codes[ent], np.full(k, index, dtype=codes.dtype)]).astype(np.int32, copy=False)
             return pa.DictionaryArray.from_arrays(pa.array(line_codes), pa.array(vocab, pa.string())).cast(pa.string())
 
         rep_closing = pa.array(np.concatenate([ent, np.full(k, self.n)]))
@@ -980,7 +980,7 @@ class WorldBuilder:
             "preparer": per_entry("preparer", "SYS_BATCH"),
             "approver": per_entry("approver", ""),
             "source": pa.DictionaryArray.from_arrays(
-                pa.array(np.concatenate([np.where(e.peek("manual")[ent], 0, 1), np.ones(k, np.int64)]).astype(np.int32)),
+                pa.array(np.concatenate([np.where(e.peek("manual")[ent], np.int32(0), np.int32(1)), np.ones(k, np.int32)])),
                 pa.array(["manual", "automated"])).cast(pa.string()),
             "document_type": per_entry("doc_type", "YC"),
             "description": text(e["description"], "Year-end closing FY2025 to retained earnings"),
