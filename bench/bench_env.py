@@ -16,7 +16,9 @@ tasks of a seed) plus the task's planting. Every figure is taken in a fresh work
 * **fresh**: the first world in a new process (imports done), as a user meets it: nothing cached,
   no memory of the process touched yet;
 * **cold**: the year's cache cleared (``books_for.cache_clear()``) in a process that has already
-  made a world: simulating the year included;
+  made a world: simulating the year included, as a sweep worker meets each new seed (the median
+  and the slowest of three; this is the figure held against the 5 s goal, as the goal was first
+  measured: worlds made one after another in one process);
 * **warm**: the year cached, as a sweep meets the other tasks of a seed.
 
 A reset is ``JEEnv(task).reset(seed)`` (world generation and the brief): cold on a new seed with the
@@ -40,19 +42,27 @@ RESET_GOAL_MS = {"L1": 50.0, "L2": 50.0, "L3": 50.0, "L4": 100.0}
 
 
 # ----------------------------------------------------------------------------- workers (one process each)
-def _world_worker(task: str, n: int) -> dict:
+def _world_worker(task: str, n: int, reps: int = 3) -> dict:
     t = time.perf_counter()
     from jeval_ray.world import generate_world
     from jeval_ray.world._base import books_for
     imports = time.perf_counter() - t
     out = {"imports": imports}
-    for label in ("fresh", "cold", "warm"):
-        if label == "cold":
-            books_for.cache_clear()
+    t = time.perf_counter()
+    w = generate_world(task, 0, {"n_entries": n})
+    out["fresh"] = time.perf_counter() - t
+    out["lines"] = w.ledger.num_rows
+    del w
+    cold = []
+    for _ in range(reps):  # the year simulated again each time, in a process that has made a world
+        books_for.cache_clear()
         t = time.perf_counter()
-        w = generate_world(task, 0, {"n_entries": n})
-        out[label] = time.perf_counter() - t
-        out["lines"] = w.ledger.num_rows
+        generate_world(task, 0, {"n_entries": n})
+        cold.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    generate_world(task, 0, {"n_entries": n})
+    out["warm"] = time.perf_counter() - t
+    out["cold"], out["cold_max"] = statistics.median(cold), max(cold)
     return out
 
 
@@ -208,18 +218,23 @@ def main() -> None:
 
     print(f"\n## World generation per task at n_entries={big:,}, each in a fresh process (goal {WORLD_GOAL_S:.0f} s, "
           "the year simulated included)")
-    cols = ["fresh s", "cold s", "warm s"]
+    print("(fresh: the first world of the process; cold: the median and the slowest of three, each with the year "
+          "simulated again; warm: the year cached)")
+    cols = ["fresh s", "cold median s", "cold max s", "warm s"]
     print("| task | tier | lines | " + " | ".join(
-        f"{c} {k}" for c in cols for k in names + (["base÷this"] if cmp_ else [])) + " | fresh ÷ goal | imports s |")
+        f"{c} {k}" for c in cols for k in names + (["base÷this"] if cmp_ else [])) + " | cold ÷ goal | imports s |")
     print("|---|---|---:|" + "---:|" * (len(cols) * (len(names) + cmp_) + 2))
-    worst = {k: 0.0 for k in names}
+    worst = {k: {"fresh": 0.0, "cold": 0.0} for k in names}
     for tid, tier in tasks:
         r = side_by_side(checkouts, "world", tid, big)
         for k in names:
-            worst[k] = max(worst[k], r[k]["fresh"], r[k]["cold"])
-        print(f"| {tid} | {tier} | {r['this']['lines']:,} | " + " | ".join(cells(r, c) for c in ("fresh", "cold", "warm"))
-              + f" | {r['this']['fresh'] / WORLD_GOAL_S:.2f} | {r['this']['imports']:.2f} |", flush=True)
-    print("slowest fresh-or-cold world: " + ", ".join(f"{k} {worst[k]:.2f} s" for k in names))
+            for c in ("fresh", "cold"):
+                worst[k][c] = max(worst[k][c], r[k][c])
+        print(f"| {tid} | {tier} | {r['this']['lines']:,} | "
+              + " | ".join(cells(r, c) for c in ("fresh", "cold", "cold_max", "warm"))
+              + f" | {r['this']['cold'] / WORLD_GOAL_S:.2f} | {r['this']['imports']:.2f} |", flush=True)
+    print("slowest cold world (median of three): " + ", ".join(f"{k} {worst[k]['cold']:.2f} s" for k in names)
+          + "; slowest fresh world: " + ", ".join(f"{k} {worst[k]['fresh']:.2f} s" for k in names))
 
     print("\n## World generation by size (JE-2), cold and warm, medians in one process")
     sizes = [1_000, 100_000] if args.quick else [1_000, 20_000, 100_000]

@@ -485,9 +485,12 @@ def _approval_day(rng, idx: int, e) -> np.datetime64:
 
 
 def _limits_of(users: np.ndarray, limit: dict[str, int]) -> np.ndarray:
-    """Each user's limit in cents (0 for a user without one), looked up once per distinct user."""
-    distinct, at = np.unique(users, return_inverse=True)
-    return np.array([limit.get(u, 0) for u in distinct.tolist()], dtype=np.int64)[at.reshape(-1)]
+    """Each user's limit in cents (0 for a user without one): a sorted search among the few users with one."""
+    keys = np.array(sorted(limit))
+    if not len(keys) or not len(users):
+        return np.zeros(len(users), dtype=np.int64)
+    at = np.searchsorted(keys, users).clip(0, len(keys) - 1)
+    return np.where(keys[at] == users, np.array([limit[k] for k in keys.tolist()], dtype=np.int64)[at], 0)
 
 
 def _document_book_runs(b, limit: dict[str, int]) -> None:
