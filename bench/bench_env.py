@@ -3,6 +3,7 @@
 Run: python bench/bench_env.py                          (this checkout)
      python bench/bench_env.py --baseline /path/to/other  (the same, and another checkout side by side)
      python bench/bench_env.py --descriptions                (only: the two ways entry texts are built)
+     python bench/bench_env.py --worlds [--baseline DIR]     (only: every task's 1e6-entry world)
      add --quick for a smoke run (100,000-entry worlds, fewer repeats)
 
 Targets (issue 14 point 7): every task's 1e6-entry world in < 5 s, simulating the year included;
@@ -179,6 +180,8 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another checkout to time side by side (e.g. main's)")
     ap.add_argument("--descriptions", action="store_true",
                     help="only compare the two ways entry texts are built (books.tables.descriptions), by year size")
+    ap.add_argument("--worlds", action="store_true",
+                    help="only the per-task 1e6-entry worlds (fresh, cold, warm), e.g. side by side with --baseline")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("worker_args", nargs="?", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -235,6 +238,9 @@ def main() -> None:
               + f" | {r['this']['cold'] / WORLD_GOAL_S:.2f} | {r['this']['imports']:.2f} |", flush=True)
     print("slowest cold world (median of three): " + ", ".join(f"{k} {worst[k]['cold']:.2f} s" for k in names)
           + "; slowest fresh world: " + ", ".join(f"{k} {worst[k]['fresh']:.2f} s" for k in names))
+    if args.worlds:
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
 
     print("\n## World generation by size (JE-2), cold and warm, medians in one process")
     sizes = [1_000, 100_000] if args.quick else [1_000, 20_000, 100_000]
