@@ -144,3 +144,39 @@ def test_naive_flags_every_run_and_careful_vouches_them(seed):
     assert naive.score.verification.recall == 1.0 and naive.score.verification.fp >= len(w.decoys)
     assert careful.score.outcome >= 0.95 and careful.score.rationale >= 0.9 and careful.score.process >= 0.9
     assert naive.score.score < careful.score.score - 0.15
+
+
+def test_the_run_rule_is_the_rule_as_written():
+    """``runs`` and ``flagged_runs`` (one vectorised pass) agree with the rule read literally: sort each
+    preparer's invoices of each vendor by day, cut where the gap exceeds the rule's days, keep runs of two
+    or more, flag those whose total exceeds the preparer's limit."""
+    import numpy as np
+
+    from jeval_ray.tasks.je05 import RUN_GAP_DAYS, _limits_of, flagged_runs, runs
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(0, 60))
+        prep = rng.choice(np.array(["AKIM", "BOKAFOR", "CLEE"]), n)
+        vendor = rng.choice(np.array(["", "V0001", "V0002", "V0003"]), n)
+        day = rng.integers(0, 40, n)
+        cents = rng.integers(1, 400_000, n)
+        limit = {"AKIM": 500_000, "CLEE": 250_000}
+        plim = _limits_of(prep, limit)
+        assert plim.tolist() == [limit.get(p, 0) for p in prep.tolist()]
+        expect = []
+        for key in sorted({(p, v) for p, v in zip(prep.tolist(), vendor.tolist()) if v}):
+            pos = sorted((int(day[i]), i) for i in range(n) if (prep[i], vendor[i]) == key)
+            run = [pos[0][1]]
+            for (d0, _), (d1, i) in zip(pos, pos[1:]):
+                if d1 - d0 <= RUN_GAP_DAYS:
+                    run.append(i)
+                else:
+                    expect.append(run)
+                    run = [i]
+            expect.append(run)
+        expect = [r for r in expect if len(r) >= 2]
+        got = [g.tolist() for g in runs(prep, vendor, day)]
+        assert sorted(got) == sorted(expect)
+        flagged = [g.tolist() for g in flagged_runs(prep, vendor, day, cents, plim)]
+        assert flagged == [g for g in got if int(cents[g].sum()) > plim[g[0]]]
