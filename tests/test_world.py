@@ -318,3 +318,22 @@ def test_added_entries_build_no_text_column_nobody_reads():
     # the listing's coded columns see the added rows without the text columns being built
     codes, vocab = b._grown_codes("approver", *year_entries(b.books)["codes"]["approver"])
     assert [vocab[c] for c in codes[n0:].tolist()] == [lazy["approver"][4], lazy["approver"][9], "IBROWN", "IBROWN"]
+
+
+def test_world_generation_puts_numpy_hugepage_advice_back():
+    """``generate_world`` turns numpy's huge-page advice off while it works and restores it, also when
+    generation fails on bad input."""
+    import numpy as np
+
+    setter = np._core.multiarray._set_madvise_hugepage
+    before = setter(True)
+    try:
+        generate_world("JE-2", 0)
+        assert setter(True) is True  # still on after a world
+        with pytest.raises(ConfigError):
+            generate_world("JE-2", 0, {"n_defects": 200, "n_decoys": 200})  # impossible for the year: raised while building
+        assert setter(False) is True  # and after a failure
+        generate_world("JE-2", 1)
+        assert setter(False) is False  # off stays off
+    finally:
+        setter(before)
