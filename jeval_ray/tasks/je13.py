@@ -202,16 +202,10 @@ def _scheme_size(base4: int, n: int, s0: int) -> int:
     if s0 >= n:
         return s0
     s = np.arange(s0, n)
-    z = _z_of(3, base4 + s, n)
-    ok = np.flatnonzero(z >= Z_SELECT + 1)
+    counts = np.zeros((len(s), 9))
+    counts[:, 3] = base4 + s
+    ok = np.flatnonzero(digit_z(counts, n)[:, 3] >= Z_SELECT + 1)
     return int(s[ok[0]]) if len(ok) else n
-
-
-def _z_of(d: int, count: np.ndarray, n: int) -> np.ndarray:
-    """``digit_z``'s value for leading digit ``d + 1`` at each of ``count`` (the same arithmetic)."""
-    p = count / n
-    z = (np.abs(p - BENFORD[d]) - 1 / (2 * n)) / np.sqrt(BENFORD[d] * (1 - BENFORD[d]) / n)
-    return np.where(p > BENFORD[d], z, 0.0)
 
 
 def plant(b) -> None:

@@ -163,6 +163,7 @@ def year_entries(bk) -> dict:
     cust_ids = np.array([""] + [m.customer_id(i) for i in range(m.n_customers)], dtype="<U8")
     user_ids = np.array(md.USER_IDS.tolist() + [""], dtype="<U16")
     codes6 = _CODES.astype("<U6")
+    templates, doc_codes = _TEMPLATE_NAMES.astype("<U20"), TYPE_CODES.astype("<U4")
 
     def days(a: np.ndarray) -> np.ndarray:
         return a.astype(np.int64, copy=False).view("datetime64[D]")
@@ -188,18 +189,19 @@ def year_entries(bk) -> dict:
             },
             # text columns (4 bytes a character: 400 MB for a million entries), built when first read
             {
-                "template": lambda: _TEMPLATE_NAMES.astype("<U20")[t],
-                "doc_code": lambda: TYPE_CODES.astype("<U4")[t],
+                "template": lambda: templates[t],
+                "doc_code": lambda: doc_codes[t],
                 "preparer": lambda: user_ids[d.preparer[edoc]],
                 "approver": lambda: user_ids[d.approver[edoc]],
-                "doc_type": lambda: TYPE_CODES.astype("<U4")[t],
+                "doc_type": lambda: doc_codes[t],
                 "debit_account": lambda: codes6[acct[main_dr]],
                 "credit_account": lambda: codes6[acct[main_cr]],
                 "vendor_id": lambda: vend_ids[np.where(kind == "vendor", partner + 1, 0)],
                 "customer_id": lambda: cust_ids[np.where(kind == "customer", partner + 1, 0)],
             },
-            dtypes={"template": "<U20", "doc_code": "<U4", "preparer": "<U16", "approver": "<U16", "doc_type": "<U4",
-                    "debit_account": "<U6", "credit_account": "<U6", "vendor_id": "<U8", "customer_id": "<U8"},
+            dtypes={"template": templates.dtype, "doc_code": doc_codes.dtype, "preparer": user_ids.dtype,
+                    "approver": user_ids.dtype, "doc_type": doc_codes.dtype, "debit_account": codes6.dtype,
+                    "credit_account": codes6.dtype, "vendor_id": vend_ids.dtype, "customer_id": cust_ids.dtype},
             order=("template", "doc_code", "books_doc", "manual", "doc_date", "post_date", "entry_date", "time_s",
                    "preparer", "approver", "doc_type", "debit_account", "credit_account", "debit_cents",
                    "credit_cents", "vendor_id", "customer_id", "n_lines"),
@@ -1005,11 +1007,7 @@ class WorldBuilder:
         where = {v: i for i, v in enumerate(vocab)}
         codes = np.concatenate([base_codes, np.zeros(len(cur) - n0, base_codes.dtype)])
         redo = np.concatenate([changed, np.arange(n0, len(cur))])
-        for i, v in zip(redo.tolist(), cur[redo].tolist()):
-            if v not in where:
-                where[v] = len(vocab)
-                vocab.append(v)
-            codes[i] = where[v]
+        codes[redo] = _code(cur[redo].tolist(), where, vocab)
         return codes, vocab
 
     def _grown_codes(self, name: str, codes: np.ndarray, vocab: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -1021,16 +1019,8 @@ class WorldBuilder:
         where = {v: i for i, v in enumerate(vocab)}
         dtype = year_entries(self.books)["e"].dtype(name)
         for rows, values in self.e.grown:
-            if rows is not None:
-                add = codes[rows]
-            else:
-                add = np.zeros(len(values[name]), dtype=codes.dtype)
-                for j, v in enumerate(np.asarray(values[name]).astype(dtype).tolist()):
-                    if v not in where:
-                        where[v] = len(vocab)
-                        vocab.append(v)
-                    add[j] = where[v]
-            codes = np.concatenate([codes, add])
+            add = codes[rows] if rows is not None else _code(np.asarray(values[name]).astype(dtype).tolist(), where, vocab)
+            codes = np.concatenate([codes, np.asarray(add, dtype=codes.dtype)])
         return codes, vocab
 
     def _master_tables(self, all_acct: np.ndarray, all_val: np.ndarray, codes: list[str],
@@ -1081,6 +1071,17 @@ class WorldBuilder:
         return pa.table({"fiscal_period": pa.array(per), "account": pa.array(codes * 13, pa.string()),
                          "opening_balance": pa.array(opening.ravel() / 100), "debit": pa.array(dr.ravel() / 100),
                          "credit": pa.array(cr.ravel() / 100), "closing_balance": pa.array(closing.ravel() / 100)})
+
+
+def _code(values: list[str], where: dict[str, int], vocab: list[str]) -> list[int]:
+    """The code of each value in ``vocab``, values not yet in it appended (``where`` maps value to code)."""
+    out = []
+    for v in values:
+        if v not in where:
+            where[v] = len(vocab)
+            vocab.append(v)
+        out.append(where[v])
+    return out
 
 
 @functools.lru_cache(maxsize=8)
