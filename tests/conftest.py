@@ -20,7 +20,8 @@ def ray_local():
 
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False, log_to_driver=False,
+        # "local": another worker's ray.cluster_utils.Cluster records its address for this machine
+        ray.init(address="local", num_cpus=2, object_store_memory=200 * 1024**2, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
     yield ray
     if started:

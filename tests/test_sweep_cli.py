@@ -4,7 +4,10 @@ with a relative output root, a cluster that is not there (one line, exit 2, no r
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -124,6 +127,26 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_exit_2_and_no_run_folder(t
         assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
         assert "Fix:" in errors[0] and (addr in errors[0]), errors[0]
         assert not out_root.exists(), "a half-made run folder was left behind"
+
+
+def test_without_an_address_the_sweep_starts_its_own_ray_though_this_machine_records_a_cluster(tmp_path):
+    """``ray start`` and a live ``ray.cluster_utils.Cluster`` record their address in
+    ``$RAY_TMPDIR/ray/ray_current_cluster``; a bare ``ray.init()`` would join it and then refuse the
+    sweep's own ``num_cpus``. Without --address the sweep runs on a local Ray of its own."""
+    base = Path(tempfile.mkdtemp(prefix="jr-", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    try:
+        (base / "ray").mkdir()
+        recorded = base / "ray" / "ray_current_cluster"
+        recorded.write_text(f"127.0.0.1:{_free_port()}")
+        out_root = tmp_path / "out"
+        r = run_cli("--out", str(out_root), "--run-id", "local", "--tasks", "JE-1", "--models", "careful",
+                    "--seeds", "1", "--conditions", "full", "--quiet", "--no-leaderboard",
+                    env={"RAY_ADDRESS": "", "RAY_TMPDIR": str(base)}, timeout=180)
+        assert r.returncode == 0, r.stderr
+        assert (out_root / "local" / "episodes").exists(), sorted(p.name for p in (out_root / "local").iterdir())
+        assert recorded.exists()  # the other cluster's record is left alone
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # -- a relative output root inside a Ray job ------------------------------------------------------

@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", metavar="ADDR", help="Ray cluster to join, from a machine of that cluster: 'auto' (the "
                    "cluster started on this machine with 'ray start') or the head's GCS address host:6379. From "
                    "elsewhere submit the sweep as a Ray job instead (cluster/README.md). "
-                   "Default: $RAY_ADDRESS, then the config's ray.address, else a local ray.init().")
+                   "Default: $RAY_ADDRESS, then the config's ray.address, else a new local Ray of the sweep's own "
+                   "(even when a cluster runs on this machine: 'auto' joins that one).")
     p.add_argument("--out", metavar="PATH_OR_URI", help="output root: a local directory or a pyarrow filesystem URI "
                    "(s3://bucket/prefix, gs://...; options as a query, e.g. ?endpoint_override=host:9000&scheme=http). "
                    "The run is written to <out>/<run-id>/. Credentials come from the filesystem's usual environment "

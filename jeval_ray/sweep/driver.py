@@ -280,7 +280,8 @@ def _read_manifest(fs, run_path: str) -> dict | None:
 def init_ray(plan: RunPlan) -> bool:
     """Connect to (or start) Ray; returns True when this call started/connected it.
 
-    Ray's own notice about token authentication is silenced here: ``auth_note`` says in one line
+    Without an address this is always a new local Ray, even when a cluster runs on this machine
+    (``--address auto`` joins that one). Ray's own notice about token authentication is silenced here: ``auth_note`` says in one line
     what, if anything, the user must do. A cluster that cannot be reached (or refuses us for want of
     its token) is a ``ConfigError`` naming the address and the fix.
     """
@@ -300,7 +301,10 @@ def init_ray(plan: RunPlan) -> bool:
             _check_reachable(plan.address)
             ray.init(address=plan.address, log_to_driver=rc.log_to_driver, logging_level="WARNING")
         else:
-            ray.init(num_cpus=rc.num_cpus, include_dashboard=rc.include_dashboard, log_to_driver=rc.log_to_driver,
+            # "local": without it ray.init() joins whatever cluster a `ray start` (or a live
+            # ray.cluster_utils.Cluster) on this machine last recorded, then refuses our num_cpus.
+            ray.init(address="local", num_cpus=rc.num_cpus, include_dashboard=rc.include_dashboard,
+                     log_to_driver=rc.log_to_driver,
                      object_store_memory=(rc.object_store_memory_mb << 20) if rc.object_store_memory_mb else None,
                      logging_level="WARNING")
     except ConfigError:
