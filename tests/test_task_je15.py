@@ -54,6 +54,30 @@ def test_scheme_pays_an_employee_under_the_limit_with_one_approver(worlds):
             assert vendors[r["vendor_id"]]["bank_account"] in line and f"-{r['debit']:.2f}" in line
 
 
+def test_a_new_vendors_name_does_not_tell_the_shell_from_the_others():
+    """Every vendor set up in the year has its own prefix, and shells and legitimate new vendors take
+    their category's stems alike (once, shells were named first and so took the first stem some 85 %
+    of the time against 59 % for the others: a listing-only classifier read the scheme off the name)."""
+    from jeval_ray.books import master as md
+    from jeval_ray.world import generate_world
+
+    first_stem = {"shell": [], "legit": []}
+    for seed in range(200, 320):
+        w = generate_world(TASK, seed)
+        h = heads(w)
+        vendors = {v["vendor_id"]: v for v in table(w, "vendors")}
+        kind = {h[d.entry_id]["vendor_id"]: "shell" for d in w.defects}
+        kind.update({h[d.entry_id]["vendor_id"]: "legit" for d in w.decoys})
+        new = [v for v in vendors.values() if v["created_on"] >= "2025-01-01"]
+        assert len({v["name"].split(" ", 1)[0] for v in new}) == len(new), (seed, [v["name"] for v in new])
+        for vid, k in kind.items():
+            v = vendors[vid]
+            stems = md.CATEGORIES[md.CATEGORY[v["category"]]].stems
+            first_stem[k].append(v["name"].split(" ", 1)[1] == stems[0])
+    shell, legit = (sum(x) / len(x) for x in (first_stem["shell"], first_stem["legit"]))
+    assert abs(shell - legit) < 0.12, (shell, legit)
+
+
 def test_decoys_are_new_vendors_cleared_by_their_set_up_forms(worlds):
     for w in worlds.values():
         h = heads(w)

@@ -22,8 +22,9 @@ to (user id), the vendor id, the invoice amount and the statement.
 Decoys: the invoices of the other vendors set up during the year, as many vendors as give each
 about the scheme vendors' number of invoices (so "the new vendor with the most invoices" tells
 nothing). They are drawn exactly as the shell's: set-up date and order of vendor ids, category
-(and so account), one AP clerk keying every invoice of the vendor, one approver, the same spread
-over the year, a payment in the ledger and on the statement. A legitimate vendor's bank account
+(and so account), name (each new vendor its own prefix and a stem of its category at random, named
+and given its invoices in set-up order, not shells first), one AP clerk keying every invoice of the
+vendor, one approver, the same spread over the year, a payment in the ledger and on the statement. A legitimate vendor's bank account
 may also be changed after set-up (with probability 0.6 x ``near_miss``) by the vendor-master team
 on a new bank letter verified by call-back. Clearing evidence: the vendor's set-up form (W-9
 matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no employee has that
@@ -59,6 +60,7 @@ import pyarrow.compute as pc
 
 from jeval_ray.agents._script import Kit, entries_of
 from jeval_ray.books import master as md
+from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, key, spec
 
 SPEC = spec(
@@ -188,14 +190,18 @@ def plant(b) -> None:
     paid: list[tuple[int, dict]] = []
     groups = [(j, n_shell) for j in range(n_shell)] + [(j, k_legit) for j in range(k_legit)]
     for v, n, (phase, of) in zip(new, [*shares(b.n_defects, n_shell), *shares(b.n_decoys, k_legit)], groups):
-        first = v["start"] + 1
+        v["n"], v["phase"], v["of"] = n, phase, of
+    # named and given their invoices in the order they were set up (their ids), not shells first, so
+    # neither the name (each its own prefix, a stem of its category at random) nor first pick of the
+    # invoices tells the shell from the others
+    for i, v in enumerate(sorted(new, key=lambda v: v["vendor_id"])):
+        n, first = v["n"], v["start"] + 1
         avail = {c: int((pool & ~b.used & (vcat == c) & (e["doc_date"] >= first)).sum()) for c in CATEGORIES}
         if avail[v["category"]] < n:
             v["category"] = max(CATEGORIES, key=lambda c: (avail[c], c))
-        cat = md.CATEGORIES[md.CATEGORY[v["category"]]]
-        v["name"] = next(f"{p} {s}" for p in prefixes for s in cat.stems if f"{p} {s}" not in taken)
+        v["name"] = _new_name(rng, md.CATEGORIES[md.CATEGORY[v["category"]]].stems, prefixes, i, taken)
         taken.add(v["name"])
-        for idx in _spread(b, n, first, pool & (vcat == v["category"]), phase, of):
+        for idx in _spread(b, n, first, pool & (vcat == v["category"]), v["phase"], v["of"]):
             old = names[str(e["vendor_id"][idx])]
             for j in [idx, *pay["of"](idx)]:
                 e["vendor_id"][j] = v["vendor_id"]
@@ -260,6 +266,17 @@ def _payments(b) -> dict:
     paid[inv[whole]] = True
     paid &= np.bincount(inv, minlength=b.n) == 1
     return {"of": lambda idx: vp[inv == idx].tolist(), "paid": paid, "lines": lines, "text": {}}
+
+
+def _new_name(rng, stems: tuple[str, ...], prefixes: list[str], i: int, taken: set[str]) -> str:
+    """A new vendor's name: the ``i``-th prefix (the next one whose names are not all taken) and a stem
+    of its category drawn at random."""
+    for p in prefixes[i % len(prefixes):] + prefixes[:i % len(prefixes)]:
+        free = [f"{p} {s}" for s in stems if f"{p} {s}" not in taken]
+        if free:
+            return free[int(rng.integers(len(free)))]
+    raise ConfigError(f"impossible knobs for JE-15: more new vendors than names ({len(prefixes) * len(stems)} per "
+                      "category); lower n_decoys or raise n_defects")
 
 
 def _spread(b, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0, of: int = 1) -> list[int]:
