@@ -166,6 +166,23 @@ def test_the_output_root_can_be_a_filesystem_uri(ray_local, tmp_path):
     assert (tmp_path / "uri-root" / r.run_id / "manifest.json").is_file()
 
 
+def test_episode_workers_keep_worlds_within_the_configs_world_cache_bounds(ray_local, tmp_path):
+    """``execution.world_cache`` and ``world_cache_entries`` reach every episode worker the driver starts
+    (a million-entry world holds about 0.45 GB: the entries bound keeps such sweeps within memory)."""
+    cfg = validate_config(tiny_config(tmp_path, tasks=["JE-1"], models=MODELS[:1], conditions=["full"],
+                                      execution={"world_cache": 3, "world_cache_entries": 5_000}))
+    bounds = {}
+
+    def tick(d):
+        for s in d.slots:
+            if s.kind == "episode" and s.ready and s.label not in bounds:
+                bounds[s.label] = ray_local.get(s.handle.ready.remote())["world_cache"]
+
+    result = run_sweep(cfg, on_tick=tick)
+    assert result.done == result.total == len(Grid(cfg)) and result.failed == 0
+    assert bounds and all(b == {"worlds": 3, "entries": 5_000} for b in bounds.values()), bounds
+
+
 def test_workers_sharing_worlds_write_exactly_what_workers_generating_every_world_write(sweep, tmp_path):
     """The fixture's sweep keeps worlds (``execution.world_cache``, default 16): each (task, seed) world
     serves 2 models x 2 conditions. Played again generating every episode's world, every record is the

@@ -217,6 +217,28 @@ def test_the_world_cache_forgets_the_least_recently_used_world_first_and_capacit
         WorldCache(-1)
 
 
+def test_the_world_cache_keeps_at_most_max_entries_in_all_and_always_the_last_world():
+    """Big worlds go first by entries, not count: a million-entry world holds about 0.45 GB."""
+    from jeval_ray.world import WorldCache
+
+    knobs = {"n_entries": 200, "n_defects": 1, "n_decoys": 1, "noise_documents": 0}
+    one = generate_world("JE-1", 0, knobs).n_entries
+    cache = WorldCache(16, max_entries=2 * one + one // 2)  # room for two such worlds, not three
+    a, b = cache.get("JE-1", 0, knobs), cache.get("JE-1", 1, knobs)
+    assert len(cache) == 2 and cache.entries == a.n_entries + b.n_entries
+    cache.get("JE-1", 0, knobs)  # seed 0 is now the most recent
+    c = cache.get("JE-1", 2, knobs)  # over the bound: the least recently used (seed 1) goes
+    assert len(cache) == 2 and cache.entries == a.n_entries + c.n_entries
+    assert cache.get("JE-1", 0, knobs) is a and cache.get("JE-1", 2, knobs) is c
+    tiny = WorldCache(16, max_entries=1)  # smaller than any world: the last one is still kept
+    w = tiny.get("JE-1", 0, knobs)
+    assert tiny.get("JE-1", 0, knobs) is w and len(tiny) == 1 and tiny.hits == 1
+    tiny.get("JE-1", 1, knobs)
+    assert len(tiny) == 1 and tiny.entries == tiny.get("JE-1", 1, knobs).n_entries
+    with pytest.raises(ValueError):
+        WorldCache(4, max_entries=-1)
+
+
 def test_an_episode_on_a_cached_world_plays_exactly_as_on_a_fresh_one():
     import asyncio
 

@@ -45,11 +45,11 @@ class EpisodeWorker:
     """Hosts several isolated episodes at once (an async actor)."""
 
     def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0,
-                 plays: int | None = None):
+                 plays: int | None = None, world_cache_entries: int = 1_000_000):
         self.models = models
         self.keep_observations = keep_observations
         # worlds shared by the next cells of the same (task, seed, knobs): other models, other conditions
-        self.worlds = WorldCache(world_cache)
+        self.worlds = WorldCache(world_cache, world_cache_entries)
         self.label = f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
         # ``plays``: episodes played at once; the driver may send more (execution.queue_per_worker),
         # which wait here and start the moment a playing one ends. While they wait, the worker builds
@@ -61,7 +61,8 @@ class EpisodeWorker:
         _warm_up_episode()
 
     async def ready(self) -> dict:
-        return {"label": self.label, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id()}
+        return {"label": self.label, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+                "world_cache": {"worlds": self.worlds.capacity, "entries": self.worlds.max_entries}}
 
     async def run_many(self, jobs: list[dict]) -> tuple[dict, list]:
         """Play several episodes (concurrently); returns ``(batch, packets)``: two Ray objects.

@@ -163,6 +163,12 @@ class ExecutionConfig(BaseModel):
                     "the world, so each world is generated about once per worker instead of once per episode. Worlds "
                     "are immutable; episodes stay isolated. A world at default knobs holds about 0.2 MB. "
                     "0 = generate every episode's world.")
+    world_cache_entries: int = Field(
+        default=1_000_000, ge=0,
+        description="Entries the worlds kept by one episode worker may hold in all (least recently used go first; "
+                    "the last world is always kept). A world of a million entries holds about 0.45 GB, so world_cache "
+                    "alone would keep 7 GB of them in each worker; at default knobs (a few hundred to two thousand "
+                    "entries a world) this bound is never reached.")
     isolation_workers: int = Field(default=1, ge=1, description="Workers that run last attempts one at a time.")
     judge_workers: int = Field(default=1, ge=1)
     judge_worker_cpus: float = Field(default=0.1, gt=0)

@@ -610,7 +610,8 @@ class SweepDriver:
         else:
             cls = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker + self._queue,
                                        ex.scheduling)
-            handle = cls.remote(self._models, self.cfg.output.keep_observations, ex.world_cache, self._per_worker)
+            handle = cls.remote(self._models, self.cfg.output.keep_observations, ex.world_cache, self._per_worker,
+                                ex.world_cache_entries)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)
