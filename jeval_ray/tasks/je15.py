@@ -24,12 +24,12 @@ about the scheme vendors' number of invoices (so "the new vendor with the most i
 nothing). They are drawn exactly as the shell's: set-up date and order of vendor ids, category
 (and so account), name (each new vendor its own prefix and a stem of its category at random, named
 and given its invoices in set-up order, not shells first), one AP clerk keying every invoice of the
-vendor, one approver, the same spread over the year, a payment in the ledger and on the statement. A legitimate vendor's bank account
-may also be changed after set-up (with probability 0.6 x ``near_miss``) by the vendor-master team
-on a new bank letter verified by call-back. Clearing evidence: the vendor's set-up form (W-9
-matched, Treasury call-back), ``master:vendors`` and ``master:users`` (no employee has that
-account). Decisive facts: the vendor's bank account, the vendor id, the set-up form and its call-
-back.
+vendor, one approver, the same spread over the year, a payment in the ledger and on the statement.
+A legitimate vendor's bank account may also be changed after set-up (with probability 0.6 x
+``near_miss``) by the vendor-master team on a new bank letter verified by call-back. Clearing
+evidence: the vendor's set-up form (W-9 matched, Treasury call-back), ``master:vendors`` and
+``master:users`` (no employee has that account). Decisive facts: the vendor's bank account, the
+vendor id, the set-up form and its call-back.
 
 Red-flag rule (naive): invoices of vendors created during FY2025. Every base vendor was created
 before FY2025, so the rule catches no unplanted entry (0 % over seeds 0-49). The broader screen
