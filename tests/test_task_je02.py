@@ -70,6 +70,48 @@ def test_the_key_follows_from_the_vouchers_and_the_user_master(worlds):
     assert kinds == {"no_independent_approval", "approved_after_posting", "approver_limit_below_amount"}
 
 
+def test_no_voucher_gives_a_reason_the_ledger_contradicts():
+    """Why the workflow was not used fits the day of the release, read from the listing alone: a
+    signer said to be travelling approved nothing in the ERP that day, nobody approved in the ERP on
+    the day of an outage, the close meeting falls between a month's last day and its close (the
+    5th business day), and a deputy signs for an approver on leave. Once the reason was drawn at random
+    and a third of the decoys' vouchers said the approver was away on a day he or she approved
+    other entries in the ERP."""
+    import numpy as np
+
+    from jeval_ray.books import master as md
+
+    closes = [(np.datetime64(int(end) - 1, "D"), np.datetime64(int(c), "D"))
+              for end, c in zip(md.MONTH_ENDS, md.close_dates())]
+    seen = set()
+    for seed in range(0, 40):
+        w = generate_world(TASK, seed)
+        h = headers(w)
+        planted = w.defect_ids | {d.entry_id for d in w.decoys}
+        erp = {(r["approver"], r["entry_timestamp"].date()) for k, r in h.items() if r["approver"] and k not in planted}
+        for rec in [*w.defects, *w.decoys]:
+            r, body = h[rec.entry_id], voucher(w, rec).body
+            day = r["entry_timestamp"].date()
+            reason = re.search(r"workflow not used: (.*)\.\n", body).group(1)
+            m = _SIGNED.search(body)
+            signer = m.group(1) if m else None
+            if reason.startswith("approver travelling"):
+                seen.add("travel")
+                assert signer is None or (signer, day) not in erp, (seed, rec.entry_id, reason, signer)
+            elif reason.startswith("workflow outage"):
+                seen.add("outage")
+                assert not any(d == day for _, d in erp), (seed, rec.entry_id, reason)
+            elif reason.startswith("month-end close"):
+                seen.add("close")
+                assert any(a <= np.datetime64(day) <= b for a, b in closes), (seed, rec.entry_id, day)
+            elif reason.startswith("approver on leave"):
+                seen.add("leave")
+            else:
+                assert reason.startswith("workflow routed the entry back"), reason
+                seen.add("misrouted")
+    assert seen == {"travel", "outage", "close", "leave", "misrouted"}
+
+
 def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
     for w in worlds.values():
         h = headers(w)

@@ -15,8 +15,11 @@ under the preparer's id changes: the ERP's approver becomes the preparer, and th
 approval of the document (its approver, dated between the document and the entry) becomes the
 signature on a journal voucher, or is missing, late or replaced. Each candidate has its voucher
 in the support pack, titled with the entry's reference, stating the amount, accounts and
-description of the entry, the preparer, the release date and why the workflow was not used, and
-dated the day it was prepared (on or after the document's date, no later than the approval or
+description of the entry, the preparer, the release date and why the workflow was not used (a
+reason the books bear out on the release day: the approver away only on a day he or she approved
+nothing in the ERP, and when on leave a deputy signs; an outage only on a day nobody approved in
+the ERP; the close meeting only from a month's last day to its close; else the workflow routed the
+entry back to its preparer), and dated the day it was prepared (on or after the document's date, no later than the approval or
 the release). Only the voucher and the user master tell them apart:
 
 * Decoys (``voucher_signed_by_independent_approver``): the voucher is signed by the books'
@@ -102,13 +105,14 @@ KEY_RATIONALE = (
 
 POLICY_TITLE = "Journal entry approval policy (FIN-POL-012)"
 VOUCHER_TITLE = "Journal voucher"
-#: why the workflow could not route the entry (the same reasons for decoys and defects)
-REASONS = (
-    "approver travelling without ERP access",
-    "workflow outage (IT ticket ITSR-{n})",
-    "approver on leave; deputy approval obtained on paper",
-    "month-end close deadline; approver in the close meeting",
-)
+#: why the workflow could not route the entry (the same reasons for decoys and defects), each given
+#: only where the books bear it out on the day of the release (``_reasons``)
+TRAVEL = "approver travelling without ERP access"
+LEAVE = "approver on leave; deputy approval obtained on paper"
+OUTAGE = "workflow outage (IT ticket ITSR-{n})"
+CLOSE = "month-end close deadline; approver in the close meeting"
+MISROUTED = "workflow routed the entry back to its preparer (IT ticket ITSR-{n})"
+REASONS = (TRAVEL, LEAVE, OUTAGE, CLOSE, MISROUTED)
 #: signers come from the books' approvers (Senior Accountant and above)
 APPROVERS = md.APPROVERS
 DEFECT_KINDS = ("no_independent_approval", "approved_after_posting", "approver_limit_below_amount")
@@ -145,6 +149,12 @@ def plant(b) -> None:
 
     k = b.n_defects + b.n_decoys
     chosen = b.pick(k, where=e["manual"], what="manual entries")
+    # who approved in the ERP on which day (every approved entry but the ones released here)
+    rest = np.ones(b.n, dtype=bool)
+    rest[chosen] = False
+    rest &= e["approver"] != ""
+    erp_days = set(zip(e["approver"][rest].tolist(), e["entry_date"][rest].astype(np.int64).tolist()))
+    busy_days = {d for _, d in erp_days}
     roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
     order = [DEFECT_KINDS[i] for i in rng.permutation(len(DEFECT_KINDS))]
     n_def = 0
@@ -160,7 +170,11 @@ def plant(b) -> None:
         # the voucher is prepared on or after the document's date, no later than the approval
         prepared = max(dated, min(approved, keyed - int(rng.integers(0, 4))))
         e["approver"][idx] = prep  # the release under the preparer's id
-        reason = REASONS[int(rng.integers(0, len(REASONS)))].format(n=int(rng.integers(1000, 9999)))
+        fits = _reasons(approver, int(keyed.astype(np.int64)), erp_days, busy_days)
+        reason = fits[int(rng.integers(0, len(fits)))]
+        if reason == LEAVE:  # the approver is away: a deputy signs in his or her place
+            approver = _signer(rng, limit, prep, lambda lim: lim >= cents, besides=approver)
+        reason = reason.format(n=int(rng.integers(1000, 9999)))
         ref = str(e["reference"][idx])
         head = (f"Journal voucher for journal {ref} (entry {{E:{idx}}}), USD {cents / 100:,.2f}, debit "
                 f"{e['debit_account'][idx]} / credit {e['credit_account'][idx]}. {e['description'][idx]}.\n"
@@ -203,10 +217,25 @@ def _colleagues(b, preparer: str, cents: int) -> list[str]:
     return sorted(u["user_id"] for u in ([u for u in low if u["department"] == dept] or low))
 
 
-def _signer(rng, limit: dict[str, int], preparer: str, fits) -> str:
-    """An approver other than the preparer whose limit ``fits``."""
+def _signer(rng, limit: dict[str, int], preparer: str, fits, besides: str | None = None) -> str:
+    """An approver other than the preparer (and ``besides``, where another fits) whose limit ``fits``."""
     ok = sorted(u for u in APPROVERS if u != preparer and fits(limit[u]))
-    return str(rng.choice(ok))
+    return str(rng.choice([u for u in ok if u != besides] or ok))
+
+
+def _reasons(approver: str, keyed: int, erp_days: set, busy_days: set) -> list[str]:
+    """The reasons for not using the workflow that the books do not contradict on the release day
+    ``keyed``: the approver away only on a day without ERP approvals of his or hers, an outage only on
+    a day nobody approved in the ERP, the close meeting only from the last day of a month to its
+    close; a misrouted entry is always possible."""
+    out = []
+    if (approver, keyed) not in erp_days:
+        out += [TRAVEL, LEAVE]
+    if keyed not in busy_days:
+        out.append(OUTAGE)
+    if any(int(end) - 1 <= keyed <= int(close) for end, close in zip(md.MONTH_ENDS, md.close_dates())):
+        out.append(CLOSE)
+    return out + [MISROUTED]
 
 
 def _voucher(b, idx: int, head: str, signer: str | None, role: dict[str, str], signed, prepared) -> int:
