@@ -111,6 +111,19 @@ def test_decoys_are_fixed_by_their_document_and_state_a_purpose(world):
         assert {doc_id, r["reference"], f"{r['debit']:.2f}"} <= set(d.facts)
 
 
+def test_no_document_calls_for_an_accrual_in_the_year_that_no_entry_records():
+    """The pack's agreements and resolutions under a number no entry carries are for work of 2026:
+    one fixing a fee earned, or to be accrued, in FY2025 would be an unrecorded liability the books
+    never book (an auditor's read found 94,000 of them on seed 961 once)."""
+    for seed in range(40):
+        w = generate_world("JE-8", seed)
+        refs = set(w.ledger.column("reference").to_pylist())
+        for d in w.documents:
+            m = re.search(r"\b(?:CTR|BR)-2025-\d+", d.body or "")
+            if d.doc_type in ("contract", "board_minutes") and m and m[0] not in refs:
+                assert not re.search(r"(?:accrued|earned) in \w+ 2025|accrued under", d.body), (seed, d.doc_id, d.body)
+
+
 def test_defects_and_decoys_share_one_surface():
     """Descriptions, reference forms, accounts and amounts come from one distribution; titles never
     name a reference; references rise with the posting date; every candidate has a document of its

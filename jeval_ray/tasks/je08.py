@@ -39,8 +39,10 @@ Planted defects (criteria ``UNSUPPORTED_ROUND``):
     amount); misstated by the whole entry; more often at a high ``near_miss``, the pack holds
     minutes approving the same figure under another number for another purpose, which do not
     support it.
-Required evidence: the policy, and the referenced document where one exists; a decoy is cleared
-by its document. Every top-side adjustment of the year is a candidate at the default knobs;
+A defect without its own document otherwise has, like every candidate, a document of its kind
+dated shortly before it: one under another number, for work of the first quarter of 2026, which
+the year's books rightly do not accrue. Required evidence: the policy, and the referenced document
+where one exists; a decoy is cleared by its document. Every top-side adjustment of the year is a candidate at the default knobs;
 with fewer candidates than the books' four year-end ones, the rest keep a supporting document and
 stay out of the key. Their descriptions state their purpose at any ``description_quality``.
 
@@ -360,16 +362,19 @@ def plant(b) -> None:
             # like every candidate, a document of its kind dated shortly before it, which carries another number
             dd = str(np.datetime64(post[j]) - int(lag[j]))
             other = _free_ref(rng, "BR" if board else "CTR", "2025", used_refs)
+            # for work of the next year, so the books rightly record nothing of it in FY2025 (a document
+            # calling for an accrual in the year that no entry carries would be an unrecorded liability)
+            o_period = f"{MONTHS[int(rng.integers(0, 3))]} 2026"
             if board:
                 o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
                 o_cents = int(rng.integers(2, 61)) * 1_000_00
                 _minutes(b, dd, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
-                                f"{_usd(o_cents)}, to be accrued under accounting reference {other}. The resolution "
-                                "was carried unanimously.")
+                                f"{_usd(o_cents)}, to be accrued in {o_period} under accounting reference {other}. The "
+                                "resolution was carried unanimously.")
             else:
                 o_cat, o_purpose = contracts[int(rng.integers(0, len(contracts)))][:2]
                 _agreement(b, dd, other, *_vendor(b, o_cat, o_purpose), o_purpose, int(rng.integers(2, 61)) * 1_000_00,
-                           f"{MONTHS[int(dd[5:7]) - 1]} {dd[:4]}")
+                           o_period)
         # misstated by what no document supports: the excess over the figure fixed, or the whole entry
         unsupported = cents - doc_cents if kinds[j] == "amount_not_supported" else cents
         b.add_defect(i, kinds[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), unsupported,
