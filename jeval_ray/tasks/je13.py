@@ -24,7 +24,8 @@ Planted: one AP clerk (the *scheme user*, whose review threshold in ``master:use
 keyed vendor invoices just below the threshold (USD 4,500.00-4,999.99), so the leading digit 4
 is over-represented in their entries. The moved entries are the clerk's own manual two-line vendor
 invoices without a goods receipt, originally between USD 500 and 3,999.99, paid in the year by
-one payment or not at all. How many are moved is set so that the clerk's digit-4 z-statistic
+one payment or not at all, of vendors billing by the job (never rent, subscriptions or premiums:
+a vendor billing one fixed sum every period shows any other sum against its other months). How many are moved is set so that the clerk's digit-4 z-statistic
 reaches about ``Z_SELECT`` + 1 (at least ``MIN_SELECTED``, and the knob counts scaled together when they
 are fewer). Each moved entry's new amount is drawn before it is made a defect or a decoy, so
 the two look the same on the listing:
@@ -57,6 +58,7 @@ import re
 import numpy as np
 
 from jeval_ray.agents._script import Kit
+from jeval_ray.books import master as md
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks._spec import Knobs, key, spec
 from jeval_ray.tasks.je12 import _payments, billed_document, cash_covers, first_lines, pay_more, preparer_codes
@@ -218,14 +220,20 @@ def plant(b) -> None:
     pay = _payments(b)
     tested = e["manual"] & (cents >= 1000)
     digit = _first_digit_of(cents)
+    # a vendor that bills one fixed sum every period (rent, subscriptions, premiums): an invoice of another
+    # sum would stand out against the vendor's other months whatever it bills, so none is moved
+    m = b.books.master
+    vcat = m.vendor_category[b.books.docs.partner[e["books_doc"]]]
+    fixed_fee = (e["vendor_id"] != "") & np.isin(
+        vcat, [i for i, c in enumerate(md.CATEGORIES) if c.flow in ("recurring", "prepaid")])
     # the pool: the clerk's manual two-line vendor invoices without a goods receipt, USD 500-3,999.99 and
-    # not beginning with 4, paid in one payment or not at all in the year
+    # not beginning with 4, of a vendor billing by the job, paid in one payment or not at all in the year
     pools, sizes = {}, {}
     for u in SCHEME_USERS:
         g = tested & (e["preparer"] == u)
         n = int(g.sum())
         pools[u] = g & (e["doc_code"] == "VN") & (e["n_lines"] == 2) & (cents >= 500_00) & (cents < 4_000_00) \
-            & (digit != 4) & (pay != -2)
+            & (digit != 4) & (pay != -2) & ~fixed_fee
         base4 = int((g & (digit == 4)).sum())
         sizes[u] = _scheme_size(base4, n, max(total, MIN_SELECTED)) if n >= MIN_TEST else 10**9
     fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
