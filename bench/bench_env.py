@@ -46,7 +46,7 @@ RESET_GOAL_MS = {"L1": 50.0, "L2": 50.0, "L3": 50.0, "L4": 100.0}
 def _world_worker(task: str, n: int, reps: int = 3) -> dict:
     t = time.perf_counter()
     from jeval_ray.world import generate_world
-    from jeval_ray.world._base import books_for
+    from jeval_ray.builder._base import books_for
     imports = time.perf_counter() - t
     out = {"imports": imports}
     t = time.perf_counter()
@@ -69,7 +69,7 @@ def _world_worker(task: str, n: int, reps: int = 3) -> dict:
 
 def _sizes_worker(task: str, sizes: list[int], reps: int) -> dict:
     from jeval_ray.world import generate_world
-    from jeval_ray.world._base import books_for
+    from jeval_ray.builder._base import books_for
     generate_world(task, 0)  # first touch out of the way
     out = {}
     for n in sizes:
@@ -89,7 +89,7 @@ def _sizes_worker(task: str, sizes: list[int], reps: int) -> dict:
 
 def _reset_worker(task: str, reps: int) -> dict:
     from jeval_ray.env import JEEnv
-    from jeval_ray.world._base import books_for
+    from jeval_ray.builder._base import books_for
     env = JEEnv(task)
     t = time.perf_counter()
     env.reset(seed=9_999)

@@ -79,7 +79,7 @@ def rebuild_packet(episode: dict, dispositions: list[dict], summary: str) -> dic
     """The judge packet of a stored episode (see the module docstring)."""
     from jeval_ray.contract import RunConfigContract, knobs_of
     from jeval_ray.env import JEEnv
-    from jeval_ray.env._tools import Disposition
+    from jeval_ray.tools._tools import Disposition
     from jeval_ray.scoring import build_judge_packet
 
     contract = RunConfigContract.model_validate_json(episode["run_config"])
@@ -195,7 +195,8 @@ async def _rescore(run_path: str, fs, cfg: RescoreConfig) -> dict:
 
 
 def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started: dt.datetime) -> None:
-    from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary, read_judgment_rows
+    from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
+    from jeval_ray.store.reader import read_judgment_rows
     from jeval_ray.store.writer import write_json_atomic
     from jeval_ray.sweep.driver import MANIFEST, _read_manifest
 

@@ -10,7 +10,7 @@ from jeval_ray.agents import Action
 from jeval_ray.env import JEEnv, TOOLS
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks import available_tasks, get_task
-from jeval_ray.world._hash import world_hash
+from jeval_ray.builder._hash import world_hash
 
 AVAILABLE = [t.id for t in available_tasks()]
 
@@ -192,7 +192,7 @@ def test_random_tool_calls_never_raise_and_never_change_the_world(fuzz_envs, tas
 def test_compute_stats_robust_z_is_median_mad_within_each_group():
     import numpy as np
 
-    from jeval_ray.env._tools import _robust_z
+    from jeval_ray.tools._tools import _robust_z
 
     x = np.array([1.0, 2.0, 3.0, 4.0, 100.0, 10.0, 10.0, 10.0])
     keys = np.array(["a"] * 5 + ["b"] * 3)

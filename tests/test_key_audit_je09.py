@@ -17,7 +17,7 @@ import pytest
 from jeval_ray.tasks.je09 import (ACCRUAL_TOLERANCE, CLOSE_LOG_TITLE, FY_END_CLOSE, POLICY_TITLE, REVENUE_ACCOUNT,
                                   WINDOW_START, YEAR_END)
 from jeval_ray.world import generate_world
-from jeval_ray.world._base import month_close_dates
+from jeval_ray.builder._base import month_close_dates
 
 KEY_SEEDS = range(24)  # a world takes ~40 ms; the look-alike rate test reads seeds 0-49
 CLOSES = dict(month_close_dates())

@@ -20,7 +20,7 @@ from collections import Counter
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.env._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
+from jeval_ray.tools._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
 from jeval_ray.tasks import je12
 from jeval_ray.world import generate_world
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.env._tools import digit_test
+from jeval_ray.tools._tools import digit_test
 from jeval_ray.tasks import je13
 from jeval_ray.world import generate_world
 

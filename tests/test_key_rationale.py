@@ -27,7 +27,7 @@ def test_every_defect_and_decoy_type_planted_has_a_key_rationale(task_id):
 
 
 def test_the_catalogue_renders_each_tasks_rationale_with_a_worked_example():
-    from jeval_ray.tasks._doc import key_rationale_markdown
+    from jeval_ray.catalogue import key_rationale_markdown
 
     mod = task_module(TASKS[0])
     text = key_rationale_markdown(TASKS[0], mod.KEY_RATIONALE, 7)

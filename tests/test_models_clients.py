@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jeval_ray.agents._base import Observation
+from jeval_ray.protocol import Observation
 from jeval_ray.agents.llm import MISSING_RESULT, LLMAgent
 from jeval_ray.models import (
     ClientRequestError,

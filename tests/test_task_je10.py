@@ -118,7 +118,7 @@ def test_defects_and_decoys_of_one_face_share_their_amounts():
 
 
 def test_the_catalogue_renders_the_key_rationale_of_every_type():
-    from jeval_ray.tasks._doc import key_rationale_markdown
+    from jeval_ray.catalogue import key_rationale_markdown
     from jeval_ray.tasks.je10 import KEY_RATIONALE
 
     text = key_rationale_markdown("JE-10", KEY_RATIONALE, 7)

@@ -14,7 +14,7 @@ import pytest
 
 import pyarrow.compute as pc
 
-from jeval_ray.env._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
+from jeval_ray.tools._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
 from jeval_ray.episode import play
 from jeval_ray.tasks import get_task, je12
 from jeval_ray.world import WorldBuilder, generate_world

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.env import JEEnv
-from jeval_ray.env._tools import digit_test
+from jeval_ray.tools._tools import digit_test
 from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST, SCHEME_USERS, Z_SELECT, digit_z
 from jeval_ray.world import generate_world
 

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from jeval_ray.env._tools import Disposition, EpisodeState
+from jeval_ray.tools._tools import Disposition, EpisodeState
+from jeval_ray.scoring import final_dispositions
 from jeval_ray.tasks.je15 import outcome_adjust
 
 TASK = "JE-15"
@@ -122,20 +123,24 @@ def _state(world, summary: str, flags: list[tuple[str, str]]) -> EpisodeState:
     return st
 
 
+def _adjust(w, st, outcome: float):
+    return outcome_adjust(w, st, outcome, final_dispositions(st))
+
+
 def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
     w = worlds[0]
     h = heads(w)
     user = h[w.defects[0].entry_id]["preparer"]
     others = [u["user_id"] for u in table(w, "users") if u["role"] != "System" and u["user_id"] != user]
-    out, extra = outcome_adjust(w, _state(w, f"The scheme was run by {user}.", []), 1.0)
+    out, extra = _adjust(w, _state(w, f"The scheme was run by {user}.", []), 1.0)
     assert extra == {"scheme_user_named": True} and out == pytest.approx(1.0)
-    out, extra = outcome_adjust(w, _state(w, "Invoices of a vendor paying a staff account.", []), 1.0)
+    out, extra = _adjust(w, _state(w, "Invoices of a vendor paying a staff account.", []), 1.0)
     assert extra == {"scheme_user_named": False} and out == pytest.approx(0.85)
     # naming everybody is not naming the user
-    _, extra = outcome_adjust(w, _state(w, " ".join([user, *others]), []), 1.0)
+    _, extra = _adjust(w, _state(w, " ".join([user, *others]), []), 1.0)
     assert extra["scheme_user_named"] is False
     flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
-    _, extra = outcome_adjust(w, _state(w, "", flags), 1.0)
+    _, extra = _adjust(w, _state(w, "", flags), 1.0)
     assert extra["scheme_user_named"] is True
 
 

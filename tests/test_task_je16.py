@@ -13,7 +13,7 @@ from jeval_ray.agents import entries_of
 from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je16 import KINDS, _account_ok, _off_window, _rules, _user_ok
 from jeval_ray.world import generate_world
-from jeval_ray.world._base import month_close_dates
+from jeval_ray.builder._base import month_close_dates
 
 TASK = "JE-16"
 SEEDS = range(5)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jeval_ray.env._tools import TOOLS
+from jeval_ray.tools._tools import TOOLS
 from jeval_ray.errors import TaskNotAvailableError
 from jeval_ray.tasks import ALL_TOOLS, TASK_IDS, all_tasks, get_task
 
@@ -63,7 +63,7 @@ def test_tasks_cli_prints_the_catalogue_and_json():
 def test_catalogue_document_is_up_to_date():
     from pathlib import Path
 
-    from jeval_ray.tasks._doc import catalogue_markdown
+    from jeval_ray.catalogue import catalogue_markdown
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "tasks.md"
     assert doc.read_text() == catalogue_markdown(), "regenerate: python -m jeval_ray.tasks --markdown > docs/tasks.md"

@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from jeval_ray.agents._base import Action, Agent, Observation, Turn
+from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.agents.llm import LLMAgent
 from jeval_ray.errors import ConfigError
 from jeval_ray.models import ModelConfig
@@ -135,7 +135,7 @@ class FakeAgent(Agent):
         self.resets: list[tuple] = []
         self.received: list[list[Observation]] = []
 
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         self.resets.append((brief, [t["function"]["name"] for t in tools], seed))
 
     async def act(self, observations: list[Observation]) -> Turn:
@@ -195,7 +195,7 @@ def test_an_llm_agent_can_play_a_builtin_agent_through_the_server():
 async def play(env, agent: Agent, seed: int) -> float:
     """A minimal episode loop: the score the agent reaches (the runner owns the real loop)."""
     brief, info = env.reset(seed)
-    agent.reset(brief, info["tools"], seed)
+    agent.reset(brief, info["tools"], seed, info={"task_id": info["task_id"], "step_budget": info["step_budget"]})
     observations: list[Observation] = []
     while True:
         turn = await agent.act(observations)

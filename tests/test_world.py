@@ -45,7 +45,7 @@ def test_listed_entries_carry_the_books_own_texts_lines_and_numbers_in_entry_tim
     """An unplanted entry is the books' entry: its reference is its document number and its
     description, lines and amounts are the ones the books posted; the closing entry comes last."""
     from jeval_ray.books import tables
-    from jeval_ray.world._base import books_for
+    from jeval_ray.builder._base import books_for
 
     w = generate_world("JE-2", 4)
     books = books_for(4, w.knobs["n_entries"])
@@ -276,7 +276,7 @@ def test_year_cache_keeps_years_within_its_entry_bound_least_recently_used_first
     """``books_for`` keeps many small years and few big ones: the bound is on entries (the last year
     asked for is always kept), then on the number of years; a kept year is the same object."""
     from jeval_ray.books import simulate_year
-    from jeval_ray.world._base import _YearCache
+    from jeval_ray.builder._base import _YearCache
 
     sizes = [simulate_year(seed, 100).n_entries for seed in range(3)]
     cache = _YearCache(max_entries=sum(sizes) - 1, max_years=3)  # any two years fit, all three do not
@@ -317,7 +317,7 @@ def test_added_entries_build_no_text_column_nobody_reads():
     import numpy as np
 
     from jeval_ray.tasks import get_task, resolve_knobs
-    from jeval_ray.world._base import WorldBuilder, year_entries
+    from jeval_ray.builder._base import WorldBuilder, year_entries
 
     b = WorldBuilder(get_task("JE-3"), 7_321, resolve_knobs("JE-3", {"n_entries": 1_234}))
     lazy = year_entries(b.books)["e"]
@@ -375,7 +375,7 @@ def test_world_generation_puts_its_memory_settings_back():
 _REUSE = """
 import resource
 import jeval_ray.world as W
-from jeval_ray.world._base import books_for
+from jeval_ray.builder._base import books_for
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096
 faults = []

@@ -7,18 +7,17 @@ each task's module and see only the brief, the tool schemas and the observations
 
 from __future__ import annotations
 
-from jeval_ray.agents._base import Action, Agent, Observation, Turn
+from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.agents._script import Kit, ScriptedAgent, entries_of
 from jeval_ray.agents.random_agent import random_strategy
 from jeval_ray.errors import ConfigError
+from jeval_ray.tasks import task_module
 
 BUILTIN_AGENTS: tuple[str, ...] = ("random", "naive", "careful")
 
 
 def _task_strategy(kind: str):
     def pick(task_id: str):
-        from jeval_ray.tasks import task_module
-
         return getattr(task_module(task_id), kind)
 
     return pick

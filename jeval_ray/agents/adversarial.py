@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any
 
-from jeval_ray.agents._base import Action, Agent
+from jeval_ray.protocol import Action, Agent
 from jeval_ray.agents._script import Kit, ScriptedAgent, Strategy
 from jeval_ray.errors import ConfigError
+from jeval_ray.tasks import task_module
 
 ADVERSARIES: tuple[str, ...] = ("submit_now", "farmer", "never_flag", "laundered_naive", "surface_rule", "flag_key")
 
@@ -148,10 +149,7 @@ def _flag_to_clear(kit: Kit, action: Action, opened: list[str], disposed: set[st
 
 
 def _naive(kit: Kit):
-    from jeval_ray.agents._script import _task_of
-    from jeval_ray.tasks import task_module
-
-    return task_module(_task_of(kit.brief)).naive(kit)
+    return task_module(kit.task_id).naive(kit)
 
 
 laundered_naive: Strategy = _wrap(_naive, _launder, launder=True, extra_clears=True)

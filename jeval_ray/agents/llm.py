@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from jeval_ray.agents._base import Agent, Observation, Turn
-from jeval_ray.models._client import ChatClient, estimate_tokens, make_client
+from jeval_ray.protocol import Agent, Observation, Turn
+from jeval_ray.models._client import ChatClient, estimate_tokens
+from jeval_ray.models.factory import make_client
 from jeval_ray.models.config import ModelConfig
 from jeval_ray.models.errors import ModelError
 
@@ -67,7 +68,7 @@ class LLMAgent(Agent):
         self._reported_tokens = 0
         self._reported_upto = 0
 
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         """Start a conversation with ``brief`` as the system prompt and ``tools`` (OpenAI format)."""
         self.messages = [{"role": "system", "content": brief}]
         self._tools = list(tools)

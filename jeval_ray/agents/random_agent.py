@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.protocol.kit import Kit
 
 
 def random_strategy(kit: Kit):

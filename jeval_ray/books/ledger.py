@@ -20,7 +20,8 @@ import pyarrow as pa
 
 from jeval_ray.books import _np, assets, chart, close, master as md, posting, prepaids, subledgers
 from jeval_ray.books.bank import BankState, Statements, statements
-from jeval_ray.books.documents import POSTS, TYPE, TYPE_CODES, DocTable, render
+from jeval_ray.books.documents import POSTS, TYPE, TYPE_CODES, DocTable
+from jeval_ray.books.wording import render
 
 #: accounts whose opening balance is the sum of the prior-year documents still open (open items)
 OPEN_ITEM_ROLES = ("ar", "ap", "grir", "accrued", "accrued_payroll", "payroll_tax_payable", "sales_tax",
@@ -206,7 +207,7 @@ class Books:
 
     # ----------------------------------------------------------------------------- documents
     def document(self, i: int) -> dict:
-        """Document ``i`` worded as a support-pack item (see ``documents.render``)."""
+        """Document ``i`` worded as a support-pack item (see ``wording.render``)."""
         return render(self, int(i))
 
     # ----------------------------------------------------------------------------- Arrow tables

@@ -10,6 +10,8 @@ too. ``plain(table)`` casts every dictionary column to plain strings for a consu
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,7 +46,7 @@ DESCRIPTIONS = {
     "TS": "{what}",
     "YC": "Year-end closing FY2025 to retained earnings",
 }
-_FIELD = __import__("re").compile(r"(\{\w+\})")
+_FIELD = re.compile(r"(\{\w+\})")
 
 
 def _dict_strings(codes: np.ndarray, values: list[str]) -> pa.Array:

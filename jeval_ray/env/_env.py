@@ -2,7 +2,8 @@
 
 ``reset(seed)`` generates the world and returns ``(brief, info)``; ``step(action)`` returns
 ``(observation, reward, terminated, truncated, info)``. ``submit`` terminates; running out of
-the step budget truncates. The reward is 0 until the episode ends, then the final score.
+the step budget truncates. The reward is 0 until the episode ends, then the final score: the
+environment asks its ``scorer`` (``jeval_ray.scoring.score_episode`` unless another is injected).
 """
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from jeval_ray.agents._base import Action
 from jeval_ray.env._brief import make_brief
-from jeval_ray.env._tools import TOOLS, EpisodeState, ToolError
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks import ESSENTIAL_TOOLS, get_task, resolve_knobs
+from jeval_ray.protocol import Action
+from jeval_ray.scoring import EpisodeScore, score_episode
+from jeval_ray.tasks import ESSENTIAL_TOOLS, TaskSpec, get_task, resolve_knobs
+from jeval_ray.tools import TOOLS, EpisodeState, ToolError
 from jeval_ray.world import World, generate_world
+
+#: what scores an ended episode: ``(spec, world, state, steps) -> EpisodeScore`` (its ``score`` is the reward)
+Scorer = Callable[[TaskSpec, World, EpisodeState, list], EpisodeScore]
 
 
 @dataclass
@@ -66,7 +71,8 @@ class JEEnv:
     """A journal-entry testing episode for one task, with optional knobs and withheld tools."""
 
     def __init__(self, task_id: str, knobs: dict | None = None, tools_withheld: tuple[str, ...] | list[str] = (),
-                 *, step_budget: int | None = None, keep_observations: bool = True):
+                 *, step_budget: int | None = None, keep_observations: bool = True, scorer: Scorer | None = None):
+        self.scorer: Scorer = scorer or score_episode
         self.spec = get_task(task_id, require_available=True)
         self.knobs = resolve_knobs(self.spec.id, knobs)
         self.tools_enabled, self.tools_withheld = resolve_tools(self.spec.id, tools_withheld)
@@ -131,10 +137,8 @@ class JEEnv:
         self.done = True
         self.termination = reason
 
-    def score(self):
-        from jeval_ray.scoring import score_episode
-
-        return score_episode(self.spec, self.world, self.state, self.steps)
+    def score(self) -> EpisodeScore:
+        return self.scorer(self.spec, self.world, self.state, self.steps)
 
     # ------------------------------------------------------------------ dispatch
     def _dispatch(self, tool: str, raw_args: Any) -> tuple[dict, bool, str]:

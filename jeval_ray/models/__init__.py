@@ -5,7 +5,7 @@
 raise a ``ModelError`` subclass when a call fails for good. See docs/models.md.
 """
 
-from jeval_ray.models._client import ChatClient, ChatResult, estimate_tokens, make_client
+from jeval_ray.models._client import ChatClient, ChatResult, estimate_tokens
 from jeval_ray.models.anthropic import AnthropicClient
 from jeval_ray.models.config import ModelConfig, Price
 from jeval_ray.models.errors import (
@@ -18,6 +18,7 @@ from jeval_ray.models.errors import (
     RateLimitError,
     ServerError,
 )
+from jeval_ray.models.factory import make_client
 from jeval_ray.models.openai_compat import OpenAICompatClient
 from jeval_ray.models.ratelimit import Permit, RateLimiter, TokenBucketLimiter, get_rate_limiter
 from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after

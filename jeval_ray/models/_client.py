@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from jeval_ray.agents._base import Action
+from jeval_ray.protocol import Action
 from jeval_ray.models.config import ModelConfig
 from jeval_ray.models.errors import (
     MalformedResponseError,
@@ -185,13 +185,4 @@ class ChatClient(ABC):
             await self._http.aclose()
 
 
-def make_client(config: ModelConfig, **kwargs: Any) -> ChatClient:
-    """The client for ``config.provider`` (keyword arguments go to ``ChatClient``)."""
-    from jeval_ray.models.anthropic import AnthropicClient
-    from jeval_ray.models.openai_compat import OpenAICompatClient
-
-    cls = AnthropicClient if config.provider == "anthropic" else OpenAICompatClient
-    return cls(config, **kwargs)
-
-
-__all__ = ["ChatResult", "ChatClient", "make_client", "estimate_tokens"]
+__all__ = ["ChatResult", "ChatClient", "estimate_tokens"]

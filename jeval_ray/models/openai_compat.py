@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jeval_ray.agents._base import Action
+from jeval_ray.protocol import Action
 from jeval_ray.models._client import ChatClient, ChatResult
 
 

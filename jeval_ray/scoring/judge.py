@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from jeval_ray.env._tools import EpisodeState
+from jeval_ray.tools._tools import EpisodeState
 from jeval_ray.scoring.rubric import load_rubric, rubric_items
 from jeval_ray.scoring.verifier import is_void, needed_evidence
 from jeval_ray.tasks import TaskSpec

@@ -19,29 +19,6 @@ from jeval_ray.scoring.rubric import rubric_items
 BOOTSTRAP_SAMPLES = 1000
 
 
-#: the judgments columns a summary reads (not the comments)
-SUMMARY_COLUMNS = ["episode_id", "attempt", "jury", "judge", "judge_idx", "judge_model", "rubric", "status", "error",
-                   "rationale_score", "item_scores", "reference_item_scores", "calls", "reasks", "tokens_in",
-                   "tokens_out", "cost_usd"]
-
-
-def read_judgment_rows(run_path: str, filesystem=None) -> list[dict]:
-    """The ``SUMMARY_COLUMNS`` of a run's judgments rows of the kept attempts (the store's dedup rule)."""
-    import pyarrow.compute as pc
-
-    from jeval_ray.store.reader import kept_attempts, read_raw
-
-    rows = read_raw(run_path, "judgments", columns=SUMMARY_COLUMNS, filesystem=filesystem)
-    if rows.num_rows == 0:
-        return []
-    kept = kept_attempts(read_raw(run_path, "episodes", columns=["episode_id", "attempt", "status"], filesystem=filesystem))
-
-    def key(t):
-        return pc.binary_join_element_wise(t["episode_id"], pc.cast(t["attempt"], "string"), ":")
-
-    return rows.filter(pc.is_in(key(rows), value_set=key(kept))).to_pylist()
-
-
 def unscored_reason(error: str | None) -> str:
     """The class of an unscored judgment's reason: ``invalid_output``, ``model_error``, ``budget`` or ``other``."""
     head = (error or "").split(":", 1)[0]
@@ -115,4 +92,4 @@ def describe_jury(judging: dict, scored_by: str, budget_usd: float | None = None
             "rationale_max_chars": judging.get("rationale_max_chars"), "budget_usd": budget_usd}
 
 
-__all__ = ["BOOTSTRAP_SAMPLES", "DESCRIPTION_FIELDS", "SUMMARY_COLUMNS", "read_judgment_rows", "described_juries", "describe_jury", "judging_summary", "jury_rationales", "summarise_jury", "unscored_reason"]
+__all__ = ["BOOTSTRAP_SAMPLES", "DESCRIPTION_FIELDS", "described_juries", "describe_jury", "judging_summary", "jury_rationales", "summarise_jury", "unscored_reason"]

@@ -36,7 +36,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from jeval_ray.models._client import ChatClient, make_client
+from jeval_ray.models._client import ChatClient
+from jeval_ray.models.factory import make_client
 from jeval_ray.models.config import ModelConfig
 from jeval_ray.models.errors import ModelError
 from jeval_ray.scoring.judge import _ITEM_SCORES, DispositionScore, Judgment, reference_judge

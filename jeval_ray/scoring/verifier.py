@@ -41,8 +41,9 @@ Process (the environment's six metrics, docs/environment_spec.md, are recorded a
     reduced by ``premature_penalty`` per premature disposition where the task sets one.
     Dispositions of ordinary entries earn no process credit.
 
-Task hook: a task module may define ``outcome_adjust(world, state, outcome) -> (outcome, extra)``
-to refine its outcome (documented in the task's module and in docs/tasks.md).
+Task hook: a task module may define ``outcome_adjust(world, state, outcome, final) -> (outcome, extra)``
+(``final``: ``final_dispositions(state)``) to refine its outcome (documented in the task's module and
+in docs/tasks.md).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow.compute as pc
 
-from jeval_ray.env._tools import Disposition, EpisodeState
+from jeval_ray.tools._tools import Disposition, EpisodeState
 from jeval_ray.tasks import TaskSpec
 from jeval_ray.tasks import task_module as _task_module
 from jeval_ray.world import World
@@ -270,7 +271,7 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
     adjust = getattr(_task_module(spec.id), "outcome_adjust", None)
     if adjust is not None:
         # a task may refine its outcome (e.g. JE-15 rewards naming the scheme's user)
-        outcome, extra = adjust(world, state, outcome)
+        outcome, extra = adjust(world, state, outcome, final)
     return Verification(
         tp=tp, fp=fp, fn=fn, tn=tn, precision=precision, recall=recall, f2=f2, criteria_accuracy=crit_acc,
         misstatement_error=mis_err, fabrications=fabrications, outcome=outcome, evidence_coverage=coverage,

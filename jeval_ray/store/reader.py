@@ -125,5 +125,25 @@ def episode_progress(run_dir: str, *, filesystem=None) -> tuple[set[str], dict[s
     return completed, max_attempt
 
 
-__all__ = ["dedup", "episode_progress", "kept_attempts", "open_dataset", "partitioning", "read_dataset", "read_raw",
-           "read_run"]
+#: the judgments columns a summary reads (not the comments)
+SUMMARY_COLUMNS = ["episode_id", "attempt", "jury", "judge", "judge_idx", "judge_model", "rubric", "status", "error",
+                   "rationale_score", "item_scores", "reference_item_scores", "calls", "reasks", "tokens_in",
+                   "tokens_out", "cost_usd"]
+
+
+def read_judgment_rows(run_path: str, filesystem=None) -> list[dict]:
+    """The ``SUMMARY_COLUMNS`` of a run's judgments rows of the kept attempts (the dedup rule), which
+    ``jeval_ray.scoring.jury.judging_summary`` summarises."""
+    rows = read_raw(run_path, "judgments", columns=SUMMARY_COLUMNS, filesystem=filesystem)
+    if rows.num_rows == 0:
+        return []
+    kept = kept_attempts(read_raw(run_path, "episodes", columns=["episode_id", "attempt", "status"], filesystem=filesystem))
+
+    def key(t):
+        return pc.binary_join_element_wise(t["episode_id"], pc.cast(t["attempt"], "string"), ":")
+
+    return rows.filter(pc.is_in(key(rows), value_set=key(kept))).to_pylist()
+
+
+__all__ = ["SUMMARY_COLUMNS", "dedup", "episode_progress", "kept_attempts", "open_dataset", "partitioning", "read_dataset",
+           "read_judgment_rows", "read_raw", "read_run"]

@@ -28,9 +28,9 @@ class CrashAgent(Agent):
         self.inner, self.crash = inner, crash
         self.name = "crash"
 
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         if self.inner is not None:
-            self.inner.reset(brief, tools, seed)
+            self.inner.reset(brief, tools, seed, info)
 
     async def act(self, observations: list[Observation]) -> Turn:
         if self.crash:
@@ -48,7 +48,7 @@ class HangAgent(Agent):
     def __init__(self, hang_s: float = 3600.0):
         self.hang_s = float(hang_s)
 
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         pass
 
     async def act(self, observations: list[Observation]) -> Turn:
@@ -66,7 +66,7 @@ class SleepAgent(Agent):
         self.steps = int(steps)
         self._n = 0
 
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         self._n = 0
 
     async def act(self, observations: list[Observation]) -> Turn:

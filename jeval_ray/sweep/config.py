@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from jeval_ray.errors import ConfigError
+from jeval_ray.sweep._names import FULL, WITHHELD, _task_overrides
 from jeval_ray.tasks import Weights
 
 #: Built-in agents of the leaderboard (see ``jeval_ray.agents``).
@@ -37,8 +38,6 @@ TEST_AGENTS: tuple[str, ...] = ("crash", "crash_once", "hang", "sleep")
 ENDPOINT_PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 PROVIDERS: tuple[str, ...] = ("builtin", *ENDPOINT_PROVIDERS)
 #: Condition names with a built-in meaning.
-FULL = "full"
-WITHHELD = "withheld"
 
 DEFAULT_CONFIG_NAME = "local.yaml"
 
@@ -478,18 +477,6 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
     if scoring.judge_budget_usd is not None and not any(n in names for n in scoring.judges):
         raise ConfigError(f"field '{f('judge_budget_usd')}': no LLM judge in {f('judges')} spends anything. "
                           "Fix: remove judge_budget_usd or add a judge model to the jury.")
-
-
-def _task_overrides(task_knobs: dict, task_id: str) -> dict:
-    from jeval_ray.tasks import get_task
-
-    for k, v in task_knobs.items():
-        try:
-            if get_task(k).id == task_id:
-                return v
-        except ConfigError:
-            continue
-    return {}
 
 
 def _task_id_or_error(key: str, field: str) -> str:

@@ -1052,7 +1052,8 @@ class SweepDriver:
         """``manifest.judging``: the sweep's jury id and every jury of the run (re-scores included) with its
         counts, unscored reasons, cost, agreement and reference calibration, computed from the judgments
         rows once the run ends (while it runs, the descriptions only)."""
-        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary, read_judgment_rows
+        from jeval_ray.scoring.jury import described_juries, describe_jury, judging_summary
+        from jeval_ray.store.reader import read_judgment_rows
 
         described = described_juries(old)
         described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)

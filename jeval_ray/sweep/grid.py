@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from jeval_ray.contract import RunConfigContract, make_contract
 from jeval_ray.errors import ConfigError
 from jeval_ray.records import episode_id
+from jeval_ray.sweep._names import FULL, WITHHELD, _task_overrides
 from jeval_ray.tasks import TASK_IDS, TaskSpec, Weights, available_tasks, get_task, resolve_knobs
 
 
@@ -77,7 +78,6 @@ def resolve_tasks(cfg) -> list[TaskSpec]:
 def resolve_conditions(cfg, tasks: list[TaskSpec]) -> dict[str, list[Condition]]:
     """Per task id, its conditions (a task with no ``withheld_variant`` skips ``withheld``)."""
     from jeval_ray.env import resolve_tools
-    from jeval_ray.sweep.config import FULL, WITHHELD
 
     out: dict[str, list[Condition]] = {t.id: [] for t in tasks}
     for i, c in enumerate(cfg.conditions):
@@ -114,8 +114,6 @@ def _weights_for(cfg, task: TaskSpec) -> Weights | None:
 
 
 def _knobs_for(cfg, task: TaskSpec) -> dict:
-    from jeval_ray.sweep.config import _task_overrides
-
     return {**cfg.knobs, **_task_overrides(cfg.task_knobs, task.id)}
 
 

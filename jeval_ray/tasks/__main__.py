@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the catalogue document (docs/tasks.md)")
     args = ap.parse_args(argv)
     if args.markdown:
-        from jeval_ray.tasks._doc import catalogue_markdown
+        from jeval_ray.catalogue import catalogue_markdown
 
         print(catalogue_markdown(), end="")
         return 0

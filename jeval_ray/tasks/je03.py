@@ -46,10 +46,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import month_close_dates
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import month_close_dates
 
 SPEC = spec(
     "JE-3",

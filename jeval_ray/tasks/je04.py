@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
-from jeval_ray.tasks._spec import key, spec
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.builder.spec import key, spec
 from jeval_ray.tasks.je03 import split_in_groups
 
 SPEC = spec(

@@ -63,11 +63,11 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import chart, master as md
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import HOLIDAY_DATES
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import HOLIDAY_DATES
 
 SPEC = spec(
     "JE-5",
@@ -247,7 +247,7 @@ def _units(rng, n: int) -> list[int]:
 
 
 class _Docs:
-    """Document texts worded like the books' own (``jeval_ray.books.documents.render``)."""
+    """Document texts worded like the books' own (``jeval_ray.books.wording.render``)."""
 
     def __init__(self, b):
         self.b = b

@@ -49,10 +49,10 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import master as md
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import HOLIDAYS_2025, month_close_dates
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import HOLIDAYS_2025, month_close_dates
 
 SPEC = spec(
     "JE-6",

@@ -85,12 +85,12 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import close as books_close
 from jeval_ray.books.documents import TYPE
 from jeval_ray.books.tables import doc_numbers
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import HOLIDAY_DATES, closing_rerun_time, month_end
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import HOLIDAY_DATES, closing_rerun_time, month_end
 
 SPEC = spec(
     "JE-9",

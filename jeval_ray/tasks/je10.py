@@ -102,9 +102,9 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import chart, master as md
-from jeval_ray.tasks._spec import key, spec
+from jeval_ray.builder.spec import key, spec
 
 SPEC = spec(
     "JE-10",

@@ -61,11 +61,11 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import chart, master as md
 from jeval_ray.books.documents import doc_number, TYPE_CODES
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import APPROVERS
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import APPROVERS
 
 #: holidays of 2024-2026 (approvals of year-end top-sides fall in January 2026)
 HOLIDAY_DATES = md.HOLIDAY_DATES

@@ -63,10 +63,10 @@ from collections import Counter
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import chart
-from jeval_ray.tasks._spec import Knobs, key, spec
-from jeval_ray.world._base import _CODES
+from jeval_ray.builder.spec import Knobs, key, spec
+from jeval_ray.builder._base import _CODES
 
 SPEC = spec(
     "JE-12",

@@ -57,10 +57,10 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import master as md
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import Knobs, key, spec
+from jeval_ray.builder.spec import Knobs, key, spec
 from jeval_ray.tasks.je12 import _payments, billed_document, cash_covers, first_lines, pay_more, preparer_codes
 
 SPEC = spec(

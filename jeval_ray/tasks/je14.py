@@ -51,12 +51,12 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit
+from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import master as md
 from jeval_ray.books.documents import doc_number
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import COMPANY_NAME, MONTH_ABBR, month_close_dates
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import COMPANY_NAME, MONTH_ABBR, month_close_dates
 
 SPEC = spec(
     "JE-14",

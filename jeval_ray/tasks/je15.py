@@ -58,10 +58,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import master as md
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import Knobs, key, spec
+from jeval_ray.builder.spec import Knobs, key, spec
 
 SPEC = spec(
     "JE-15",
@@ -465,15 +465,13 @@ def _mentions(text: str, user: dict) -> bool:
     return bool(re.search(pat, text or "", flags=re.I))
 
 
-def outcome_adjust(world, state, outcome: float) -> tuple[float, dict]:
+def outcome_adjust(world, state, outcome: float, final: dict) -> tuple[float, dict]:
     """Reward naming the scheme user: outcome = 0.85 * outcome + 0.15 * named.
 
     The scheme user is the preparer of the scheme's invoices (scorer side, from the defect ledger).
     Named: the user's id or full name is in the submit summary (which names at most three staff
     members), or in the rationales of at least half of the correct, non-void flags.
     """
-    from jeval_ray.scoring.verifier import final_dispositions
-
     ids = world.defect_ids
     if not ids:
         return outcome, {"scheme_user_named": None}
@@ -484,7 +482,6 @@ def outcome_adjust(world, state, outcome: float) -> tuple[float, dict]:
     user = next(u for u in users if u["user_id"] == scheme)
     named_staff = sum(_mentions(state.summary, u) for u in users)
     in_summary = _mentions(state.summary, user) and named_staff <= 3
-    final = final_dispositions(state)
     tp = [d for k, d in final.items() if k in ids and d.decision == "flag"]
     # a rationale names the user only when it names at most three staff members (listing all is not naming)
     in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) and sum(_mentions(d.rationale, u) for u in users) <= 3

@@ -58,10 +58,10 @@ import re
 
 import numpy as np
 
-from jeval_ray.agents._script import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import key, spec
-from jeval_ray.world._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
                                    business_days, month_close_dates)
 
 SPEC = spec(

@@ -11,12 +11,13 @@ import asyncio
 import hashlib
 import uuid
 import json
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jeval_ray.agents._base import Agent, Observation, Turn
+from jeval_ray.protocol import Agent, Observation, Turn
 
 
 @dataclass
@@ -166,7 +167,7 @@ class AgentBrain:
 
     def _start(self, request: BrainRequest) -> _Conversation:
         agent = self._factory(request.seed or 0)
-        agent.reset(request.system, request.tools, request.seed or 0)
+        agent.reset(request.system, request.tools, request.seed or 0, info=episode_info(request.system))
         return _Conversation(agent=agent)
 
     @staticmethod
@@ -203,6 +204,17 @@ class AgentBrain:
         self._thread.join(timeout=5)
 
 
+def episode_info(brief: str) -> dict:
+    """The task id and step budget of the episode whose brief is ``brief``.
+
+    A built-in agent takes them from the episode at reset; behind the test server only the wire
+    protocol is seen, so this brain reads them off the brief's engagement and budget lines (the only
+    place in the project that reads the brief for them)."""
+    task = re.search(r"(?:Engagement|Procedure asked for): (JE-\d+)", brief or "")
+    budget = re.search(r"You have (\d+) tool calls", brief or "")
+    return {"task_id": task.group(1) if task else "JE-1", "step_budget": int(budget.group(1)) if budget else 10**9}
+
+
 def builtin_brain(agent_name: str) -> AgentBrain:
     """An ``AgentBrain`` playing the built-in agent ``agent_name`` (``jeval_ray.agents.make_agent``)."""
     from jeval_ray.agents import make_agent
@@ -220,4 +232,5 @@ __all__ = [
     "AgentBrain",
     "builtin_brain",
     "conversation_key",
+    "episode_info",
 ]

@@ -1,23 +1,13 @@
-"""World generation: ``generate_world(task_id, seed, knobs)`` is a pure, deterministic function."""
+"""World generation: ``generate_world(task_id, seed, knobs)`` is a pure, deterministic function.
 
-from jeval_ray.world._base import WorldBuilder
+It runs a task's ``plant`` (``jeval_ray.tasks``) on a ``WorldBuilder`` (``jeval_ray.builder``, the
+layer below the tasks); the builder's names are re-exported here, where users have always found them.
+"""
+
+from jeval_ray.builder import (DecoyRecord, DefectRecord, Document, World, WorldBuilder, release_memory, rng_for,
+                               stable_int, world_memory)
 from jeval_ray.world._cache import WorldCache
-from jeval_ray.world._memory import release_memory, world_memory
-from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
-from jeval_ray.world._rng import rng_for, stable_int
-
-
-def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
-    """Generate the world of ``(task_id, seed, knobs)``; raises ``ConfigError`` on bad input."""
-    from jeval_ray.tasks import get_task, resolve_knobs, task_module
-
-    spec = get_task(task_id, require_available=True)
-    resolved = resolve_knobs(spec.id, knobs)
-    with world_memory():
-        builder = WorldBuilder(spec, seed, resolved)
-        task_module(task_id).plant(builder)
-        return builder.build()
-
+from jeval_ray.world._generate import generate_world
 
 __all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for",
            "stable_int", "release_memory", "world_memory"]

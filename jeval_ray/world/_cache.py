@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from jeval_ray.world._model import World
+from jeval_ray.builder import World
+from jeval_ray.world._generate import generate_world
 
 
 class WorldCache:
@@ -48,8 +49,6 @@ class WorldCache:
 
     def fetch(self, task_id: str, seed: int, knobs: dict) -> tuple[World, bool]:
         """``get``, and whether the world was kept here already (generated for an earlier episode)."""
-        from jeval_ray.world import generate_world
-
         key = (task_id, int(seed), json.dumps(knobs, sort_keys=True, default=str))
         world = self._worlds.get(key)
         if world is not None:

@@ -1,10 +1,18 @@
-"""The catalogue document (docs/tasks.md), generated from the task modules so it cannot drift."""
+"""The catalogue document (docs/tasks.md), generated from the task modules so it cannot drift.
+
+It plays each task's environment to show its brief, so it sits at the top of the package
+(``python -m jeval_ray.tasks --markdown`` prints it).
+"""
 
 from __future__ import annotations
 
 import inspect
 
+import pyarrow.compute as pc
+
+from jeval_ray.env import JEEnv
 from jeval_ray.tasks import all_tasks, task_module
+from jeval_ray.world import generate_world
 
 INTRO = """# Task catalogue
 
@@ -56,8 +64,6 @@ WORKED_SEED = 7
 
 def key_rationale_markdown(task_id: str, rationale, seed: int) -> str:
     """The key rationale table of a task and a worked example from one fixed seed."""
-    from jeval_ray.world import generate_world
-
     out = ["\n### Key rationale\n", "| key | type | decisive evidence | facts in it | conclusion | standard |",
            "|---|---|---|---|---|---|"]
     for r in rationale:
@@ -84,15 +90,11 @@ def key_rationale_markdown(task_id: str, rationale, seed: int) -> str:
 
 def _entry_lines(w, entry_id: str) -> list[str]:
     """``Dr 6200 1,234.00`` for each line of a listed entry (nothing for an entry left out of the listing)."""
-    import pyarrow.compute as pc
-
     t = w.ledger.filter(pc.equal(w.ledger.column("entry_id"), entry_id)).to_pylist()
     return [f"Dr {r['account']} {r['debit']:,.2f}" if r["debit"] else f"Cr {r['account']} {r['credit']:,.2f}" for r in t]
 
 
 def catalogue_markdown() -> str:
-    from jeval_ray.env import JEEnv
-
     parts = [INTRO]
     for t in all_tasks():
         mod = task_module(t.id)

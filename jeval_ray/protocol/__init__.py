@@ -52,14 +52,22 @@ class Observation:
     is_error: bool
 
 
+#: the keys of the ``info`` an agent receives at reset
+EPISODE_INFO_KEYS: tuple[str, ...] = ("task_id", "step_budget")
+
+
 class Agent(ABC):
     """Base class of agents. Subclasses implement ``reset`` and ``act``."""
 
     name: str = "agent"
 
     @abstractmethod
-    def reset(self, brief: str, tools: list[dict], seed: int) -> None:
-        """Start a new episode with the brief (system prompt) and the OpenAI-style tool schemas."""
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
+        """Start a new episode with the brief (system prompt) and the OpenAI-style tool schemas.
+
+        ``info`` is what the episode tells the agent besides the brief: ``task_id`` and ``step_budget``
+        (``EPISODE_INFO_KEYS``). A model never sees it (the brief says all a model needs); the built-in
+        agents take their task and budget from it rather than reading them off the brief."""
 
     @abstractmethod
     async def act(self, observations: list[Observation]) -> Turn:

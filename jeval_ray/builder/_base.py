@@ -34,10 +34,10 @@ from jeval_ray.books.documents import MANUAL, PARTNER_KIND, TYPE, TYPE_CODES
 from jeval_ray.books.simulate import MIN_SIZE, simulate_year
 from jeval_ray.books.tables import descriptions, doc_numbers
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks._spec import Knobs, TaskSpec
-from jeval_ray.world._hash import world_hash
-from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
-from jeval_ray.world._rng import rng_for
+from jeval_ray.builder.spec import Knobs, TaskSpec
+from jeval_ray.builder._hash import world_hash
+from jeval_ray.builder._model import DecoyRecord, DefectRecord, Document, World
+from jeval_ray.builder._rng import rng_for
 
 COMPANY = md.COMPANY
 COMPANY_NAME = md.COMPANY_NAME

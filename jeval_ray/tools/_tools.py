@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
-from jeval_ray.world import World
+from jeval_ray.builder import World
 
 MAX_ROWS = 500
 MAX_TEXT = 4_000

@@ -1,0 +1,11 @@
+"""The agent's tools: their schemas and arguments, and the episode state they read and write.
+
+``TOOLS`` maps each tool name to its definition (argument model, JSON schema, run function);
+``EpisodeState`` is what an episode remembers (opened documents, dispositions, the summary).
+The scorer reads the same state, so this layer sits below ``jeval_ray.scoring``; ``JEEnv``
+(``jeval_ray.env``) dispatches to these tools and asks the scorer for the reward.
+"""
+
+from jeval_ray.tools._tools import TOOLS, Disposition, EpisodeState, ToolError, digit_test
+
+__all__ = ["TOOLS", "Disposition", "EpisodeState", "ToolError", "digit_test"]
