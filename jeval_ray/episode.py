@@ -6,7 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from jeval_ray.protocol import EPISODE_INFO_KEYS, Action, Agent, Observation, Turn
+from jeval_ray.protocol import EPISODE_INFO_KEYS, Action, Agent, Observation, Turn, reset_agent
 from jeval_ray.env import JEEnv, StepLog
 from jeval_ray.scoring import EpisodeScore, build_judge_packet
 from jeval_ray.world import World, WorldCache
@@ -66,7 +66,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
         built, reused = worlds.fetch(env.spec.id, seed, env.knobs.model_dump())
     world = built
     brief, info = env.reset(seed, world=world)
-    agent.reset(brief, info["tools"], seed, info={k: info[k] for k in EPISODE_INFO_KEYS})
+    reset_agent(agent, brief, info["tools"], seed, {k: info[k] for k in EPISODE_INFO_KEYS})
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
     error = None

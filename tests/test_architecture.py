@@ -168,6 +168,24 @@ def test_a_builtin_agent_takes_its_task_and_budget_from_the_episode_not_the_brie
     assert out.score.outcome >= 0.95
 
 
+def test_an_agent_written_before_info_existed_still_plays():
+    """A user's agent whose ``reset`` takes only ``(brief, tools, seed)`` is reset without ``info``."""
+    from jeval_ray.env import JEEnv
+    from jeval_ray.episode import play_episode
+    from jeval_ray.protocol import Action, Agent, Turn
+
+    class OldAgent(Agent):
+        def reset(self, brief, tools, seed):
+            self.seen = (len(brief) > 0, len(tools), seed)
+
+        async def act(self, observations):
+            return Turn(actions=[Action("submit", {"summary": "nothing to report"})])
+
+    agent = OldAgent()
+    out = asyncio.run(play_episode(JEEnv("JE-1"), agent, 2))
+    assert out.status == "completed" and out.termination == "submitted" and agent.seen[0] and agent.seen[2] == 2
+
+
 def test_only_the_test_servers_brain_reads_the_task_off_the_brief():
     """Reading the engagement or budget line of a brief is the test server's brain's job alone (it sees
     only the wire protocol); the brief's writer is ``jeval_ray.env._brief``."""

@@ -8,6 +8,8 @@ an LLM agent sees: the brief, the tool schemas and the observation texts.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,3 +77,18 @@ class Agent(ABC):
 
     async def aclose(self) -> None:
         """Release resources (HTTP clients); the default has none."""
+
+
+def reset_agent(agent: Agent, brief: str, tools: list[dict], seed: int, info: dict) -> None:
+    """``agent.reset`` with the episode's ``info``, or without it for an agent whose ``reset`` takes
+    only ``(brief, tools, seed)`` (agents written before ``info`` existed keep working)."""
+    if _takes_info(type(agent)):
+        agent.reset(brief, tools, seed, info=info)
+    else:
+        agent.reset(brief, tools, seed)
+
+
+@functools.cache
+def _takes_info(cls: type) -> bool:
+    params = inspect.signature(cls.reset).parameters
+    return "info" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from jeval_ray.agents import Action, Agent, Observation, Turn, make_agent
+from jeval_ray.protocol import reset_agent
 
 
 class CrashAgent(Agent):
@@ -30,7 +31,7 @@ class CrashAgent(Agent):
 
     def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         if self.inner is not None:
-            self.inner.reset(brief, tools, seed, info)
+            reset_agent(self.inner, brief, tools, seed, info or {})
 
     async def act(self, observations: list[Observation]) -> Turn:
         if self.crash:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jeval_ray.protocol import Agent, Observation, Turn
+from jeval_ray.protocol import Agent, Observation, Turn, reset_agent
 
 
 @dataclass
@@ -167,7 +167,7 @@ class AgentBrain:
 
     def _start(self, request: BrainRequest) -> _Conversation:
         agent = self._factory(request.seed or 0)
-        agent.reset(request.system, request.tools, request.seed or 0, info=episode_info(request.system))
+        reset_agent(agent, request.system, request.tools, request.seed or 0, episode_info(request.system))
         return _Conversation(agent=agent)
 
     @staticmethod
