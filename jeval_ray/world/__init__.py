@@ -5,6 +5,7 @@ from jeval_ray.world._cache import WorldCache
 from jeval_ray.world._memory import release_memory, world_memory
 from jeval_ray.world._model import DecoyRecord, DefectRecord, Document, World
 from jeval_ray.world._rng import rng_for, stable_int
+from jeval_ray.world._version import WORLD_VERSION, world_version
 
 
 def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
@@ -20,4 +21,4 @@ def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
 
 
 __all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for",
-           "stable_int", "release_memory", "world_memory"]
+           "stable_int", "release_memory", "world_memory", "WORLD_VERSION", "world_version"]
