@@ -74,6 +74,10 @@ change a task's worlds on purpose:
 `python -m jeval_ray.golden` checks without writing. `python bench/bench_world_versions.py` checks
 more seeds: `--write F` on the commit before a change, `--against F` after it (exit 1 when a task
 changed without a bump).
+
+Episode rows carry `world_version` and the run manifest `world_versions` ([data.md](data.md)); a
+resume whose versions differ from the run's manifest exits 2 ([sweep.md](sweep.md)), and the
+report refuses to pool two versions of a task unless `--allow-mixed` ([analysis.md](analysis.md)).
 """
 
 
