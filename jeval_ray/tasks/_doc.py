@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 
 from jeval_ray.tasks import all_tasks, task_module
-from jeval_ray.world._version import world_version
 
 INTRO = """# Task catalogue
 
@@ -123,6 +122,7 @@ def _entry_lines(w, entry_id: str) -> list[str]:
 
 def catalogue_markdown() -> str:
     from jeval_ray.env import JEEnv
+    from jeval_ray.world._version import world_version
 
     parts = [INTRO]
     for t in all_tasks():
