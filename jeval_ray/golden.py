@@ -17,7 +17,9 @@ Two committed files (``tests/golden/``):
   version pinned. A version's digest never changes: a world that changes gets a new version.
 
 The pinned worlds: seeds 0-49 at the task's default knobs, and seeds 0-2 at 1e5 entries
-(``n_entries``, the knob that sets the size of the simulated year).
+(``n_entries``, the knob that sets the size of the simulated year). ``PINS`` is part of every
+digest, so it stays fixed; more seeds are checked by ``bench/bench_world_versions.py``. Both files
+live in the repository's ``tests/golden``: the command runs from a checkout.
 """
 
 from __future__ import annotations
@@ -282,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repin and args.task:
         print("error: --repin regenerates every task; drop --task.", file=sys.stderr)
+        return 2
+    if not GOLDEN.parent.is_dir():
+        print(f"error: no {GOLDEN.parent}: the golden lives in the repository's tests/golden. Fix: run from a "
+              "checkout of jeval_ray (an editable install).", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     blocks = compute(args.task)
