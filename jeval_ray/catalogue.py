@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from jeval_ray.env import JEEnv
 from jeval_ray.tasks import all_tasks, task_module
-from jeval_ray.world import generate_world
+from jeval_ray.world import generate_world, world_version
 
 INTRO = """# Task catalogue
 
@@ -55,6 +55,36 @@ make at least about 530 entries, so the small defaults give the smallest year), 
 `noise_documents` (8), `near_miss` (0-1, how close decoys sit to the threshold), `description_quality`
 (share of clear descriptions), `prompt_injection` (documents that try to instruct the agent;
 off by default, recorded in the episode row so its effect is a condition of its own).
+
+## World versions
+
+A world is a pure function of `(task_id, seed, knobs, WORLD_VERSION[task_id])`: `WORLD_VERSION`
+(`jeval_ray/world/_version.py`) holds one version per task, and each task's section below names
+its own. A task's version is bumped by any change to what the task generates that an agent or the
+scorer sees: a world's ledger, master data or documents (its `world_hash`), the brief, the schemas
+of the task's tools, or the key (defect and decoy records: entry ids, types, criteria, amounts,
+required and clearing evidence, decisive facts; the hidden entries). A change that leaves all of
+them byte-identical (a refactor, a faster generator) keeps the version.
+
+The golden `tests/golden/worlds.json` pins these hashes per task for seeds 0-49 at default knobs
+and seeds 0-2 at 1e5 entries (`n_entries`); `tests/golden/world_versions.json` is the append-only
+ledger of the digest each version pinned. `tests/test_world_versions.py` fails when a recomputed
+hash differs from the golden, when a task's golden version is not its `WORLD_VERSION`, or when a
+version's digest is not the one the ledger (and the ledger at git `HEAD`) recorded for it. To
+change a task's worlds on purpose:
+
+1. bump the task's entry in `WORLD_VERSION`;
+2. run `python -m jeval_ray.golden --repin` (it refuses to change the digest of a version already
+   pinned, names the tasks and the version to bump to, and writes nothing);
+3. commit the change, the bump and both golden files together.
+
+`python -m jeval_ray.golden` checks without writing. `python bench/bench_world_versions.py` checks
+more seeds: `--write F` on the commit before a change, `--against F` after it (exit 1 when a task
+changed without a bump).
+
+Episode rows carry `world_version` and the run manifest `world_versions` ([data.md](data.md)); a
+resume whose versions differ from the run's manifest exits 2 ([sweep.md](sweep.md)), and the
+report refuses to pool two versions of a task unless `--allow-mixed` ([analysis.md](analysis.md)).
 """
 
 
@@ -101,6 +131,7 @@ def catalogue_markdown() -> str:
         w = t.weights
         parts.append(f"\n## {t.id} ({t.tier}): {t.title}\n")
         parts.append(f"- **Status:** {'available' if t.available else 'not yet available'}")
+        parts.append(f"- **World version:** {world_version(t.id)}")
         parts.append(f"- **Planted defect:** {t.defect}")
         parts.append(f"- **Decoys:** {t.decoys}")
         parts.append(f"- **Required evidence:** {t.required_evidence}")

@@ -12,6 +12,7 @@ import pyarrow as pa
 from jeval_ray import __version__
 from jeval_ray.records.schemas import DISPOSITIONS, EPISODES, JUDGMENTS, METRICS, STEPS
 from jeval_ray.scoring import Judgment
+from jeval_ray.world._version import world_version
 
 
 def episode_id(task_id: str, model: str, seed: int, condition: str, config_digest: str) -> str:
@@ -105,7 +106,8 @@ def episode_row(keys: EpisodeKeys, outcome, *, agent: str, tier: str, run_config
     knobs = json.loads(run_config_json).get("generator", {}) if run_config_json else {}
     return {
         **keys.row(), "agent": agent, "tier": tier, "status": outcome.status, "termination": outcome.termination,
-        "error": outcome.error, "world_hash": outcome.world_hash, "run_config": run_config_json,
+        "error": outcome.error, "world_hash": outcome.world_hash,
+        "world_version": world_version(keys.task_id), "run_config": run_config_json,
         "prompt_injection": bool(knobs.get("prompt_injection", False)), "n_steps": len(outcome.steps),
         "n_errors": sum(s.is_error for s in outcome.steps), "tokens_in": outcome.tokens_in, "tokens_out": outcome.tokens_out,
         "cost_usd": outcome.cost_usd, "judge_cost_usd": judge_cost_usd, "wall_s": outcome.wall_s,
@@ -124,7 +126,7 @@ def failed_episode_row(keys: EpisodeKeys, *, agent: str, tier: str, run_config_j
     row = {f.name: None for f in EPISODES}
     row.update(keys.row())
     row.update({"agent": agent, "tier": tier, "status": "failed", "termination": termination, "error": error,
-                "run_config": run_config_json, "n_steps": 0, "worker": worker, "package_version": __version__})
+                "world_version": world_version(keys.task_id), "run_config": run_config_json, "n_steps": 0, "worker": worker, "package_version": __version__})
     return row
 
 

@@ -64,6 +64,7 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("termination", pa.string()),  # submitted | step_budget | context_overflow | model_error: … | timeout: …
     pa.field("error", pa.string()),
     pa.field("world_hash", pa.string()),
+    pa.field("world_version", pa.int32()),
     pa.field("run_config", pa.string()),  # the run-config contract as JSON
     pa.field("prompt_injection", pa.bool_()),
     pa.field("n_steps", pa.int32()),
@@ -214,6 +215,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., or error.",
         "error": "The error of a failed episode; null for a completed one.",
         "world_hash": "sha256 (hex) of the generated world: the same (task, seed, knobs) gives the same hash on any machine.",
+        "world_version": "The task's world version (WORLD_VERSION, docs/tasks.md 'World versions') the episode was "
+                         "played on; the report never pools two versions of a task. Null in rows written before "
+                         "versions were recorded.",
         "run_config": "The episode's run-config contract as JSON text (task_id, tier, seed, generator, tools_enabled, "
                       "tools_withheld, step_budget, scoring, sweep; docs/environment_spec.md). Parse it with json.loads "
                       "or DuckDB's json functions.",

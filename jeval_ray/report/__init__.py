@@ -8,14 +8,17 @@ errors, paired differences, minimum detectable effect), the tables in ``tables``
 says which estimator is used and why.
 
 Reads the deduplicated datasets (``jeval_ray.store.read_dataset``). Conditions are separate boards,
-never mixed; other conditions meet ``full`` only through paired deltas.
+never mixed; other conditions meet ``full`` only through paired deltas. World versions are never
+pooled either: episodes of two versions of a task are refused (``MixedWorldVersionsError``, exit 2)
+unless ``allow_mixed``, and every board names the versions it covers.
 """
 
 from __future__ import annotations
 
 from jeval_ray.report.render import SUMMARY, render_terminal, to_csv, to_markdown, write_files
 from jeval_ray.report.runs import RunPathError, check_run, list_runs
-from jeval_ray.report.tables import DEFAULT_SEED, DEFAULT_THRESHOLD, Report, Table, build_report, plan_table
+from jeval_ray.report.tables import (DEFAULT_SEED, DEFAULT_THRESHOLD, MixedWorldVersionsError, Report, Table,
+                                     build_report, plan_table)
 
 
 def load_report(run_dir: str, **options) -> Report:
@@ -34,7 +37,7 @@ def print_leaderboard(run_dir: str, console=None) -> Report:
     The sweep has already warned about fewer than 5 seeds; here that state shows in the interval
     cells ("variance not measurable"), not as another warning line.
     """
-    report = load_report(run_dir)
+    report = load_report(run_dir, allow_mixed=True)  # the header and boards name any mix of versions
     if report.meta["episodes"] == 0:
         (console.print if console else print)(f"no episodes in {run_dir}")
         return report
@@ -42,6 +45,6 @@ def print_leaderboard(run_dir: str, console=None) -> Report:
     return report
 
 
-__all__ = ["DEFAULT_SEED", "DEFAULT_THRESHOLD", "SUMMARY", "Report", "RunPathError", "Table", "build_report",
+__all__ = ["DEFAULT_SEED", "DEFAULT_THRESHOLD", "SUMMARY", "MixedWorldVersionsError", "Report", "RunPathError", "Table", "build_report",
            "check_run", "list_runs", "load_report", "plan_table", "print_leaderboard", "render_terminal", "to_csv",
            "to_markdown", "write_files"]

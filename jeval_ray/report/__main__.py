@@ -15,7 +15,8 @@ examples:
   python -m jeval_ray.report runs/<pilot_id> --plan --effect 0.05   # seeds needed to detect a 0.05 difference
 
 exit codes: 0 report printed (also for a run with no finished episode yet), 2 the path holds no run
-(a runs root lists its runs) or a bad option. Statistics: docs/analysis.md.
+(a runs root lists its runs), a task's episodes are of more than one world version (without
+--allow-mixed), or a bad option. Statistics: docs/analysis.md.
 """
 
 
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
     p.add_argument("--plan", action="store_true", help="power planning: treat the run as a pilot and print the seeds "
                    "per task needed to detect --effect between each pair of models")
+    p.add_argument("--allow-mixed", action="store_true", help="pool episodes of different world versions of a task "
+                   "(refused by default: exit 2); every board then names the versions it pools")
     p.add_argument("--effect", type=float, metavar="D", help="with --plan: the score difference to detect (e.g. 0.05)")
     return p
 
@@ -65,18 +68,22 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow as pa
 
     from jeval_ray.report import RunPathError, check_run, load_report, plan_table, render_terminal, write_files
-    from jeval_ray.report.tables import Report, dumps
+    from jeval_ray.report.tables import MixedWorldVersionsError, Report, check_world_versions, dumps, versions_text
 
     try:
         check_run(args.run)
         if args.plan:
             from jeval_ray.store.reader import read_dataset
 
-            report = Report(args.run, {"effect": args.effect, "episodes": None, "bootstrap_seed": None},
-                            [plan_table(read_dataset(args.run, "episodes"), args.effect)])
+            eps = read_dataset(args.run, "episodes")
+            versions = check_world_versions(eps.to_pylist(), allow_mixed=args.allow_mixed, run=args.run)
+            report = Report(args.run, {"effect": args.effect, "episodes": None, "bootstrap_seed": None,
+                                       "world_versions": versions, "world_versions_text": versions_text(versions)},
+                            [plan_table(eps, args.effect)])
         else:
-            report = load_report(args.run, threshold=args.threshold, seed=args.seed, resamples=args.resamples)
-    except RunPathError as exc:
+            report = load_report(args.run, threshold=args.threshold, seed=args.seed, resamples=args.resamples,
+                                 allow_mixed=args.allow_mixed)
+    except (RunPathError, MixedWorldVersionsError) as exc:
         return _bad(str(exc))
     except (OSError, pa.ArrowException) as exc:
         return _bad(f"cannot read {args.run}: {exc}")

@@ -206,7 +206,9 @@ def render_index(report: Report, episodes: list[dict]) -> str:
     parts = [f"<h1>jeval_ray report: {_e(report.run)}</h1>",
              f"<p class=\"meta\">{m['episodes']} episodes; bootstrap seed {m['bootstrap_seed']} "
              f"({m['bootstrap_resamples']} resamples); pass threshold {m['pass_threshold']:g}; intervals 95%, "
-             f"clustered by task; fewer than {m['min_seeds']} seeds: variance not measurable.</p>",
+             f"clustered by task; fewer than {m['min_seeds']} seeds: variance not measurable; world versions "
+             f"{_e(m.get('world_versions_text', '-'))}"
+             + (" (MIXED: pooled by --allow-mixed)" if m.get("mixed_world_versions") else "") + ".</p>",
              "<nav>" + "".join(f"<a href=\"#{_slug('cond', c)}\">{_e(c)}</a>" for c in conds)
              + "<a href=\"#tables\">all tables</a><a href=\"#episodes\">episodes</a></nav>"]
     for cond in conds:

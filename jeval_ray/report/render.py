@@ -43,10 +43,12 @@ def text_rows(table: Table) -> list[list[str]]:
 def _header(report: Report) -> str:
     m = report.meta
     if "effect" in m:
-        return f"pilot run {report.run}: power plan for a difference of {m['effect']:g}"
+        return (f"pilot run {report.run}: power plan for a difference of {m['effect']:g}; world versions "
+                f"{m.get('world_versions_text', '-')}")
     return (f"run {report.run}: {m['episodes']} episodes; conditions {', '.join(m['conditions']) or '-'}; "
             f"bootstrap seed {m['bootstrap_seed']} ({m['bootstrap_resamples']} resamples); "
-            f"pass threshold {m['pass_threshold']:g}")
+            f"pass threshold {m['pass_threshold']:g}; world versions {m.get('world_versions_text', '-')}"
+            + (" (MIXED: pooled by --allow-mixed)" if m.get("mixed_world_versions") else ""))
 
 
 def render_terminal(report: Report, console=None, names: tuple[str, ...] | None = None) -> None:

@@ -18,6 +18,7 @@ from itertools import combinations
 
 import pyarrow as pa
 
+from jeval_ray.errors import ConfigError
 from jeval_ray.report import stats
 
 TIERS = ("L1", "L2", "L3", "L4")
@@ -65,6 +66,54 @@ class Report:
         return {"run": self.run, "meta": self.meta, "tables": {t.name: t.as_dict() for t in self.tables}}
 
 
+class MixedWorldVersionsError(ConfigError):
+    """Episodes of more than one world version of a task would be pooled (the command exits 2)."""
+
+
+def _version_label(v) -> str:
+    return "unrecorded" if v is None else f"v{v}"
+
+
+def world_versions(rows: list[dict]) -> dict[str, list]:
+    """Per task, the sorted world versions of its episodes (``None``: rows written before versions were recorded)."""
+    seen: dict[str, set] = defaultdict(set)
+    for r in rows:
+        seen[r["task_id"]].add(r.get("world_version"))
+    return {t: sorted(seen[t], key=lambda v: (v is None, v or 0)) for t in sorted(seen, key=_task_order)}
+
+
+def versions_text(versions: dict[str, list]) -> str:
+    """``v1: JE-1, JE-2; v2: JE-3`` (tasks grouped by version); a pooled task as ``JE-4 v1+v2 (mixed)``."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    mixed = []
+    for t, vs in versions.items():
+        if len(vs) == 1:
+            groups[_version_label(vs[0])].append(t)
+        else:
+            mixed.append(f"{t} {'+'.join(_version_label(v) for v in vs)} (mixed)")
+    parts = [f"{label}: {', '.join(ts)}" for label, ts in sorted(groups.items(), key=lambda g: (g[0] == "unrecorded", g[0]))]
+    return "; ".join(parts + mixed) or "-"
+
+
+def check_world_versions(rows: list[dict], *, allow_mixed: bool = False, run: str = "") -> dict[str, list]:
+    """The world versions of ``rows`` per task; raises ``MixedWorldVersionsError`` when a task has more than one
+    and ``allow_mixed`` is false."""
+    versions = world_versions(rows)
+    mixed = {t: vs for t, vs in versions.items() if len(vs) > 1}
+    if mixed and not allow_mixed:
+        counts: dict[tuple, int] = defaultdict(int)
+        for r in rows:
+            counts[(r["task_id"], r.get("world_version"))] += 1
+        what = "; ".join(f"{t}: " + ", ".join(f"{_version_label(v)} {counts[(t, v)]} episode(s)" for v in vs)
+                         for t, vs in mixed.items())
+        raise MixedWorldVersionsError(
+            f"{run or 'the run'} holds episodes of more than one world version of {', '.join(mixed)} ({what}): "
+            "pooling them would average scores over different worlds. Fix: report each version in its own run (a "
+            "resumed run keeps one version; start a new --run-id for new worlds), or pass --allow-mixed to pool them "
+            "anyway (every board then names the versions it pools).")
+    return versions
+
+
 def _mean(xs) -> float | None:
     xs = [float(x) for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
@@ -100,10 +149,13 @@ def _paired(a_rows: list[dict], b_rows: list[dict], alpha: float) -> tuple[stats
 
 def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: str = "",
                  threshold: float = DEFAULT_THRESHOLD, seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
-                 alpha: float = stats.ALPHA, manifest: dict | None = None) -> Report:
+                 alpha: float = stats.ALPHA, manifest: dict | None = None, allow_mixed: bool = False) -> Report:
     """All tables of the report (see the module doc); ``seed`` seeds every resampling. ``manifest``:
-    the run's manifest, whose ``judging`` block carries the juries' agreement and calibration."""
+    the run's manifest, whose ``judging`` block carries the juries' agreement and calibration.
+    Raises ``MixedWorldVersionsError`` when a task's episodes are of more than one world version,
+    unless ``allow_mixed``."""
     rows = episodes.to_pylist()
+    versions = check_world_versions(rows, allow_mixed=allow_mixed, run=run)
     by: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         by[r["condition"]][r["model"]].append(r)
@@ -111,7 +163,9 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
     meta = {"bootstrap_seed": seed, "bootstrap_resamples": resamples, "pass_threshold": threshold,
             "confidence": 1 - alpha, "power": stats.POWER, "min_seeds": stats.MIN_SEEDS,
             "interval": "clustered by task (Student t, tasks-1 df); see docs/analysis.md",
-            "episodes": len(rows), "conditions": conditions}
+            "episodes": len(rows), "conditions": conditions, "world_versions": versions,
+            "mixed_world_versions": [t for t, vs in versions.items() if len(vs) > 1],
+            "world_versions_text": versions_text(versions)}
     boards, pairs, tiers, tasks, process, passk, costs, deltas = [], [], [], [], [], [], [], []
     judge_sums = _judge_sums(judgments)
     for cond in conditions:
@@ -147,7 +201,9 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("completed", "done", "int"), Column("failed", "failed", "int"),
             Column("unscored", "unscored", "int"), Column("fabrications", "fabrications (total)", "total"),
             Column("steps", "steps (mean/ep)", "mean")], boards,
-            notes=["score, outcome, process, rationale and steps are per-episode means over scored episodes; "
+            notes=[f"world versions: {meta['world_versions_text']}"
+                   + (" - pooled across versions by --allow-mixed" if meta["mixed_world_versions"] else ""),
+                   "score, outcome, process, rationale and steps are per-episode means over scored episodes; "
                    "fabrications is the total over them; episodes, done, failed and unscored are counts.",
                    "95% interval: clustered by task (Student t, tasks-1 df); "
                    f"'{NOT_MEASURABLE}' below {stats.MIN_SEEDS} seeds."]),
@@ -170,7 +226,8 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
         Table("tasks", "Mean score by task (interval across the task's seeds)", [
             Column("condition", "condition"), Column("model", "model"), Column("task_id", "task"),
             Column("tier", "tier"), Column("seeds", "seeds", "int"), Column("score", "score (mean)", "score"),
-            Column("score_interval", "95% interval"), Column("failed", "failed", "int")], tasks),
+            Column("score_interval", "95% interval"), Column("failed", "failed", "int"),
+            Column("world_version", "world version")], tasks),
         Table("process", "Process metrics (per-episode means; baseline_before_claim: of the episodes that made an "
               "unusual claim, the share that ran compute_stats first)", [
             Column("condition", "condition"), Column("model", "model")]
@@ -211,6 +268,7 @@ def _board(cond: str, models: dict[str, list[dict]], alpha: float) -> list[dict]
             "failed": sum(r["status"] == "failed" for r in rs),
             "unscored": sum(r["status"] == "completed" and r["score"] is None for r in rs),
             "fabrications": sum(r["fabrications"] or 0 for r in done), "steps": _mean(r["n_steps"] for r in done),
+            "world_versions": versions_text(world_versions(rs)),
         })
     return out
 
@@ -257,7 +315,8 @@ def _task_rows(cond: str, model: str, rs: list[dict], alpha: float) -> list[dict
         done = _scored(per[task])
         est = stats.clustered_mean([r["score"] for r in done], [task] * len(done), [r["seed"] for r in done], alpha)
         out.append({"condition": cond, "model": model, "task_id": task, "tier": per[task][0]["tier"], "seeds": est.seeds,
-                    **_est_fields("score", est), "failed": sum(r["status"] == "failed" for r in per[task])})
+                    **_est_fields("score", est), "failed": sum(r["status"] == "failed" for r in per[task]),
+                    "world_version": "+".join(_version_label(v) for v in world_versions(per[task])[task])})
     return out
 
 

@@ -153,6 +153,7 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
                 raise ConfigError(f"{field_name}: {run_path!r} is not empty and is not a jeval_ray sweep run "
                                   "(no jeval_ray manifest.json). Fix: choose another --out or --run-id.")
             resume = True
+            check_world_versions(manifest, [t.id for t in grid.tasks], run_id)
     mif = max_in_flight or cfg.execution.max_in_flight
     if mif < 1:
         raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
@@ -263,6 +264,28 @@ def _check_local_writable(root: str, field_name: str, root_uri: str) -> None:
     if not writable:
         raise ConfigError(f"{field_name}: output path {root_uri!r} is not writable ({p!r} does not allow writes). "
                           "Fix: choose a writable directory with --out.")
+
+
+def check_world_versions(manifest: dict, task_ids: list[str], run_id: str) -> None:
+    """Refuse to resume a run whose tasks' world versions (``manifest.world_versions``) differ from this
+    package's ``WORLD_VERSION``: its finished episodes were played on other worlds (``ConfigError``)."""
+    from jeval_ray.world._version import world_versions
+
+    now = world_versions(task_ids)
+    fix = (f"Fix: start a new run for the current worlds (another --run-id, or none for a fresh id); run {run_id!r} "
+           "keeps its episodes and its report covers its own versions. To analyse episodes of different world "
+           "versions together anyway, use python -m jeval_ray.report --allow-mixed.")
+    recorded = manifest.get("world_versions")
+    if not isinstance(recorded, dict):
+        raise ConfigError(f"--run-id: run {run_id!r} was started by a jeval_ray that did not record world versions "
+                          f"(its manifest has no world_versions), so its worlds may differ from this version's "
+                          f"({', '.join(f'{t} v{v}' for t, v in now.items())}) and resuming could mix them. {fix}")
+    changed = {t: (recorded[t], v) for t, v in now.items() if t in recorded and recorded[t] != v}
+    if changed:
+        raise ConfigError(f"--run-id: run {run_id!r} was played on other world versions than this jeval_ray "
+                          f"generates: {', '.join(f'{t} v{a} -> v{b}' for t, (a, b) in changed.items())}; resuming "
+                          f"would mix two versions' worlds of {'this task' if len(changed) == 1 else 'these tasks'} "
+                          f"in one run. {fix}")
 
 
 def _read_manifest(fs, run_path: str) -> dict | None:
@@ -1020,6 +1043,7 @@ class SweepDriver:
     # ------------------------------------------------------------------ manifest
     def _write_manifest(self, status: str, started_at: dt.datetime, total: int, skipped: int) -> None:
         from jeval_ray.store.writer import write_json_atomic
+        from jeval_ray.world._version import world_versions
 
         plan, cfg = self.plan, self.cfg
         old = _read_manifest(plan.fs, plan.run_path) or {}
@@ -1035,6 +1059,7 @@ class SweepDriver:
             "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
             "package": "jeval_ray", "package_version": __version__,
             "sweep_config": cfg.model_dump(mode="json"), "config_digest": cfg.digest(),
+            "world_versions": {**(old.get("world_versions") or {}), **world_versions(t.id for t in plan.grid.tasks)},
             "grid": {"episodes": total, "tasks": [t.id for t in plan.grid.tasks], "models": plan.grid.models,
                      "seeds": plan.grid.seeds, "conditions": {t: [c.name for c in cs] for t, cs in plan.grid.conditions.items()}},
             "seed_warning": warn, "warnings": ([warn] if warn else []) + self.warnings,

@@ -210,7 +210,7 @@ def plant(b) -> None:
         raise RuntimeError(f"JE-3 base entries {stray} post to a changed account")
 
     for a in b.accounts:
-        a["closed"] = a["closed"] or ""  # empty text, not None: world/_hash.py fills nulls of a text column with 0
+        a["closed"] = a["closed"] or ""  # empty text, not None: builder/_hash.py fills nulls of a text column with 0
         a.pop("blocked_on", None)
     b.accounts.extend(rows)
     b.accounts.sort(key=lambda r: r["account"])

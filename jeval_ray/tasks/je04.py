@@ -180,7 +180,7 @@ def plant(b) -> None:
 
     b.users.extend(added)
     for u in b.users:
-        # empty text, not None: world/_hash.py fills nulls of a text column with 0 and raises
+        # empty text, not None: builder/_hash.py fills nulls of a text column with 0 and raises
         u["termination_date"] = u["termination_date"] or ""
         u.setdefault("rights_withdrawn_on", "")
     b.add_document(

@@ -216,7 +216,7 @@ def plant(b) -> None:
     _plant_off_hours(b, ctx, count(def_kinds, "OFF_HOURS"), count(dec_kinds, "OFF_HOURS"))
     _plant_cutoff(b, ctx, count(def_kinds, "CUTOFF"), count(dec_kinds, "CUTOFF"))
     for u in b.users:
-        # empty text, not None: a text column with nulls does not hash (world/_hash.py)
+        # empty text, not None: a text column with nulls does not hash (builder/_hash.py)
         u["termination_date"] = u["termination_date"] or ""
 
 

@@ -8,6 +8,7 @@ from jeval_ray.builder import (DecoyRecord, DefectRecord, Document, World, World
                                stable_int, world_memory)
 from jeval_ray.world._cache import WorldCache
 from jeval_ray.world._generate import generate_world
+from jeval_ray.world._version import WORLD_VERSION, world_version
 
 __all__ = ["generate_world", "World", "WorldBuilder", "WorldCache", "Document", "DefectRecord", "DecoyRecord", "rng_for",
-           "stable_int", "release_memory", "world_memory"]
+           "stable_int", "release_memory", "world_memory", "WORLD_VERSION", "world_version"]
