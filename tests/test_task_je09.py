@@ -32,6 +32,30 @@ def _kind(rec) -> str:
     return _KIND[getattr(rec, "defect_type", None) or rec.decoy_type]
 
 
+
+def test_a_post_closing_request_gives_a_reason_that_fits_its_entry():
+    """A request for an allowance entry that releases the allowance (Dr 1190) never says a new
+    specific provision was identified: a reason that would raise the allowance cannot support an
+    entry that lowers it (an auditor's read found one such decoy on seed 962)."""
+    from jeval_ray.world import generate_world
+
+    seen = 0
+    for seed in range(60):
+        w = generate_world("JE-9", seed)
+        led = w.ledger.to_pylist()
+        debit = {}
+        for r in led:
+            if (r["debit"] or 0) > 0:
+                debit.setdefault(r["reference"], set()).add(r["account"])
+        for d in w.documents:
+            if not d.title.startswith("Post-closing adjustment request"):
+                continue
+            ref = re.search(r"Entry reference: (\S+)", d.body).group(1)
+            if "1190" in debit.get(ref, ()):
+                seen += 1
+                assert "specific provision" not in d.body, (seed, d.doc_id, d.body)
+    assert seen, "no request for an allowance release in 60 worlds: the test tests nothing"
+
 def test_every_kind_is_planted_and_the_books_keep_their_close_work():
     """Across seeds every defect and decoy type occurs; each world keeps the books' own January
     close work (top-side entries and December accruals recorded before the close), planted or not."""

@@ -181,6 +181,9 @@ _REASONS = {
     "BI": ("December interest credited by the bank, advice received late",),
     "AL": ("allowance review of the December receivables completed after the close",
            "specific provision for a doubtful receivable identified after the close"),
+    # an allowance entry that releases (Dr the allowance): a reason that lowers it, not a new provision
+    "AL release": ("allowance review of the December receivables completed after the close: the required "
+                   "allowance fell",),
     "TX": ("December sales tax remittance recorded from the bank statement after the close",),
     "WO": ("write-off of an uncollectible receivable approved in December, recorded after the close",),
 }
@@ -450,7 +453,8 @@ def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked
     decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
                 f"USD {cents / 100:,.2f}." if status == "approved" else
                 f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
-    reasons = _REASONS[str(e["doc_code"][idx])]
+    code = str(e["doc_code"][idx])
+    reasons = _REASONS["AL release" if code == "AL" and str(e["debit_account"][idx]) == "1190" else code]
     body = (
         f"Post-closing adjustment request PCA-26-{no}\n"
         f"Closed period: 2025-12 (FY2025 year-end close {FY_END_CLOSE})\n"

@@ -24,7 +24,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-6": 1,
     "JE-7": 1,
     "JE-8": 1,
-    "JE-9": 1,
+    "JE-9": 2,
     "JE-10": 1,
     "JE-11": 1,
     "JE-12": 1,
