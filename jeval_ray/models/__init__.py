@@ -16,6 +16,7 @@ from jeval_ray.models.errors import (
     ModelHTTPError,
     ModelRequestError,
     RateLimitError,
+    ResponseFormatRejected,
     ServerError,
 )
 from jeval_ray.models.openai_compat import OpenAICompatClient
@@ -38,6 +39,7 @@ __all__ = [
     "RateLimitError",
     "ServerError",
     "ClientRequestError",
+    "ResponseFormatRejected",
     "MalformedResponseError",
     "RetryPolicy",
     "call_with_retries",

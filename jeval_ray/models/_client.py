@@ -26,8 +26,10 @@ from jeval_ray.models.errors import (
     MalformedResponseError,
     ModelError,
     ModelRequestError,
+    ResponseFormatRejected,
     http_error,
     redact,
+    rejects_response_format,
 )
 from jeval_ray.models.ratelimit import as_async_limiter
 from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after
@@ -158,6 +160,8 @@ class ChatClient(ABC):
                     await self._limiter.report_429(retry_after)
                 excerpt = response.text[:300].replace("\n", " ")
                 message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
+                if "response_format" in body and rejects_response_format(response.status_code, response.text):
+                    raise ResponseFormatRejected(redact(message, [self._key]), response.status_code, retry_after)
                 raise http_error(response.status_code, redact(message, [self._key]), retry_after)
             try:
                 data = response.json()

@@ -137,6 +137,10 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
              "of the same packet, kept beside an LLM judgment to calibrate it (null for other judges)."}),
     pa.field("scored_by", pa.string(), metadata={"description": "'sweep' for judgments made during the sweep, "
              "'rescore' for rows appended by python -m jeval_ray.rescore."}),
+    pa.field("structured_output", pa.string(), metadata={"description": "How an LLM judge's answering request asked "
+             "for JSON: json_schema, json_object (the schema as response_format of type json_object) or instructions "
+             "(the schema in the prompt only); auto falls back along that order when the endpoint rejects an option "
+             "(docs/scoring.md). Null for the reference and function judges."}),
 ])
 
 

@@ -91,10 +91,12 @@ class JudgeModelEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(min_length=1, description="Name used in scoring.judges and in the judgments rows (judge_model).")
     provider: str = Field(default="openai", description="openai | anthropic")
-    structured_output: Literal["auto", "json_schema", "instructions"] = Field(
-        default="auto", description="json_schema: send response_format with the answer's JSON Schema (OpenAI, vLLM, "
-        "SGLang, llama.cpp servers); instructions: the schema goes into the prompt only; auto: json_schema for "
-        "provider openai, instructions for anthropic.")
+    structured_output: Literal["auto", "json_schema", "json_object", "instructions"] = Field(
+        default="auto", description="json_schema: send response_format {type: json_schema} with the answer's JSON "
+        "Schema (OpenAI, vLLM, SGLang); json_object: response_format {type: json_object, schema} (llama.cpp servers "
+        "constrain decoding to it); instructions: the schema goes into the prompt only; auto: for provider openai "
+        "json_schema, falling back to json_object then instructions when the endpoint rejects one (remembered per "
+        "endpoint for the run, recorded in the manifest), for anthropic instructions.")
 
     def entry(self) -> dict[str, Any]:
         d = self.model_dump()
@@ -454,7 +456,7 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         if m.provider not in ENDPOINT_PROVIDERS:
             raise ConfigError(f"field '{at}.provider': unknown provider {m.provider!r} for judge model {m.name!r}. "
                               f"Fix: use one of {', '.join(ENDPOINT_PROVIDERS)}.")
-        if m.structured_output == "json_schema" and m.provider == "anthropic":
+        if m.structured_output in ("json_schema", "json_object") and m.provider == "anthropic":
             raise ConfigError(f"field '{at}.structured_output': the Anthropic Messages API has no response_format "
                               f"(judge model {m.name!r}). Fix: use auto or instructions.")
         from jeval_ray.models.config import ModelConfig

@@ -489,6 +489,7 @@ class SweepDriver:
         self._judging = self.cfg.scoring.judging()
         self.jury = jury_id(self._judging)
         self.judge_spent = 0.0  # USD of LLM judge calls answered so far (scoring.judge_budget_usd)
+        self.structured_modes: dict[str, set[str]] = {}  # judge model -> structured-output modes that answered
         self._weights: dict[str, Any] = {}
         self._no_worker_since: dict[str, float] = {}  # pool kind -> since when it has had work and no ready worker
         self.writer = None
@@ -935,6 +936,8 @@ class SweepDriver:
             else:
                 j = answer  # a judgment record, validated by the judge worker (Judgment.as_record)
                 self.judge_spent += j.get("cost_usd") or 0.0
+                if j.get("judge_model") and j.get("structured_output") and j.get("calls"):
+                    self.structured_modes.setdefault(j["judge_model"], set()).add(j["structured_output"])
             self._judged(ep, idx, j)
 
     def _judged(self, ep: _Episode, idx: int, record: dict) -> None:
@@ -1057,6 +1060,11 @@ class SweepDriver:
         described = described_juries(old)
         described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)
         block = {"sweep_jury": self.jury, "rescores": old.get("rescores", []), "juries": described}
+        # judge model -> the structured-output modes its endpoint answered (auto falls back: docs/scoring.md)
+        modes = {m: set(v) for m, v in (old.get("structured_output") or {}).items()}
+        for m, v in self.structured_modes.items():
+            modes.setdefault(m, set()).update(v)
+        block["structured_output"] = {m: sorted(v) for m, v in sorted(modes.items())}
         if final:
             try:
                 rows = read_judgment_rows(self.plan.run_path, self.plan.fs)

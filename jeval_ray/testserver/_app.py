@@ -228,7 +228,8 @@ class LocalModelServer:
             self.faults.set_probability(kind, float(p))
         for kind, n in (body.get("next") or {}).items():
             self.faults.queue(kind, int(n))
-        for name in ("retry_after_s", "retry_after_ms", "server_error_status", "delay_s", "rpm_limit", "rpm_window_s"):
+        for name in ("retry_after_s", "retry_after_ms", "server_error_status", "delay_s", "rpm_limit", "rpm_window_s",
+                     "response_formats"):
             if name in body:
                 setattr(self.faults, name, body[name])
 
@@ -365,6 +366,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "unauthorized" or (srv.api_key is not None and presented != srv.api_key):
             # Real providers echo (part of) the key they got; clients must redact it.
             return 401, _error(f"Incorrect API key provided: {presented}", "authentication_error"), None, None
+        rejected = _rejected_response_format(body, faults.response_formats)
+        if rejected is not None:
+            return *rejected, None, None
         if fault == "bad_request":
             return 400, _error("invalid request (injected fault)", "invalid_request_error"), None, None
         if fault == "rate_limit":
@@ -395,6 +399,21 @@ class _Handler(BaseHTTPRequestHandler):
             raw = json.dumps(payload).encode()
             return 200, None, None, raw[: len(raw) // 2]
         return 200, payload, None, None
+
+
+def _rejected_response_format(body: dict[str, Any], accepted: list[str] | None) -> tuple[int, dict] | None:
+    """(status, payload) refusing the request's ``response_format`` when its type is not ``accepted``: a
+    ``json_schema`` gets llama-cpp-python's HTTP 500 (a pydantic literal error naming response_format)."""
+    rf = body.get("response_format")
+    if accepted is None or not isinstance(rf, dict) or rf.get("type", "text") in accepted:
+        return None
+    kind = rf.get("type")
+    if kind == "json_schema":
+        expected = " or ".join(f"'{a}'" for a in accepted)
+        detail = (f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+                  f"{expected}\", 'input': '{kind}'}}]")
+        return 500, {"error": {"message": detail, "type": "internal_server_error", "param": None, "code": None}}
+    return 400, _error(f"response_format type {kind!r} is not supported", "invalid_request_error")
 
 
 def _announced(headers: dict[str, str] | None) -> float | None:

@@ -28,6 +28,10 @@ FAULT_KINDS: tuple[str, ...] = (
 )
 
 
+#: What llama-cpp-python's OpenAI-compatible server (0.3.x) accepts as ``response_format.type``.
+LLAMA_CPP_RESPONSE_FORMATS: tuple[str, ...] = ("text", "json_object")
+
+
 @dataclass
 class Faults:
     """The fault plan of one server. Mutate it through its methods from any thread.
@@ -44,6 +48,10 @@ class Faults:
     delay_s: float = 2.0
     rpm_limit: int | None = None
     rpm_window_s: float = 60.0
+    #: ``response_format`` types the server accepts (None = any). ``LLAMA_CPP_RESPONSE_FORMATS`` answers a
+    #: ``json_schema`` as llama-cpp-python's server does: HTTP 500 "Input should be 'text' or 'json_object'"
+    #: naming ``response_format``; a type outside the list that is not json_schema gets a 400.
+    response_formats: list[str] | None = None
 
     def __post_init__(self) -> None:
         for kind, p in self.probabilities.items():
@@ -126,4 +134,4 @@ def _check(kind: str) -> None:
         raise ConfigError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
-__all__ = ["Faults", "FAULT_KINDS"]
+__all__ = ["Faults", "FAULT_KINDS", "LLAMA_CPP_RESPONSE_FORMATS"]
