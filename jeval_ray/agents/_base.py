@@ -37,6 +37,9 @@ class Turn:
     tokens_out: int | None = None
     latency_ms: float | None = None
     cost_usd: float = 0.0
+    #: parts of tokens_in that were prompt-cache reads and writes (None = not measured)
+    tokens_cached_in: int | None = None
+    tokens_cache_write: int | None = None
     reasoning_trace: str | None = None
     text: str | None = None
     stop_reason: str | None = None

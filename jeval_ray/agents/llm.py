@@ -126,6 +126,8 @@ class LLMAgent(Agent):
             actions=list(result.actions),
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,
+            tokens_cached_in=result.tokens_cached_in,
+            tokens_cache_write=result.tokens_cache_write,
             latency_ms=result.latency_ms,
             cost_usd=result.cost_usd,
             reasoning_trace=result.reasoning_trace,

@@ -39,6 +39,8 @@ class StepLog:
     tokens_out: int | None = None
     latency_ms: float | None = None
     reasoning_trace: str | None = None
+    tokens_cached_in: int | None = None
+    tokens_cache_write: int | None = None
 
 
 def canonical_args(args: Any) -> str:

@@ -53,6 +53,10 @@ class ChatResult:
     ``actions`` carry each tool call's raw argument JSON text as the model wrote it (it may be
     invalid: the environment reports that as an error observation). ``assistant_message`` is
     the reply in the conversation format, ready to append to the history.
+
+    ``tokens_in`` counts every prompt token of the request, those read from or written to the
+    provider's prompt cache included; ``tokens_cached_in`` and ``tokens_cache_write`` are the parts
+    of it that were cache reads and cache writes (priced apart, never counted twice).
     """
 
     actions: list[Action]
@@ -66,6 +70,14 @@ class ChatResult:
     assistant_message: dict[str, Any] = field(default_factory=dict)
     attempts: int = 1
     usage_reported: bool = True
+    tokens_cached_in: int = 0
+    tokens_cache_write: int = 0
+
+    def limited_tokens(self, provider: str) -> int:
+        """The tokens the provider counts against a tokens-per-minute limit: Anthropic leaves cache reads
+        out of its input-token limit; OpenAI-compatible providers count every prompt token."""
+        cached = self.tokens_cached_in if provider == "anthropic" else 0
+        return self.tokens_in - cached + self.tokens_out
 
 
 class ChatClient(ABC):
@@ -172,9 +184,10 @@ class ChatClient(ABC):
                 raise self._redacted(MalformedResponseError, f"malformed response from {self.url}: "
                                      f"{type(exc).__name__}: {str(exc)[:200]}") from None
             result.latency_ms = latency_ms
-            result.cost_usd = self.config.cost_usd(result.tokens_in, result.tokens_out)
+            result.cost_usd = self.config.cost_usd(result.tokens_in, result.tokens_out, result.tokens_cached_in,
+                                                   result.tokens_cache_write)
             if result.usage_reported:
-                actual = result.tokens_in + result.tokens_out
+                actual = result.limited_tokens(self.config.provider)
             return result
         finally:
             if permit is not None:

@@ -25,15 +25,27 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 
 
 class Price(BaseModel):
-    """USD per one million tokens; zero for local models."""
+    """USD per one million tokens; zero for local models.
+
+    ``cached_input_per_mtok`` prices prompt tokens read from the provider's prompt cache and
+    ``cache_write_per_mtok`` those written to it (Anthropic bills writes above input); either left
+    null is billed at ``input_per_mtok``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     input_per_mtok: float = Field(default=0.0, ge=0)
     output_per_mtok: float = Field(default=0.0, ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0, description="Cache reads; null = input price.")
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, description="Cache writes; null = input price.")
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """The USD cost of one call."""
-        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
+    def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0) -> float:
+        """The USD cost of one call. ``tokens_in`` counts every prompt token, ``cached_in`` (cache reads)
+        and ``cache_write`` included: those two are billed at their own prices, the rest at input."""
+        cached_price = self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        write_price = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        plain = max(0, tokens_in - cached_in - cache_write)
+        return (plain * self.input_per_mtok + cached_in * cached_price + cache_write * write_price
+                + tokens_out * self.output_per_mtok) / 1_000_000
 
 
 class ModelConfig(BaseModel):
@@ -65,6 +77,9 @@ class ModelConfig(BaseModel):
         default_factory=dict, description="Provider-specific request fields merged into every body."
     )
     anthropic_version: str = "2023-06-01"
+    prompt_caching: bool = Field(
+        default=True, description="Anthropic: mark cache breakpoints (system and tools, the latest turn) so repeated "
+        "prefixes are billed as cache reads. OpenAI-compatible servers cache on their own; no effect there.")
 
     # Limits. rpm/tpm None = unlimited on our side (the endpoint may still answer 429).
     rpm: int | None = Field(default=None, ge=1)
@@ -116,9 +131,9 @@ class ModelConfig(BaseModel):
             raise MissingAPIKeyError(self.name, self.api_key_env)
         return key
 
-    def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
-        """The USD cost of a call with these token counts, from the price table."""
-        return self.price.cost(tokens_in, tokens_out)
+    def cost_usd(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0) -> float:
+        """The USD cost of a call with these token counts, from the price table (``Price.cost``)."""
+        return self.price.cost(tokens_in, tokens_out, cached_in, cache_write)
 
     @property
     def endpoint_key(self) -> str:

@@ -58,6 +58,10 @@ class OpenAICompatClient(ChatClient):
         if calls_out:
             assistant["tool_calls"] = calls_out
         usage = data.get("usage") or {}
+        # OpenAI, vLLM, SGLang: prompt_tokens_details.cached_tokens; DeepSeek: prompt_cache_hit_tokens. Both are
+        # part of prompt_tokens.
+        details = usage.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0)
         return ChatResult(
             actions=actions,
             text=text or None,
@@ -69,6 +73,7 @@ class OpenAICompatClient(ChatClient):
             finish_reason=choice.get("finish_reason"),
             assistant_message=assistant,
             usage_reported=bool(usage),
+            tokens_cached_in=cached,
         )
 
 

@@ -42,6 +42,8 @@ STEPS = pa.schema(KEY_FIELDS + [
     pa.field("is_error", pa.bool_()),
     pa.field("timestamp", TS),
     pa.field("observation", pa.string()),
+    pa.field("tokens_cached_in", pa.int64()),
+    pa.field("tokens_cache_write", pa.int64()),
 ])
 
 #: verifier metrics, in the order of ``Verification``
@@ -91,6 +93,8 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("score", pa.float64()),
     pa.field("worker", pa.string()),
     pa.field("package_version", pa.string()),
+    pa.field("tokens_cached_in", pa.int64()),
+    pa.field("tokens_cache_write", pa.int64()),
 ])
 
 DISPOSITIONS = pa.schema(KEY_FIELDS + [
@@ -201,7 +205,16 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "observation_hash": "sha256 (hex) of the observation text below, encoded as UTF-8: the compact JSON of the tool's "
                             "answer (or error) exactly as the environment returned it. Present even when the text is not kept.",
         "tokens_in": "Prompt tokens of the model reply that made this call, on the reply's first call (0 on its other calls); "
-                     "null for agents that use no model (the built-in agents).",
+                     "null for agents that use no model (the built-in agents). Every prompt token of the request: "
+                     "tokens read from or written to the provider's prompt cache are included (tokens_cached_in and "
+                     "tokens_cache_write say how many), as OpenAI's prompt_tokens counts them.",
+        "tokens_cached_in": "The part of tokens_in the provider read from its prompt cache (OpenAI-compatible "
+                            "usage.prompt_tokens_details.cached_tokens, DeepSeek prompt_cache_hit_tokens, Anthropic "
+                            "cache_read_input_tokens), priced at price.cached_input_per_mtok; as tokens_in on the "
+                            "reply's other calls and for agents without a model.",
+        "tokens_cache_write": "The part of tokens_in written to the provider's prompt cache (Anthropic "
+                              "cache_creation_input_tokens; 0 for OpenAI-compatible servers, which bill no writes), "
+                              "priced at price.cache_write_per_mtok; as tokens_in elsewhere.",
         "tokens_out": "Completion tokens of the model reply, as tokens_in; null for agents that use no model.",
         "latency_ms": "Wall time of the model reply in milliseconds, on the reply's first call (0 on its other calls); "
                       "null for agents that report none (the built-in random, naive and careful agents).",
@@ -224,9 +237,15 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "prompt_injection": "Whether the world planted prompt-injection text (the prompt_injection knob of run_config.generator).",
         "n_steps": "Steps played (rows of this episode in steps).",
         "n_errors": "Steps whose call failed (is_error).",
-        "tokens_in": "Prompt tokens summed over the episode's model replies; null for agents that use no model.",
+        "tokens_in": "Prompt tokens summed over the episode's model replies, cache reads and writes included; null for "
+                     "agents that use no model.",
+        "tokens_cached_in": "Prompt tokens read from the provider's prompt cache, summed over the episode's replies "
+                            "(part of tokens_in); null for agents that use no model.",
+        "tokens_cache_write": "Prompt tokens written to the provider's prompt cache, summed over the episode's replies "
+                              "(part of tokens_in); null for agents that use no model.",
         "tokens_out": "Completion tokens summed over the episode's model replies; null for agents that use no model.",
-        "cost_usd": "Model cost of the episode in US dollars from the model entry's price (0 without a price or a model).",
+        "cost_usd": "Model cost of the episode in US dollars from the model entry's price: uncached input, cache reads "
+                    "and cache writes each at their own price, plus output (0 without a price or a model).",
         "judge_cost_usd": "Cost of judging the episode in US dollars (0 for judges that use no model).",
         "wall_s": "Wall time of the episode in seconds, world generation included.",
         "started_at": "When the worker started the episode (UTC).",
