@@ -34,6 +34,7 @@ class EpisodeOutcome:
     cost_usd: float = 0.0
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
+    cache_hits: int | None = None  # replies answered from the response cache; None for agents without a model
     wall_s: float = 0.0
     error: str | None = None
     dispositions: list[dict] = field(default_factory=list)
@@ -47,7 +48,9 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
         step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
         step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
         step.tokens_cached_in, step.tokens_cache_write = turn.tokens_cached_in, turn.tokens_cache_write
+        step.cache_hit = turn.cache_hit
         return
+    step.cache_hit = turn.cache_hit
     for name in _COUNTED:
         setattr(step, name, None if getattr(turn, name) is None else 0)
     step.latency_ms = None if turn.latency_ms is None else 0.0
@@ -76,7 +79,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     agent.reset(brief, info["tools"], seed)
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
-    counts: dict[str, int | None] = {"tokens_cached_in": None, "tokens_cache_write": None}
+    counts: dict[str, int | None] = {"tokens_cached_in": None, "tokens_cache_write": None, "cache_hits": None}
     error = None
     try:
         # One deadline for the whole episode (not a wait_for per turn: that costs a Task per turn).
@@ -86,8 +89,9 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
                 totals[0] = _add(totals[0], turn.tokens_in)
                 totals[1] = _add(totals[1], turn.tokens_out)
                 totals[2] += turn.cost_usd
-                for name in counts:
+                for name in ("tokens_cached_in", "tokens_cache_write"):
                     counts[name] = _add(counts[name], getattr(turn, name))
+                counts["cache_hits"] = _add(counts["cache_hits"], None if turn.cache_hit is None else int(turn.cache_hit))
                 if turn.stop_reason:
                     env.end(turn.stop_reason)
                     break

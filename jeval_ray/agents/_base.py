@@ -40,6 +40,8 @@ class Turn:
     #: parts of tokens_in that were prompt-cache reads and writes (None = not measured)
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
+    #: answered from the response cache (None = the agent uses no model)
+    cache_hit: bool | None = None
     reasoning_trace: str | None = None
     text: str | None = None
     stop_reason: str | None = None

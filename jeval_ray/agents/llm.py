@@ -40,7 +40,8 @@ class LLMAgent(Agent):
     """An agent played by the model of ``config``.
 
     ``client`` (optional) replaces the client built from the config, ``limiter`` (a
-    ``TokenBucketLimiter`` or a ``RateLimiter`` actor handle) is passed to the client it builds.
+    ``TokenBucketLimiter`` or a ``RateLimiter`` actor handle) and ``cache`` (a response cache) are
+    passed to the client it builds.
     ``max_observation_chars`` and ``context_window`` default to the config's values.
     """
 
@@ -52,10 +53,11 @@ class LLMAgent(Agent):
         limiter: Any = None,
         max_observation_chars: int | None = None,
         context_window: int | None = None,
+        cache: Any = None,
     ) -> None:
         self.config = config
         self.name = config.name
-        self._client = client or make_client(config, limiter=limiter)
+        self._client = client or make_client(config, limiter=limiter, cache=cache)
         self.max_observation_chars = max_observation_chars or config.max_observation_chars
         self.context_window = context_window or config.context_window
         self.messages: list[dict[str, Any]] = []
@@ -128,6 +130,7 @@ class LLMAgent(Agent):
             tokens_out=result.tokens_out,
             tokens_cached_in=result.tokens_cached_in,
             tokens_cache_write=result.tokens_cache_write,
+            cache_hit=result.cache_hit,
             latency_ms=result.latency_ms,
             cost_usd=result.cost_usd,
             reasoning_trace=result.reasoning_trace,

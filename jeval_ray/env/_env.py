@@ -41,6 +41,7 @@ class StepLog:
     reasoning_trace: str | None = None
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
+    cache_hit: bool | None = None
 
 
 def canonical_args(args: Any) -> str:

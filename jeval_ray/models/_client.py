@@ -72,6 +72,10 @@ class ChatResult:
     usage_reported: bool = True
     tokens_cached_in: int = 0
     tokens_cache_write: int = 0
+    #: answered from the response cache (no request sent, cost 0, the original answer's token counts)
+    cache_hit: bool = False
+    #: the endpoint's decoded JSON body (what the response cache stores)
+    response_json: dict[str, Any] | None = field(default=None, repr=False)
 
     def limited_tokens(self, provider: str) -> int:
         """The tokens the provider counts against a tokens-per-minute limit: Anthropic leaves cache reads
@@ -86,6 +90,8 @@ class ChatClient(ABC):
     ``limiter`` is optional: a ``TokenBucketLimiter`` (in-process) or a ``RateLimiter`` actor
     handle (cluster-wide). ``http_client`` lets callers share a connection pool; the client
     closes only a pool it created. ``sleep`` and ``rng`` are the retry layer's seams for tests.
+    ``cache`` (a ``jeval_ray.cache.ResponseCache``) answers a call it has seen (same request, same
+    logical seed, same ``sample_index``) without sending it.
     """
 
     #: Path appended to ``config.base_url``.
@@ -99,8 +105,12 @@ class ChatClient(ABC):
         http_client: httpx.AsyncClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        cache: Any = None,
+        sample_index: int = 0,
     ) -> None:
         self.config = config
+        self.cache = cache
+        self.sample_index = sample_index
         self._key = config.resolve_api_key()
         self._limiter = as_async_limiter(limiter)
         self._policy = RetryPolicy.from_config(config)
@@ -141,6 +151,14 @@ class ChatClient(ABC):
         body = self._body(messages, tools, seed if self.config.send_seed else None)
         if extra_body:
             body.update(extra_body)
+        key = None
+        if self.cache is not None:
+            from jeval_ray.cache import cache_key
+
+            key = cache_key(self.config.provider, self.url, body, seed, self.sample_index)
+            hit = self._from_cache(key)
+            if hit is not None:
+                return hit
         est = estimate_tokens(messages, tools or []) + self.config.max_tokens
 
         async def attempt(_n: int) -> ChatResult:
@@ -150,6 +168,26 @@ class ChatClient(ABC):
             attempt, self._policy, sleep=self._sleep, rng=self._rng, describe=f"model {self.config.name!r}"
         )
         result.attempts = attempts
+        if key is not None and result.response_json is not None:
+            self.cache.put(key, result.response_json, provider=self.config.provider, model=self.config.model,
+                           base_url=self.url)
+        return result
+
+    def _from_cache(self, key: str) -> ChatResult | None:
+        """The cached answer of ``key``: no limiter, no request, cost 0, the original token counts."""
+        started = time.perf_counter()
+        entry = self.cache.get(key)
+        if entry is None:
+            return None
+        try:
+            result = self._parse(entry["response"])
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("response cache: entry %s does not parse (%s); calling the endpoint", key[:16], exc)
+            return None
+        result.latency_ms = (time.perf_counter() - started) * 1000.0
+        result.cost_usd = 0.0
+        result.cache_hit = True
+        result.attempts = 0
         return result
 
     async def _attempt(self, body: dict[str, Any], est_tokens: int) -> ChatResult:
@@ -180,6 +218,7 @@ class ChatClient(ABC):
                 if not isinstance(data, dict):
                     raise ValueError("top-level JSON is not an object")
                 result = self._parse(data)
+                result.response_json = data
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 raise self._redacted(MalformedResponseError, f"malformed response from {self.url}: "
                                      f"{type(exc).__name__}: {str(exc)[:200]}") from None

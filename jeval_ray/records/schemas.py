@@ -44,6 +44,7 @@ STEPS = pa.schema(KEY_FIELDS + [
     pa.field("observation", pa.string()),
     pa.field("tokens_cached_in", pa.int64()),
     pa.field("tokens_cache_write", pa.int64()),
+    pa.field("cache_hit", pa.bool_()),
 ])
 
 #: verifier metrics, in the order of ``Verification``
@@ -95,6 +96,7 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("package_version", pa.string()),
     pa.field("tokens_cached_in", pa.int64()),
     pa.field("tokens_cache_write", pa.int64()),
+    pa.field("cache_hits", pa.int32()),
 ])
 
 DISPOSITIONS = pa.schema(KEY_FIELDS + [
@@ -215,6 +217,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "tokens_cache_write": "The part of tokens_in written to the provider's prompt cache (Anthropic "
                               "cache_creation_input_tokens; 0 for OpenAI-compatible servers, which bill no writes), "
                               "priced at price.cache_write_per_mtok; as tokens_in elsewhere.",
+        "cache_hit": "Whether the model reply that made this call came from the response cache (execution.response_cache: "
+                     "no request sent, cost 0, the original answer's token counts and text); null for agents that use "
+                     "no model.",
         "tokens_out": "Completion tokens of the model reply, as tokens_in; null for agents that use no model.",
         "latency_ms": "Wall time of the model reply in milliseconds, on the reply's first call (0 on its other calls); "
                       "null for agents that report none (the built-in random, naive and careful agents).",
@@ -243,6 +248,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
                             "(part of tokens_in); null for agents that use no model.",
         "tokens_cache_write": "Prompt tokens written to the provider's prompt cache, summed over the episode's replies "
                               "(part of tokens_in); null for agents that use no model.",
+        "cache_hits": "Model replies of the episode answered from the response cache (execution.response_cache; they "
+                      "cost 0 and keep their original token counts, which tokens_in/tokens_out include); null for "
+                      "agents that use no model.",
         "tokens_out": "Completion tokens summed over the episode's model replies; null for agents that use no model.",
         "cost_usd": "Model cost of the episode in US dollars from the model entry's price: uncached input, cache reads "
                     "and cache writes each at their own price, plus output (0 without a price or a model).",

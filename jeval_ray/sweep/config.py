@@ -186,6 +186,12 @@ class ExecutionConfig(BaseModel):
     watchdog_grace_s: float = Field(default=60.0, gt=0, description="Slack the watchdog allows beyond episode deadlines.")
     scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")
     worker_start_timeout_s: float = Field(default=300.0, gt=0, description="Abort when no worker can start for this long.")
+    response_cache: str | None = Field(
+        default=None, description="Response cache of the endpoint models' calls: a local directory or a pyarrow "
+        "filesystem URI (e.g. under the output root, so a cluster's nodes share it). A call seen before (same request, "
+        "episode seed and sample) is answered from it without a request: no rate limit, cost 0, its original token "
+        "counts (steps.cache_hit). A crashed episode or a new run over a finished grid pays nothing twice. null = off "
+        "(the CLI's --cache sets it). Inspect and trim with python -m jeval_ray.cache list|prune.")
 
 
 class OutputConfig(BaseModel):
@@ -523,6 +529,12 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
         return
     if m.agent is not None:
         raise ConfigError(f"field '{where}.agent': only builtin models take an agent. Fix: remove agent or set provider: builtin.")
+    if m.agent_options:
+        unknown = sorted(set(m.agent_options) - {"crash_after_calls"})
+        if unknown or not cfg.allow_test_agents:
+            raise ConfigError(f"field '{where}.agent_options': an endpoint model takes only the test option "
+                              "crash_after_calls, with allow_test_agents: true. Fix: remove agent_options"
+                              f"{' (' + ', '.join(unknown) + ')' if unknown else ''}.")
     try:
         from jeval_ray.models.config import ModelConfig
     except ImportError:

@@ -607,12 +607,12 @@ class SweepDriver:
                 self._judging)
         elif kind == "solo":
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
-                self._models, self.cfg.output.keep_observations)
+                self._models, self.cfg.output.keep_observations, response_cache=ex.response_cache)
         else:
             cls = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker + self._queue,
                                        ex.scheduling)
             handle = cls.remote(self._models, self.cfg.output.keep_observations, ex.world_cache, self._per_worker,
-                                ex.world_cache_entries)
+                                ex.world_cache_entries, response_cache=ex.response_cache)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from jeval_ray.cache import strip_cache_markers
 from jeval_ray.errors import ConfigError
 from jeval_ray.testserver._brains import Brain, BrainReply, BrainRequest, ScriptedBrain, ToolCall
 from jeval_ray.testserver._faults import Faults
@@ -68,15 +69,6 @@ class RequestRecord:
 
 def _tokens(obj: Any) -> int:
     return len(json.dumps(obj, default=str)) // 4 + 1
-
-
-def strip_cache_markers(obj: Any) -> Any:
-    """``obj`` without any ``cache_control`` key (at any depth)."""
-    if isinstance(obj, dict):
-        return {k: strip_cache_markers(v) for k, v in obj.items() if k != "cache_control"}
-    if isinstance(obj, list):
-        return [strip_cache_markers(v) for v in obj]
-    return obj
 
 
 def _count_markers(obj: Any) -> int:
