@@ -34,6 +34,7 @@ class EpisodeOutcome:
     cost_usd: float = 0.0
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
     cache_hits: int | None = None  # replies answered from the response cache; None for agents without a model
     wall_s: float = 0.0
     error: str | None = None
@@ -48,7 +49,7 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
         step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
         step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
         step.tokens_cached_in, step.tokens_cache_write = turn.tokens_cached_in, turn.tokens_cache_write
-        step.cache_hit = turn.cache_hit
+        step.cache_hit, step.tokens_reasoning = turn.cache_hit, turn.tokens_reasoning
         return
     step.cache_hit = turn.cache_hit
     for name in _COUNTED:
@@ -57,7 +58,7 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
 
 
 #: a reply's counts: on its first step, 0 on its other steps, None where the reply measured nothing
-_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write")
+_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning")
 
 
 def _add(total: int | None, value: int | None) -> int | None:
@@ -79,7 +80,8 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     agent.reset(brief, info["tools"], seed)
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
-    counts: dict[str, int | None] = {"tokens_cached_in": None, "tokens_cache_write": None, "cache_hits": None}
+    counts: dict[str, int | None] = {"tokens_cached_in": None, "tokens_cache_write": None, "tokens_reasoning": None,
+                                       "cache_hits": None}
     error = None
     try:
         # One deadline for the whole episode (not a wait_for per turn: that costs a Task per turn).
@@ -89,7 +91,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
                 totals[0] = _add(totals[0], turn.tokens_in)
                 totals[1] = _add(totals[1], turn.tokens_out)
                 totals[2] += turn.cost_usd
-                for name in ("tokens_cached_in", "tokens_cache_write"):
+                for name in ("tokens_cached_in", "tokens_cache_write", "tokens_reasoning"):
                     counts[name] = _add(counts[name], getattr(turn, name))
                 counts["cache_hits"] = _add(counts["cache_hits"], None if turn.cache_hit is None else int(turn.cache_hit))
                 if turn.stop_reason:

@@ -40,6 +40,8 @@ class Turn:
     #: parts of tokens_in that were prompt-cache reads and writes (None = not measured)
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
+    #: the part of tokens_out the model spent reasoning, where its endpoint reports it
+    tokens_reasoning: int | None = None
     #: answered from the response cache (None = the agent uses no model)
     cache_hit: bool | None = None
     reasoning_trace: str | None = None

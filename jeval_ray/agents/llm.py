@@ -131,6 +131,7 @@ class LLMAgent(Agent):
             tokens_cached_in=result.tokens_cached_in,
             tokens_cache_write=result.tokens_cache_write,
             cache_hit=result.cache_hit,
+            tokens_reasoning=result.tokens_reasoning,
             latency_ms=result.latency_ms,
             cost_usd=result.cost_usd,
             reasoning_trace=result.reasoning_trace,

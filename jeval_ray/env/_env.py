@@ -42,6 +42,7 @@ class StepLog:
     tokens_cached_in: int | None = None
     tokens_cache_write: int | None = None
     cache_hit: bool | None = None
+    tokens_reasoning: int | None = None
 
 
 def canonical_args(args: Any) -> str:

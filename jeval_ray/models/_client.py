@@ -72,6 +72,8 @@ class ChatResult:
     usage_reported: bool = True
     tokens_cached_in: int = 0
     tokens_cache_write: int = 0
+    #: the part of tokens_out spent reasoning, where the endpoint reports it (completion_tokens_details)
+    tokens_reasoning: int | None = None
     #: answered from the response cache (no request sent, cost 0, the original answer's token counts)
     cache_hit: bool = False
     #: the endpoint's decoded JSON body (what the response cache stores)

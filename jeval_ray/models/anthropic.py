@@ -140,6 +140,8 @@ class AnthropicClient(ChatClient):
             body["temperature"] = cfg.temperature
         if cfg.top_p is not None:
             body["top_p"] = cfg.top_p
+        if cfg.thinking_budget_tokens is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": cfg.thinking_budget_tokens}
         body.update(cfg.extra_body)
         if cfg.prompt_caching:
             body = mark_cache_breakpoints(body)

@@ -77,6 +77,15 @@ class ModelConfig(BaseModel):
         default_factory=dict, description="Provider-specific request fields merged into every body."
     )
     anthropic_version: str = "2023-06-01"
+    # Reasoning. OpenAI-compatible reasoning models take reasoning_effort and refuse temperature/top_p;
+    # Anthropic's extended thinking takes a token budget, temperature 1 (omitted here) and max_tokens above it.
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="OpenAI-compatible reasoning models: sent as reasoning_effort; temperature and "
+        "top_p are then not sent, and max_completion_tokens is used unless max_tokens_param is set.")
+    thinking_budget_tokens: int | None = Field(
+        default=None, ge=1024, description="Anthropic extended thinking: sent as thinking {type: enabled, "
+        "budget_tokens}; temperature is then omitted (the API requires 1) and max_tokens must exceed the budget "
+        "(left unset, it becomes budget + 4096).")
     prompt_caching: bool = Field(
         default=True, description="Anthropic: mark cache breakpoints (system and tools, the latest turn) so repeated "
         "prefixes are billed as cache reads. OpenAI-compatible servers cache on their own; no effect there.")
@@ -117,6 +126,44 @@ class ModelConfig(BaseModel):
         if parts.path in ("", "/"):
             url += "/v1"
         object.__setattr__(self, "base_url", url)
+        return self
+
+    @model_validator(mode="after")
+    def _reasoning_rules(self) -> "ModelConfig":
+        """The temperature and token rules each provider enforces for reasoning (errors name the field)."""
+        explicit = self.model_fields_set
+        if self.reasoning_effort is not None:
+            if self.provider != "openai":
+                raise ValueError("reasoning_effort: Anthropic takes a thinking budget, not an effort. Fix: use "
+                                 "thinking_budget_tokens instead")
+            for name in ("temperature", "top_p"):
+                if name in explicit and getattr(self, name) is not None:
+                    raise ValueError(f"{name}: OpenAI reasoning models (reasoning_effort) reject {name}. Fix: remove "
+                                     f"{name} (or set it to null)")
+            object.__setattr__(self, "temperature", None)
+            if "max_tokens_param" not in explicit:
+                object.__setattr__(self, "max_tokens_param", "max_completion_tokens")
+            if "reasoning_effort" in self.extra_body:
+                raise ValueError("extra_body: reasoning_effort is set twice. Fix: keep only the reasoning_effort field")
+        if self.thinking_budget_tokens is not None:
+            budget = self.thinking_budget_tokens
+            if self.provider != "anthropic":
+                raise ValueError("thinking_budget_tokens: only the Anthropic Messages API takes a thinking budget. Fix: "
+                                 "use reasoning_effort for an OpenAI-compatible reasoning model")
+            if "temperature" in explicit and self.temperature not in (None, 1):
+                raise ValueError("temperature: Anthropic extended thinking requires temperature 1. Fix: remove "
+                                 "temperature (or set it to null or 1)")
+            if self.top_p is not None and self.top_p < 0.95:
+                raise ValueError("top_p: Anthropic extended thinking takes top_p between 0.95 and 1 only. Fix: remove "
+                                 "top_p or raise it to 0.95")
+            object.__setattr__(self, "temperature", None if self.temperature != 1 else 1.0)
+            if "max_tokens" not in explicit:
+                object.__setattr__(self, "max_tokens", budget + 4096)
+            elif self.max_tokens <= budget:
+                raise ValueError(f"max_tokens: must exceed thinking_budget_tokens ({budget}), which it includes. "
+                                 f"Fix: raise max_tokens above {budget} (e.g. {budget + 4096}) or lower the budget")
+            if "thinking" in self.extra_body:
+                raise ValueError("extra_body: thinking is set twice. Fix: keep only thinking_budget_tokens")
         return self
 
     def resolve_api_key(self) -> str | None:

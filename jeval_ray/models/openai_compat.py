@@ -31,6 +31,8 @@ class OpenAICompatClient(ChatClient):
             body["top_p"] = cfg.top_p
         if seed is not None:
             body["seed"] = seed
+        if cfg.reasoning_effort is not None:
+            body["reasoning_effort"] = cfg.reasoning_effort
         body.update(cfg.extra_body)
         return body
 
@@ -62,6 +64,7 @@ class OpenAICompatClient(ChatClient):
         # part of prompt_tokens.
         details = usage.get("prompt_tokens_details") or {}
         cached = int(details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0)
+        reasoning_tokens = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
         return ChatResult(
             actions=actions,
             text=text or None,
@@ -74,6 +77,7 @@ class OpenAICompatClient(ChatClient):
             assistant_message=assistant,
             usage_reported=bool(usage),
             tokens_cached_in=cached,
+            tokens_reasoning=None if reasoning_tokens is None else int(reasoning_tokens),
         )
 
 

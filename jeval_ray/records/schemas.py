@@ -45,6 +45,7 @@ STEPS = pa.schema(KEY_FIELDS + [
     pa.field("tokens_cached_in", pa.int64()),
     pa.field("tokens_cache_write", pa.int64()),
     pa.field("cache_hit", pa.bool_()),
+    pa.field("tokens_reasoning", pa.int64()),
 ])
 
 #: verifier metrics, in the order of ``Verification``
@@ -97,6 +98,7 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("tokens_cached_in", pa.int64()),
     pa.field("tokens_cache_write", pa.int64()),
     pa.field("cache_hits", pa.int32()),
+    pa.field("tokens_reasoning", pa.int64()),
 ])
 
 DISPOSITIONS = pa.schema(KEY_FIELDS + [
@@ -217,6 +219,10 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "tokens_cache_write": "The part of tokens_in written to the provider's prompt cache (Anthropic "
                               "cache_creation_input_tokens; 0 for OpenAI-compatible servers, which bill no writes), "
                               "priced at price.cache_write_per_mtok; as tokens_in elsewhere.",
+        "tokens_reasoning": "The part of tokens_out the model spent reasoning, where the endpoint reports it "
+                            "(OpenAI-compatible usage.completion_tokens_details.reasoning_tokens), on the reply's first "
+                            "call (0 on its other calls); null when not reported (Anthropic folds thinking into "
+                            "output_tokens) and for agents that use no model.",
         "cache_hit": "Whether the model reply that made this call came from the response cache (execution.response_cache: "
                      "no request sent, cost 0, the original answer's token counts and text); null for agents that use "
                      "no model.",
@@ -248,6 +254,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
                             "(part of tokens_in); null for agents that use no model.",
         "tokens_cache_write": "Prompt tokens written to the provider's prompt cache, summed over the episode's replies "
                               "(part of tokens_in); null for agents that use no model.",
+        "tokens_reasoning": "Reasoning tokens summed over the episode's replies that reported them (part of "
+                            "tokens_out); null when no reply reported any.",
         "cache_hits": "Model replies of the episode answered from the response cache (execution.response_cache; they "
                       "cost 0 and keep their original token counts, which tokens_in/tokens_out include); null for "
                       "agents that use no model.",

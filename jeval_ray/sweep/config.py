@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -470,10 +471,8 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         try:
             mc = ModelConfig.model_validate({k: v for k, v in m.entry().items() if k != "structured_output"})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            msg = err["msg"].removeprefix("Value error, ")
-            fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
-            raise ConfigError(f"field '{at}.{_loc(err['loc'])}' (judge model {m.name!r}): {msg}. Fix: {fix}.") from None
+            loc, msg, fix = _endpoint_error(exc)
+            raise ConfigError(f"field '{at}.{loc}' (judge model {m.name!r}): {msg}. Fix: {fix}.") from None
         if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
             raise ConfigError(f"field '{at}.api_key_env': environment variable {mc.api_key_env} is not set (judge model "
                               f"{m.name!r}). Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env "
@@ -486,6 +485,19 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
     if scoring.judge_budget_usd is not None and not any(n in names for n in scoring.judges):
         raise ConfigError(f"field '{f('judge_budget_usd')}': no LLM judge in {f('judges')} spends anything. "
                           "Fix: remove judge_budget_usd or add a judge model to the jury.")
+
+
+def _endpoint_error(exc: ValidationError) -> tuple[str, str, str]:
+    """``(field, message, fix)`` of a ``ModelConfig`` validation error. A rule across fields (the reasoning
+    rules) is raised as ``"<field>: <message>. Fix: <fix>"`` and named by that field."""
+    err = exc.errors()[0]
+    loc = _loc(err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+    named = re.match(r"^([a-z_]+): (.*?)(?:\. Fix: (.*))?$", msg, re.S)
+    if not loc and named:
+        loc, msg, fix = named.group(1), named.group(2), named.group(3) or fix
+    return loc, msg, fix
 
 
 def _task_overrides(task_knobs: dict, task_id: str) -> dict:
@@ -543,10 +555,7 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
     try:
         mc = ModelConfig.model_validate(m.endpoint_fields())
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = _loc(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+        loc, msg, fix = _endpoint_error(exc)
         raise ConfigError(f"field '{where}.{loc}' (model {m.name!r}): {msg}. Fix: {fix}.") from None
     if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
         raise ConfigError(f"field '{where}.api_key_env': environment variable {mc.api_key_env} is not set (model {m.name!r}). "

@@ -537,7 +537,8 @@ def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usag
         "system_fingerprint": "jeval-testserver",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop", "logprobs": None}],
         "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out,
-                  "prompt_tokens_details": {"cached_tokens": cached}},
+                  "prompt_tokens_details": {"cached_tokens": cached},
+                  "completion_tokens_details": {"reasoning_tokens": _tokens(reply.reasoning) if reply.reasoning else 0}},
     }
 
 
