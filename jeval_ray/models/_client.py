@@ -72,6 +72,8 @@ class ChatResult:
     usage_reported: bool = True
     tokens_cached_in: int = 0
     tokens_cache_write: int = 0
+    #: the model declined to answer (OpenAI ``message.refusal``, Anthropic ``stop_reason: refusal``)
+    refusal: str | None = None
     #: the part of tokens_out spent reasoning, where the endpoint reports it (completion_tokens_details)
     tokens_reasoning: int | None = None
     #: answered from the response cache (no request sent, cost 0, the original answer's token counts)

@@ -187,6 +187,7 @@ class AnthropicClient(ChatClient):
             assistant_message=assistant,
             usage_reported=bool(usage),
             tokens_cached_in=int(usage.get("cache_read_input_tokens") or 0),
+            refusal=(text or "(refused)") if data.get("stop_reason") == "refusal" else None,
             tokens_cache_write=int(usage.get("cache_creation_input_tokens") or 0),
         )
 

@@ -77,6 +77,7 @@ class OpenAICompatClient(ChatClient):
             assistant_message=assistant,
             usage_reported=bool(usage),
             tokens_cached_in=cached,
+            refusal=message.get("refusal") if isinstance(message.get("refusal"), str) and message.get("refusal") else None,
             tokens_reasoning=None if reasoning_tokens is None else int(reasoning_tokens),
         )
 

@@ -239,7 +239,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "agent": "Who played: the built-in agent's name (random, naive, careful, or a test agent) or provider:model for an endpoint.",
         "tier": "The task's tier, L1 ... L4 (sets the default weights and judges per episode).",
         "status": "completed (played to submit or the step budget) or failed (timeout, model error, a worker lost on every attempt).",
-        "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., or error.",
+        "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., "
+                       "refusal: ... (the model declined), no_tool_call: ... (replies in a row without a tool call; "
+                       "docs/models.md), or error.",
         "error": "The error of a failed episode; null for a completed one.",
         "world_hash": "sha256 (hex) of the generated world: the same (task, seed, knobs) gives the same hash on any machine.",
         "run_config": "The episode's run-config contract as JSON text (task_id, tier, seed, generator, tools_enabled, "

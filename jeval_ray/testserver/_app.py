@@ -32,7 +32,7 @@ from typing import Any
 from jeval_ray.cache import strip_cache_markers
 from jeval_ray.errors import ConfigError
 from jeval_ray.testserver._brains import Brain, BrainReply, BrainRequest, ScriptedBrain, ToolCall
-from jeval_ray.testserver._faults import Faults
+from jeval_ray.testserver._faults import MANY_TOOL_CALLS, Faults
 from jeval_ray.testserver._judge import JudgeBrain, is_judge_request
 
 log = logging.getLogger("jeval_ray.testserver")
@@ -507,11 +507,27 @@ def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind}}
 
 
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+
+
 def _apply_reply_fault(reply: BrainReply, fault: str | None) -> BrainReply:
-    if fault not in ("bad_tool_args", "unknown_tool"):
+    if fault == "empty_reply":
+        return BrainReply()
+    if fault == "reasoning_only":
+        return BrainReply(reasoning=reply.reasoning or "Thinking about which tool to call next...")
+    if fault == "refusal":
+        return BrainReply(refusal=REFUSAL_TEXT)
+    if fault not in ("bad_tool_args", "unknown_tool", "length_in_tool_call", "many_tool_calls"):
         return reply
     calls = list(reply.tool_calls) or [ToolCall("list_documents", {})]
     first = calls[0]
+    if fault == "length_in_tool_call":  # the model hit max_tokens while writing its (last) call
+        text = first.arguments_text()
+        return BrainReply(text=reply.text, tool_calls=[ToolCall(first.name, text[: max(1, len(text) // 2)], first.id)],
+                          reasoning=reply.reasoning, finish_reason="length")
+    if fault == "many_tool_calls":
+        many = [ToolCall(first.name, first.arguments, f"call_many_{uuid.uuid4().hex[:8]}_{i}") for i in range(MANY_TOOL_CALLS)]
+        return BrainReply(text=reply.text, tool_calls=many, reasoning=reply.reasoning)
     if fault == "bad_tool_args":
         calls[0] = ToolCall(first.name, BAD_ARGUMENTS, first.id)
     else:
@@ -524,7 +540,7 @@ def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usag
         {"id": c.id or f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": {"name": c.name, "arguments": c.arguments_text()}}
         for c in reply.tool_calls
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": reply.refusal}
     if calls:
         message["tool_calls"] = calls
     if reply.reasoning:
@@ -535,7 +551,8 @@ def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usag
         "created": int(time.time()),
         "model": body.get("model", "jeval-testserver"),
         "system_fingerprint": "jeval-testserver",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop", "logprobs": None}],
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
         "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out,
                   "prompt_tokens_details": {"cached_tokens": cached},
                   "completion_tokens_details": {"reasoning_tokens": _tokens(reply.reasoning) if reply.reasoning else 0}},
@@ -546,8 +563,8 @@ def _anthropic_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, u
     content: list[dict[str, Any]] = []
     if reply.reasoning:
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "testserver"})
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
+    if reply.text or reply.refusal:
+        content.append({"type": "text", "text": reply.text or reply.refusal})
     for c in reply.tool_calls:
         try:
             tool_input: Any = json.loads(c.arguments_text())
@@ -560,7 +577,8 @@ def _anthropic_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, u
         "role": "assistant",
         "model": body.get("model", "jeval-testserver"),
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": ("refusal" if reply.refusal else "max_tokens" if reply.finish_reason == "length"
+                        else "tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
         # with breakpoints marked, the shared prefix is read and the rest (up to the latest turn) written
         "usage": {"input_tokens": 0 if _count_markers(body) else usage_in, "output_tokens": usage_out,

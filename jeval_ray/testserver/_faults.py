@@ -25,7 +25,15 @@ FAULT_KINDS: tuple[str, ...] = (
     "unknown_tool",  # a tool call to a tool the request did not offer
     "unauthorized",  # 401 whose body echoes the key it was sent, as some providers do
     "bad_request",  # 400
+    # model quirks: a 200 whose reply is odd
+    "length_in_tool_call",  # finish_reason length inside a tool call: its arguments cut off
+    "empty_reply",  # no text, no tool call, no reasoning
+    "refusal",  # the model declines (OpenAI message.refusal; Anthropic stop_reason refusal)
+    "reasoning_only",  # reasoning, but no text and no tool call
+    "many_tool_calls",  # MANY_TOOL_CALLS tool calls in one reply (more than a step budget leaves)
 )
+#: Tool calls of a ``many_tool_calls`` reply.
+MANY_TOOL_CALLS = 40
 
 
 #: What llama-cpp-python's OpenAI-compatible server (0.3.x) accepts as ``response_format.type``.
@@ -134,4 +142,4 @@ def _check(kind: str) -> None:
         raise ConfigError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
-__all__ = ["Faults", "FAULT_KINDS", "LLAMA_CPP_RESPONSE_FORMATS"]
+__all__ = ["Faults", "FAULT_KINDS", "LLAMA_CPP_RESPONSE_FORMATS", "MANY_TOOL_CALLS"]
