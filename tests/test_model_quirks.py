@@ -1,5 +1,6 @@
 """Model quirks, each a fault mode of the test server, played through a whole episode over real loopback HTTP:
-a tool call cut off at max_tokens, empty replies, refusals, reasoning-only replies, too many calls in one reply."""
+a tool call cut off at max_tokens, empty replies, refusals, reasoning-only replies, too many calls in one reply;
+and the per-episode budget, which ends an episode the same way."""
 
 from __future__ import annotations
 
@@ -75,3 +76,17 @@ def test_more_tool_calls_in_one_reply_than_the_budget_leaves_end_at_the_budget_u
     assert outcome.termination == "step_budget" and len(outcome.steps) == 5 < MANY_TOOL_CALLS
     assert len(seen) == 1  # no request after the budget: the other calls were never run
     assert {s.tool for s in outcome.steps} == {"list_documents"} and not any(s.is_error for s in outcome.steps)
+
+
+def test_an_episode_budget_ends_the_episode_before_a_call_could_pass_it():
+    # output dominates: a call's worst case is 512 x 1000 / 1e6 = 0.512 USD plus its prompt at 1 USD/Mtok
+    price = {"input_per_mtok": 1.0, "output_per_mtok": 1000.0}
+    with LocalModelServer(ScriptedBrain()) as srv:
+        cfg = ModelConfig(name="b", model="b", base_url=srv.url, price=price, max_tokens=512, episode_budget_usd=0.52,
+                          **WHOLE)
+        outcome = asyncio.run(play_episode(JEEnv("JE-1"), LLMAgent(cfg), 0))
+        calls = len(srv.requests)
+    # the first call (worst 0.512 + under 0.008 for its prompt) fits; the second's worst on top of it would not
+    assert outcome.steps[0].tokens_in < 8000 and calls == 1
+    assert outcome.termination.startswith("budget: episode_budget_usd=0.52 would be passed by the next call")
+    assert 0 < outcome.cost_usd <= 0.52 and outcome.status == "completed"

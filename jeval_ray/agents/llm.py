@@ -80,6 +80,7 @@ class LLMAgent(Agent):
         self._idle = 0  # replies in a row without a tool call
         self._idle_kind: str | None = None
         self._tools_tokens = 0
+        self.spent_usd = 0.0  # this episode's model cost so far (episode_budget_usd)
         # Prompt size as last reported by the endpoint, and how many messages it covered.
         self._reported_tokens = 0
         self._reported_upto = 0
@@ -92,6 +93,7 @@ class LLMAgent(Agent):
         self._pending = {}
         self._cut = set()
         self._idle, self._idle_kind = 0, None
+        self.spent_usd = 0.0
         self._tools_tokens = estimate_tokens(self._tools)
         self._reported_tokens = 0
         self._reported_upto = 0
@@ -131,8 +133,15 @@ class LLMAgent(Agent):
         if not self.messages:
             raise RuntimeError("LLMAgent.act called before reset")
         self._append_observations(observations)
-        if self.prompt_tokens_estimate() + self.config.max_tokens > self.context_window:
+        prompt = self.prompt_tokens_estimate()
+        if prompt + self.config.max_tokens > self.context_window:
             return Turn(actions=[], stop_reason="context_overflow")
+        cap = self.config.episode_budget_usd
+        if cap is not None:
+            worst = self.config.cost_usd(prompt, self.config.max_tokens)  # no cache discount: an upper bound
+            if self.spent_usd + worst > cap:
+                return Turn(actions=[], stop_reason=f"budget: episode_budget_usd={cap:g} would be passed by the next "
+                                                    f"call (spent {self.spent_usd:.6f}, next at most {worst:.6f} USD)")
         started = time.perf_counter()
         sent = len(self.messages)
         try:
@@ -141,6 +150,7 @@ class LLMAgent(Agent):
             latency = (time.perf_counter() - started) * 1000.0
             return Turn(actions=[], latency_ms=latency, stop_reason=f"model_error: {type(err).__name__}: {err}")
         self.messages.append(result.assistant_message)
+        self.spent_usd += result.cost_usd
         if result.usage_reported:
             self._reported_tokens = result.tokens_in + result.tokens_out
             self._reported_upto = sent + 1

@@ -96,6 +96,10 @@ class ModelConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
 
     price: Price = Field(default_factory=Price)
+    episode_budget_usd: float | None = Field(
+        default=None, gt=0, description="Spending cap of one episode of this model (USD at its price). The agent makes "
+        "no call whose worst case (the prompt estimate at the input price plus max_tokens at the output price) would "
+        "pass it: the episode ends with termination 'budget: ...' and is scored as it stands. null = no cap.")
 
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_attempts: int = Field(default=6, ge=1)
