@@ -160,7 +160,8 @@ class ChatClient(ABC):
             from jeval_ray.cache import cache_key
 
             key = cache_key(self.config.provider, self.url, body, seed, self.sample_index)
-            hit = self._from_cache(key)
+            # file or object-store I/O off the event loop: a worker's other episodes go on meanwhile
+            hit = await asyncio.to_thread(self._from_cache, key)
             if hit is not None:
                 return hit
         est = estimate_tokens(messages, tools or []) + self.config.max_tokens
@@ -173,8 +174,8 @@ class ChatClient(ABC):
         )
         result.attempts = attempts
         if key is not None and result.response_json is not None:
-            self.cache.put(key, result.response_json, provider=self.config.provider, model=self.config.model,
-                           base_url=self.url)
+            await asyncio.to_thread(self.cache.put, key, result.response_json, provider=self.config.provider,
+                                    model=self.config.model, base_url=self.url)
         return result
 
     def _from_cache(self, key: str) -> ChatResult | None:

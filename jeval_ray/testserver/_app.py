@@ -103,7 +103,7 @@ class PrefixCache:
     conversation had a key is the messages before its first assistant reply (its very first request).
     """
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 1024) -> None:
         self._previous: dict[str, list[Any]] = {}
         self._capacity = capacity
         self._lock = threading.Lock()
