@@ -32,6 +32,10 @@ class EpisodeOutcome:
     tokens_in: int | None = None  # None: no reply of the agent reported tokens (agents without a model)
     tokens_out: int | None = None
     cost_usd: float = 0.0
+    tokens_cached_in: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
+    cache_hits: int | None = None  # replies answered from the response cache; None for agents without a model
     wall_s: float = 0.0
     error: str | None = None
     dispositions: list[dict] = field(default_factory=list)
@@ -44,10 +48,17 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
     if first:
         step.tokens_in, step.tokens_out = turn.tokens_in, turn.tokens_out
         step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
+        step.tokens_cached_in, step.tokens_cache_write = turn.tokens_cached_in, turn.tokens_cache_write
+        step.cache_hit, step.tokens_reasoning = turn.cache_hit, turn.tokens_reasoning
         return
-    step.tokens_in = None if turn.tokens_in is None else 0
-    step.tokens_out = None if turn.tokens_out is None else 0
+    step.cache_hit = turn.cache_hit
+    for name in _COUNTED:
+        setattr(step, name, None if getattr(turn, name) is None else 0)
     step.latency_ms = None if turn.latency_ms is None else 0.0
+
+
+#: a reply's counts: on its first step, 0 on its other steps, None where the reply measured nothing
+_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning")
 
 
 def _add(total: int | None, value: int | None) -> int | None:
@@ -69,6 +80,8 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     reset_agent(agent, brief, info["tools"], seed, {k: info[k] for k in EPISODE_INFO_KEYS})
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
+    counts: dict[str, int | None] = {"tokens_cached_in": None, "tokens_cache_write": None, "tokens_reasoning": None,
+                                       "cache_hits": None}
     error = None
     try:
         # One deadline for the whole episode (not a wait_for per turn: that costs a Task per turn).
@@ -78,6 +91,9 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
                 totals[0] = _add(totals[0], turn.tokens_in)
                 totals[1] = _add(totals[1], turn.tokens_out)
                 totals[2] += turn.cost_usd
+                for name in ("tokens_cached_in", "tokens_cache_write", "tokens_reasoning"):
+                    counts[name] = _add(counts[name], getattr(turn, name))
+                counts["cache_hits"] = _add(counts["cache_hits"], None if turn.cache_hit is None else int(turn.cache_hit))
                 if turn.stop_reason:
                     env.end(turn.stop_reason)
                     break
@@ -104,7 +120,7 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     return EpisodeOutcome(
         task_id=env.spec.id, seed=seed, world_hash=env.world.world_hash, brief=brief, steps=env.steps, score=score,
         termination=termination, status=status, judge_packet=packet, tokens_in=totals[0], tokens_out=totals[1],
-        cost_usd=totals[2], wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
+        cost_usd=totals[2], **counts, wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
         world_reused=reused,
     )
 

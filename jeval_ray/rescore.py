@@ -216,7 +216,7 @@ def _update_manifest(fs, run_path: str, cfg: RescoreConfig, stats: dict, started
 
 def rescore(run: str, config: str | RescoreConfig, *, filesystem=None) -> dict:
     """Re-judge the run at ``run`` (path or URI) with the jury of ``config``; returns the counts."""
-    from jeval_ray.store._fs import has_credentials, resolve_fs
+    from jeval_ray._fs import has_credentials, resolve_fs
     from jeval_ray.sweep.driver import MANIFEST_KIND, _read_manifest
 
     if has_credentials(run):

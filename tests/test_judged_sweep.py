@@ -157,6 +157,9 @@ def test_judge_requests_go_to_the_judge_route_with_the_right_structured_output(j
     assert judge_requests and {q.status for q in judge_requests} == {200}
     assert {q.response_format for q in judge_requests if q.path == "/v1/chat/completions"} == {"json_schema"}
     assert {q.response_format for q in judge_requests if q.path == "/v1/messages"} == {None}
+    manifest = json.loads((judged["run"] / "manifest.json").read_text())["judging"]
+    assert manifest["structured_output"] == {"judge-a": ["json_schema"], "judge-b": ["json_schema"],
+                                             "judge-c": ["instructions"]}
 
 
 def test_rescoring_appends_a_new_jury_resumably_and_a_second_run_adds_nothing(judged):
@@ -205,7 +208,10 @@ def test_a_rescore_budget_stops_judging_and_a_higher_budget_continues(judged, tm
 
 
 def test_the_sweep_budget_caps_llm_judgments_and_counts_the_rest_unscored(ray_local, tmp_path):
-    with LocalModelServer() as server:
+    from jeval_ray.testserver import LLAMA_CPP_RESPONSE_FORMATS, Faults
+
+    # served as llama.cpp serves: json_schema is refused, the judge falls back to json_object
+    with LocalModelServer(faults=Faults(response_formats=list(LLAMA_CPP_RESPONSE_FORMATS))) as server:
         scoring = {"judges": ["judge-a"], "judge_budget_usd": 1e-9,
                    "judge_models": [{**_judge("judge-a", server.url), "api_key_env": None}]}
         cfg = validate_config(tiny_config(tmp_path, tasks=["JE-1"], seeds=[0, 1, 2, 3], scoring=scoring,
@@ -216,6 +222,9 @@ def test_the_sweep_budget_caps_llm_judgments_and_counts_the_rest_unscored(ray_lo
     assert [r["error"].split(":")[0] for r in rows if r["status"] != "ok"] == ["budget"] * 3
     jury = json.loads((Path(result.run_dir) / "manifest.json").read_text())["judging"]["juries"]
     assert list(jury.values())[0]["unscored_reasons"] == {"budget": 3}
+    assert [r["structured_output"] for r in rows if r["status"] == "ok"] == ["json_object"]
+    manifest = json.loads((Path(result.run_dir) / "manifest.json").read_text())["judging"]
+    assert manifest["structured_output"] == {"judge-a": ["json_object"]}
 
 
 def test_bad_judge_configs_name_the_field_and_the_fix(tmp_path, monkeypatch):

@@ -296,3 +296,42 @@ def test_a_jury_s_per_episode_rationale_is_the_median_of_its_ok_rows_only():
     assert jury_rationales(rows, "J2") == {("a", 1): 0.1}
     assert [unscored_reason(e) for e in ("budget: x", "model_error: y", "invalid_output: z", None)] == [
         "budget", "model_error", "invalid_output", "other"]
+
+
+def test_a_llama_cpp_server_rejecting_json_schema_is_asked_again_with_json_object_and_remembered(packet):
+    from jeval_ray.testserver import LLAMA_CPP_RESPONSE_FORMATS
+
+    with LocalModelServer(faults=Faults(response_formats=list(LLAMA_CPP_RESPONSE_FORMATS))) as srv:
+        first = _judge(srv)
+        phash = first.request(packet, RUBRIC, 7)[3]
+        j = _run(first, packet)
+        again = _run(_judge(srv), packet)
+        log = [(q.status, q.response_format) for q in srv.requests]
+    # the 500 naming response_format is not retried as if transient (max_attempts is 3)
+    assert log == [(500, "json_schema"), (200, "json_object"), (200, "json_object")]
+    for x in (j, again):
+        assert (x.status, x.structured_output, x.calls, x.reasks) == ("ok", "json_object", 1, 0)
+        assert x.prompt_hash == phash  # the ladder's first request: a re-score finds it whatever the server took
+    assert j.rationale_score > 0
+
+
+def test_structured_output_degrades_to_instructions_and_a_forced_mode_is_not_degraded(packet):
+    with LocalModelServer(faults=Faults(response_formats=["text"])) as srv:
+        j = _run(_judge(srv), packet)
+        auto = [(q.status, q.response_format) for q in srv.requests]
+        srv.clear_log()
+        forced = _run(_judge(srv, model="judge-forced", structured_output="json_schema"), packet)
+        forced_log = [(q.status, q.response_format) for q in srv.requests]
+    assert auto == [(500, "json_schema"), (400, "json_object"), (200, None)]
+    assert (j.status, j.structured_output) == ("ok", "instructions")
+    assert forced_log == [(500, "json_schema")]  # one request: a deterministic rejection is never retried
+    assert forced.status == "unscored" and "ResponseFormatRejected" in forced.error and "response_format" in forced.error
+
+
+def test_json_object_requests_carry_the_schema_and_the_instructions_name_it(packet):
+    messages, rf, ids = build_request(packet, RUBRIC, 1, structured="json_object")
+    assert rf["type"] == "json_object" and rf["schema"]["properties"]["dispositions"]["items"]["properties"]["entry_id"][
+        "enum"] == ids
+    assert "JSON Schema" in messages[0]["content"]
+    with pytest.raises(ValueError, match="json_object"):
+        build_request(packet, RUBRIC, 1, structured="grammar")

@@ -113,7 +113,7 @@ def test_credentials_inside_the_output_uri_are_refused_and_not_echoed(s3, tmp_pa
 
 
 def test_join_uri_keeps_the_query_last_and_only_a_secret_in_the_user_info_counts_as_credentials():
-    from jeval_ray.store._fs import has_credentials, join_uri
+    from jeval_ray._fs import has_credentials, join_uri
 
     assert join_uri("s3://b/runs/?endpoint_override=h:9000&scheme=http", "r1") == "s3://b/runs/r1?endpoint_override=h:9000&scheme=http"
     assert join_uri("/data/runs/", "r1") == "/data/runs/r1" and join_uri("gs://b", "r1") == "gs://b/r1"

@@ -9,12 +9,13 @@ episode with ``stop_reason="model_error: ..."``.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from jeval_ray.protocol import Agent, Observation, Turn
-from jeval_ray.models._client import ChatClient, estimate_tokens
+from jeval_ray.models._client import ChatClient, ChatResult, estimate_tokens
 from jeval_ray.models.factory import make_client
+from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.models.config import ModelConfig
 from jeval_ray.models.errors import ModelError
 
@@ -23,6 +24,17 @@ KICKOFF = "Begin the engagement now. Work only through the tools; call submit wh
 
 #: Sent in place of a tool result the episode loop did not return (the API needs one per call).
 MISSING_RESULT = "No result: this tool call was not executed."
+
+#: Replies in a row without a tool call (empty, reasoning only, or text) after which the agent stops.
+MAX_IDLE_REPLIES = 3
+#: Put before the arguments of a call cut off at max_tokens: they are never run as if whole.
+CUT_MARK = "<cut off at max_tokens> "
+CUT_NOTE = ("Your reply reached max_tokens ({max_tokens}) while writing this tool call, so its arguments were cut off "
+            "and it was not run. Make the call again, shorter, or make fewer calls in one reply.")
+IDLE_NOTES = {
+    "empty reply": "Your last reply was empty: no text and no tool call.",
+    "reasoning only": "Your last reply held reasoning only: no text and no tool call.",
+}  # a text-only reply gets the loop's reminder as it is
 
 
 def truncate_observation(text: str, cap: int) -> str:
@@ -41,7 +53,8 @@ class LLMAgent(Agent):
     """An agent played by the model of ``config``.
 
     ``client`` (optional) replaces the client built from the config, ``limiter`` (a
-    ``TokenBucketLimiter`` or a ``RateLimiter`` actor handle) is passed to the client it builds.
+    ``TokenBucketLimiter`` or a ``RateLimiter`` actor handle) and ``cache`` (a response cache) are
+    passed to the client it builds.
     ``max_observation_chars`` and ``context_window`` default to the config's values.
     """
 
@@ -53,17 +66,22 @@ class LLMAgent(Agent):
         limiter: Any = None,
         max_observation_chars: int | None = None,
         context_window: int | None = None,
+        cache: Any = None,
     ) -> None:
         self.config = config
         self.name = config.name
-        self._client = client or make_client(config, limiter=limiter)
+        self._client = client or make_client(config, limiter=limiter, cache=cache)
         self.max_observation_chars = max_observation_chars or config.max_observation_chars
         self.context_window = context_window or config.context_window
         self.messages: list[dict[str, Any]] = []
         self._tools: list[dict] = []
         self._seed: int | None = None
         self._pending: dict[str, str] = {}
+        self._cut: set[str] = set()  # call ids of the last reply cut off at max_tokens
+        self._idle = 0  # replies in a row without a tool call
+        self._idle_kind: str | None = None
         self._tools_tokens = 0
+        self.spent_usd = 0.0  # this episode's model cost so far (episode_budget_usd)
         # Prompt size as last reported by the endpoint, and how many messages it covered.
         self._reported_tokens = 0
         self._reported_upto = 0
@@ -74,6 +92,9 @@ class LLMAgent(Agent):
         self._tools = list(tools)
         self._seed = seed
         self._pending = {}
+        self._cut = set()
+        self._idle, self._idle_kind = 0, None
+        self.spent_usd = 0.0
         self._tools_tokens = estimate_tokens(self._tools)
         self._reported_tokens = 0
         self._reported_upto = 0
@@ -84,11 +105,15 @@ class LLMAgent(Agent):
         reminders: list[str] = []
         for obs in observations:
             text = truncate_observation(obs.text, self.max_observation_chars)
+            if obs.call_id in self._cut:
+                text = CUT_NOTE.format(max_tokens=self.config.max_tokens) + "\n" + text
             if obs.call_id is not None and obs.call_id in self._pending:
                 self._pending.pop(obs.call_id)
                 self.messages.append({"role": "tool", "tool_call_id": obs.call_id, "content": text})
             elif obs.tool == "":
-                reminders.append(text)  # the loop's reminder after a reply without a tool call
+                # the loop's reminder after a reply without a tool call, saying what the reply was
+                note = IDLE_NOTES.get(self._idle_kind or "")
+                reminders.append(f"{note} {text}" if note else text)
             else:
                 reminders.append(f"Result of {obs.tool}:\n{text}")
         # Every tool call of the last reply needs an answer, or the next request is a 400.
@@ -109,8 +134,15 @@ class LLMAgent(Agent):
         if not self.messages:
             raise RuntimeError("LLMAgent.act called before reset")
         self._append_observations(observations)
-        if self.prompt_tokens_estimate() + self.config.max_tokens > self.context_window:
+        prompt = self.prompt_tokens_estimate()
+        if prompt + self.config.max_tokens > self.context_window:
             return Turn(actions=[], stop_reason="context_overflow")
+        cap = self.config.episode_budget_usd
+        if cap is not None:
+            worst = self.config.cost_usd(prompt, self.config.max_tokens)  # no cache discount: an upper bound
+            if self.spent_usd + worst > cap:
+                return Turn(actions=[], stop_reason=f"budget: episode_budget_usd={cap:g} would be passed by the next "
+                                                    f"call (spent {self.spent_usd:.6f}, next at most {worst:.6f} USD)")
         started = time.perf_counter()
         sent = len(self.messages)
         try:
@@ -119,19 +151,50 @@ class LLMAgent(Agent):
             latency = (time.perf_counter() - started) * 1000.0
             return Turn(actions=[], latency_ms=latency, stop_reason=f"model_error: {type(err).__name__}: {err}")
         self.messages.append(result.assistant_message)
+        self.spent_usd += result.cost_usd
         if result.usage_reported:
             self._reported_tokens = result.tokens_in + result.tokens_out
             self._reported_upto = sent + 1
         self._pending = {a.call_id: a.tool for a in result.actions if a.call_id}
+        actions, stop = self._quirks(result)
         return Turn(
-            actions=list(result.actions),
+            actions=actions,
+            stop_reason=stop,
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,
+            tokens_cached_in=result.tokens_cached_in,
+            tokens_cache_write=result.tokens_cache_write,
+            cache_hit=result.cache_hit,
+            tokens_reasoning=result.tokens_reasoning,
             latency_ms=result.latency_ms,
             cost_usd=result.cost_usd,
             reasoning_trace=result.reasoning_trace,
             text=result.text,
         )
+
+    def _quirks(self, result: ChatResult) -> tuple[list, str | None]:
+        """The turn's actions and stop reason given what was odd about the reply (docs/models.md):
+        a refusal stops the episode; a call cut off at max_tokens is not run (its observation is an error
+        saying so); MAX_IDLE_REPLIES replies in a row without a tool call stop it."""
+        self._cut = set()
+        if result.refusal:
+            return [], f"refusal: {result.refusal[:300]}"
+        actions = list(result.actions)
+        if actions and result.finish_reason in ("length", "max_tokens"):
+            last = actions[-1]
+            raw = last.args if isinstance(last.args, str) else json.dumps(last.args)
+            actions[-1] = Action(tool=last.tool, args=CUT_MARK + raw, call_id=last.call_id)
+            if last.call_id:
+                self._cut.add(last.call_id)
+        if actions:
+            self._idle, self._idle_kind = 0, None
+            return actions, None
+        self._idle += 1
+        self._idle_kind = ("text only" if result.text else "reasoning only" if result.reasoning_trace
+                           else "empty reply")
+        if self._idle >= MAX_IDLE_REPLIES:
+            return [], f"no_tool_call: {self._idle} replies in a row without a tool call (last: {self._idle_kind})"
+        return [], None
 
     async def aclose(self) -> None:
         """Close the model client's connections."""

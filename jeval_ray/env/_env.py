@@ -44,6 +44,10 @@ class StepLog:
     tokens_out: int | None = None
     latency_ms: float | None = None
     reasoning_trace: str | None = None
+    tokens_cached_in: int | None = None
+    tokens_cache_write: int | None = None
+    cache_hit: bool | None = None
+    tokens_reasoning: int | None = None
 
 
 def canonical_args(args: Any) -> str:

@@ -16,6 +16,7 @@ from jeval_ray.models.errors import (
     ModelHTTPError,
     ModelRequestError,
     RateLimitError,
+    ResponseFormatRejected,
     ServerError,
 )
 from jeval_ray.models.factory import make_client
@@ -39,6 +40,7 @@ __all__ = [
     "RateLimitError",
     "ServerError",
     "ClientRequestError",
+    "ResponseFormatRejected",
     "MalformedResponseError",
     "RetryPolicy",
     "call_with_retries",

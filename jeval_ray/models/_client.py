@@ -26,8 +26,10 @@ from jeval_ray.models.errors import (
     MalformedResponseError,
     ModelError,
     ModelRequestError,
+    ResponseFormatRejected,
     http_error,
     redact,
+    rejects_response_format,
 )
 from jeval_ray.models.ratelimit import as_async_limiter
 from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after
@@ -51,6 +53,10 @@ class ChatResult:
     ``actions`` carry each tool call's raw argument JSON text as the model wrote it (it may be
     invalid: the environment reports that as an error observation). ``assistant_message`` is
     the reply in the conversation format, ready to append to the history.
+
+    ``tokens_in`` counts every prompt token of the request, those read from or written to the
+    provider's prompt cache included; ``tokens_cached_in`` and ``tokens_cache_write`` are the parts
+    of it that were cache reads and cache writes (priced apart, never counted twice).
     """
 
     actions: list[Action]
@@ -64,6 +70,22 @@ class ChatResult:
     assistant_message: dict[str, Any] = field(default_factory=dict)
     attempts: int = 1
     usage_reported: bool = True
+    tokens_cached_in: int = 0
+    tokens_cache_write: int = 0
+    #: the model declined to answer (OpenAI ``message.refusal``, Anthropic ``stop_reason: refusal``)
+    refusal: str | None = None
+    #: the part of tokens_out spent reasoning, where the endpoint reports it (completion_tokens_details)
+    tokens_reasoning: int | None = None
+    #: answered from the response cache (no request sent, cost 0, the original answer's token counts)
+    cache_hit: bool = False
+    #: the endpoint's decoded JSON body (what the response cache stores)
+    response_json: dict[str, Any] | None = field(default=None, repr=False)
+
+    def limited_tokens(self, provider: str) -> int:
+        """The tokens the provider counts against a tokens-per-minute limit: Anthropic leaves cache reads
+        out of its input-token limit; OpenAI-compatible providers count every prompt token."""
+        cached = self.tokens_cached_in if provider == "anthropic" else 0
+        return self.tokens_in - cached + self.tokens_out
 
 
 class ChatClient(ABC):
@@ -72,6 +94,8 @@ class ChatClient(ABC):
     ``limiter`` is optional: a ``TokenBucketLimiter`` (in-process) or a ``RateLimiter`` actor
     handle (cluster-wide). ``http_client`` lets callers share a connection pool; the client
     closes only a pool it created. ``sleep`` and ``rng`` are the retry layer's seams for tests.
+    ``cache`` (a ``jeval_ray.cache.ResponseCache``) answers a call it has seen (same request, same
+    logical seed, same ``sample_index``) without sending it.
     """
 
     #: Path appended to ``config.base_url``.
@@ -85,8 +109,12 @@ class ChatClient(ABC):
         http_client: httpx.AsyncClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        cache: Any = None,
+        sample_index: int = 0,
     ) -> None:
         self.config = config
+        self.cache = cache
+        self.sample_index = sample_index
         self._key = config.resolve_api_key()
         self._limiter = as_async_limiter(limiter)
         self._policy = RetryPolicy.from_config(config)
@@ -127,6 +155,15 @@ class ChatClient(ABC):
         body = self._body(messages, tools, seed if self.config.send_seed else None)
         if extra_body:
             body.update(extra_body)
+        key = None
+        if self.cache is not None:
+            from jeval_ray.cache import cache_key
+
+            key = cache_key(self.config.provider, self.url, body, seed, self.sample_index)
+            # file or object-store I/O off the event loop: a worker's other episodes go on meanwhile
+            hit = await asyncio.to_thread(self._from_cache, key)
+            if hit is not None:
+                return hit
         est = estimate_tokens(messages, tools or []) + self.config.max_tokens
 
         async def attempt(_n: int) -> ChatResult:
@@ -136,6 +173,26 @@ class ChatClient(ABC):
             attempt, self._policy, sleep=self._sleep, rng=self._rng, describe=f"model {self.config.name!r}"
         )
         result.attempts = attempts
+        if key is not None and result.response_json is not None:
+            await asyncio.to_thread(self.cache.put, key, result.response_json, provider=self.config.provider,
+                                    model=self.config.model, base_url=self.url)
+        return result
+
+    def _from_cache(self, key: str) -> ChatResult | None:
+        """The cached answer of ``key``: no limiter, no request, cost 0, the original token counts."""
+        started = time.perf_counter()
+        entry = self.cache.get(key)
+        if entry is None:
+            return None
+        try:
+            result = self._parse(entry["response"])
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning("response cache: entry %s does not parse (%s); calling the endpoint", key[:16], exc)
+            return None
+        result.latency_ms = (time.perf_counter() - started) * 1000.0
+        result.cost_usd = 0.0
+        result.cache_hit = True
+        result.attempts = 0
         return result
 
     async def _attempt(self, body: dict[str, Any], est_tokens: int) -> ChatResult:
@@ -158,19 +215,23 @@ class ChatClient(ABC):
                     await self._limiter.report_429(retry_after)
                 excerpt = response.text[:300].replace("\n", " ")
                 message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
+                if "response_format" in body and rejects_response_format(response.status_code, response.text):
+                    raise ResponseFormatRejected(redact(message, [self._key]), response.status_code, retry_after)
                 raise http_error(response.status_code, redact(message, [self._key]), retry_after)
             try:
                 data = response.json()
                 if not isinstance(data, dict):
                     raise ValueError("top-level JSON is not an object")
                 result = self._parse(data)
+                result.response_json = data
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 raise self._redacted(MalformedResponseError, f"malformed response from {self.url}: "
                                      f"{type(exc).__name__}: {str(exc)[:200]}") from None
             result.latency_ms = latency_ms
-            result.cost_usd = self.config.cost_usd(result.tokens_in, result.tokens_out)
+            result.cost_usd = self.config.cost_usd(result.tokens_in, result.tokens_out, result.tokens_cached_in,
+                                                   result.tokens_cache_write)
             if result.usage_reported:
-                actual = result.tokens_in + result.tokens_out
+                actual = result.limited_tokens(self.config.provider)
             return result
         finally:
             if permit is not None:

@@ -25,15 +25,27 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 
 
 class Price(BaseModel):
-    """USD per one million tokens; zero for local models."""
+    """USD per one million tokens; zero for local models.
+
+    ``cached_input_per_mtok`` prices prompt tokens read from the provider's prompt cache and
+    ``cache_write_per_mtok`` those written to it (Anthropic bills writes above input); either left
+    null is billed at ``input_per_mtok``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     input_per_mtok: float = Field(default=0.0, ge=0)
     output_per_mtok: float = Field(default=0.0, ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0, description="Cache reads; null = input price.")
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, description="Cache writes; null = input price.")
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """The USD cost of one call."""
-        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1_000_000
+    def cost(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0) -> float:
+        """The USD cost of one call. ``tokens_in`` counts every prompt token, ``cached_in`` (cache reads)
+        and ``cache_write`` included: those two are billed at their own prices, the rest at input."""
+        cached_price = self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        write_price = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        plain = max(0, tokens_in - cached_in - cache_write)
+        return (plain * self.input_per_mtok + cached_in * cached_price + cache_write * write_price
+                + tokens_out * self.output_per_mtok) / 1_000_000
 
 
 class ModelConfig(BaseModel):
@@ -65,6 +77,18 @@ class ModelConfig(BaseModel):
         default_factory=dict, description="Provider-specific request fields merged into every body."
     )
     anthropic_version: str = "2023-06-01"
+    # Reasoning. OpenAI-compatible reasoning models take reasoning_effort and refuse temperature/top_p;
+    # Anthropic's extended thinking takes a token budget, temperature 1 (omitted here) and max_tokens above it.
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="OpenAI-compatible reasoning models: sent as reasoning_effort; temperature and "
+        "top_p are then not sent, and max_completion_tokens is used unless max_tokens_param is set.")
+    thinking_budget_tokens: int | None = Field(
+        default=None, ge=1024, description="Anthropic extended thinking: sent as thinking {type: enabled, "
+        "budget_tokens}; temperature is then omitted (the API requires 1) and max_tokens must exceed the budget "
+        "(left unset, it becomes budget + 4096).")
+    prompt_caching: bool = Field(
+        default=True, description="Anthropic: mark cache breakpoints (system and tools, the latest turn) so repeated "
+        "prefixes are billed as cache reads. OpenAI-compatible servers cache on their own; no effect there.")
 
     # Limits. rpm/tpm None = unlimited on our side (the endpoint may still answer 429).
     rpm: int | None = Field(default=None, ge=1)
@@ -72,6 +96,10 @@ class ModelConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
 
     price: Price = Field(default_factory=Price)
+    episode_budget_usd: float | None = Field(
+        default=None, gt=0, description="Spending cap of one episode of this model (USD at its price). The agent makes "
+        "no call whose worst case (the prompt estimate at the input price plus max_tokens at the output price) would "
+        "pass it: the episode ends with termination 'budget: ...' and is scored as it stands. null = no cap.")
 
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_attempts: int = Field(default=6, ge=1)
@@ -104,6 +132,44 @@ class ModelConfig(BaseModel):
         object.__setattr__(self, "base_url", url)
         return self
 
+    @model_validator(mode="after")
+    def _reasoning_rules(self) -> "ModelConfig":
+        """The temperature and token rules each provider enforces for reasoning (errors name the field)."""
+        explicit = self.model_fields_set
+        if self.reasoning_effort is not None:
+            if self.provider != "openai":
+                raise ValueError("reasoning_effort: Anthropic takes a thinking budget, not an effort. Fix: use "
+                                 "thinking_budget_tokens instead")
+            for name in ("temperature", "top_p"):
+                if name in explicit and getattr(self, name) is not None:
+                    raise ValueError(f"{name}: OpenAI reasoning models (reasoning_effort) reject {name}. Fix: remove "
+                                     f"{name} (or set it to null)")
+            object.__setattr__(self, "temperature", None)
+            if "max_tokens_param" not in explicit:
+                object.__setattr__(self, "max_tokens_param", "max_completion_tokens")
+            if "reasoning_effort" in self.extra_body:
+                raise ValueError("extra_body: reasoning_effort is set twice. Fix: keep only the reasoning_effort field")
+        if self.thinking_budget_tokens is not None:
+            budget = self.thinking_budget_tokens
+            if self.provider != "anthropic":
+                raise ValueError("thinking_budget_tokens: only the Anthropic Messages API takes a thinking budget. Fix: "
+                                 "use reasoning_effort for an OpenAI-compatible reasoning model")
+            if "temperature" in explicit and self.temperature not in (None, 1):
+                raise ValueError("temperature: Anthropic extended thinking requires temperature 1. Fix: remove "
+                                 "temperature (or set it to null or 1)")
+            if self.top_p is not None and self.top_p < 0.95:
+                raise ValueError("top_p: Anthropic extended thinking takes top_p between 0.95 and 1 only. Fix: remove "
+                                 "top_p or raise it to 0.95")
+            object.__setattr__(self, "temperature", None if self.temperature != 1 else 1.0)
+            if "max_tokens" not in explicit:
+                object.__setattr__(self, "max_tokens", budget + 4096)
+            elif self.max_tokens <= budget:
+                raise ValueError(f"max_tokens: must exceed thinking_budget_tokens ({budget}), which it includes. "
+                                 f"Fix: raise max_tokens above {budget} (e.g. {budget + 4096}) or lower the budget")
+            if "thinking" in self.extra_body:
+                raise ValueError("extra_body: thinking is set twice. Fix: keep only thinking_budget_tokens")
+        return self
+
     def resolve_api_key(self) -> str | None:
         """The key from the environment; ``None`` when no auth is configured.
 
@@ -116,9 +182,9 @@ class ModelConfig(BaseModel):
             raise MissingAPIKeyError(self.name, self.api_key_env)
         return key
 
-    def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
-        """The USD cost of a call with these token counts, from the price table."""
-        return self.price.cost(tokens_in, tokens_out)
+    def cost_usd(self, tokens_in: int, tokens_out: int, cached_in: int = 0, cache_write: int = 0) -> float:
+        """The USD cost of a call with these token counts, from the price table (``Price.cost``)."""
+        return self.price.cost(tokens_in, tokens_out, cached_in, cache_write)
 
     @property
     def endpoint_key(self) -> str:

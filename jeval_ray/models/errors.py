@@ -7,6 +7,8 @@
     ``RateLimitError``     429 (carries ``retry_after_s`` when the endpoint announced one)
     ``ServerError``        5xx
     ``ClientRequestError`` 400/401/403/404 and other 4xx the request itself caused: never retried
+      ``ResponseFormatRejected`` the endpoint refused the request's ``response_format`` (a 400/422,
+                             or a 5xx whose body names ``response_format``, as llama.cpp answers)
   ``MalformedResponseError`` a 200 whose body is not the JSON the protocol promises
 
 Every error knows whether it is worth retrying (``retryable``). Messages are built by the
@@ -98,6 +100,24 @@ class ClientRequestError(ModelHTTPError):
     """HTTP 4xx caused by the request (bad request, auth, unknown model): fails at once."""
 
 
+class ResponseFormatRejected(ClientRequestError):
+    """The endpoint refused the ``response_format`` of the request: a 400/422, or a 5xx whose body
+    names ``response_format`` (llama.cpp's server answers an unsupported ``json_schema`` with HTTP 500
+    "Input should be 'text' or 'json_object'"). Deterministic, so never retried; the LLM judge falls
+    back to a weaker structured-output mode instead."""
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return False
+
+
+def rejects_response_format(status: int, body_text: str) -> bool:
+    """Whether an error answer to a request carrying ``response_format`` refuses that option."""
+    if status in (400, 422):
+        return True
+    return status >= 500 and "response_format" in body_text
+
+
 class MalformedResponseError(ModelError):
     """The endpoint answered 200 with a body that is not valid JSON or lacks required fields.
 
@@ -126,8 +146,10 @@ __all__ = [
     "RateLimitError",
     "ServerError",
     "ClientRequestError",
+    "ResponseFormatRejected",
     "MalformedResponseError",
     "http_error",
+    "rejects_response_format",
     "redact",
     "RETRYABLE_STATUSES",
 ]

@@ -31,6 +31,8 @@ class OpenAICompatClient(ChatClient):
             body["top_p"] = cfg.top_p
         if seed is not None:
             body["seed"] = seed
+        if cfg.reasoning_effort is not None:
+            body["reasoning_effort"] = cfg.reasoning_effort
         body.update(cfg.extra_body)
         return body
 
@@ -58,6 +60,11 @@ class OpenAICompatClient(ChatClient):
         if calls_out:
             assistant["tool_calls"] = calls_out
         usage = data.get("usage") or {}
+        # OpenAI, vLLM, SGLang: prompt_tokens_details.cached_tokens; DeepSeek: prompt_cache_hit_tokens. Both are
+        # part of prompt_tokens.
+        details = usage.get("prompt_tokens_details") or {}
+        cached = int(details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0)
+        reasoning_tokens = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
         return ChatResult(
             actions=actions,
             text=text or None,
@@ -69,6 +76,9 @@ class OpenAICompatClient(ChatClient):
             finish_reason=choice.get("finish_reason"),
             assistant_message=assistant,
             usage_reported=bool(usage),
+            tokens_cached_in=cached,
+            refusal=message.get("refusal") if isinstance(message.get("refusal"), str) and message.get("refusal") else None,
+            tokens_reasoning=None if reasoning_tokens is None else int(reasoning_tokens),
         )
 
 

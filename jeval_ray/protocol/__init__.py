@@ -39,6 +39,13 @@ class Turn:
     tokens_out: int | None = None
     latency_ms: float | None = None
     cost_usd: float = 0.0
+    #: parts of tokens_in that were prompt-cache reads and writes (None = not measured)
+    tokens_cached_in: int | None = None
+    tokens_cache_write: int | None = None
+    #: the part of tokens_out the model spent reasoning, where its endpoint reports it
+    tokens_reasoning: int | None = None
+    #: answered from the response cache (None = the agent uses no model)
+    cache_hit: bool | None = None
     reasoning_trace: str | None = None
     text: str | None = None
     stop_reason: str | None = None

@@ -41,6 +41,8 @@ def steps_rows(keys: EpisodeKeys, outcome, keep_observations: bool = True) -> li
     k = keys.row()
     return [{**k, "step_idx": s.step_idx, "tool": s.tool, "args": s.args, "observation_hash": s.observation_hash,
              "tokens_in": s.tokens_in, "tokens_out": s.tokens_out, "latency_ms": s.latency_ms,
+             "tokens_cached_in": s.tokens_cached_in, "tokens_cache_write": s.tokens_cache_write, "cache_hit": s.cache_hit,
+             "tokens_reasoning": s.tokens_reasoning,
              "reasoning_trace": s.reasoning_trace, "is_error": s.is_error, "timestamp": s.timestamp,
              "observation": s.observation if keep_observations else None} for s in outcome.steps]
 
@@ -110,6 +112,8 @@ def episode_row(keys: EpisodeKeys, outcome, *, agent: str, tier: str, run_config
         "world_version": world_version(keys.task_id), "run_config": run_config_json,
         "prompt_injection": bool(knobs.get("prompt_injection", False)), "n_steps": len(outcome.steps),
         "n_errors": sum(s.is_error for s in outcome.steps), "tokens_in": outcome.tokens_in, "tokens_out": outcome.tokens_out,
+        "tokens_cached_in": outcome.tokens_cached_in, "tokens_cache_write": outcome.tokens_cache_write,
+        "cache_hits": outcome.cache_hits, "tokens_reasoning": outcome.tokens_reasoning,
         "cost_usd": outcome.cost_usd, "judge_cost_usd": judge_cost_usd, "wall_s": outcome.wall_s,
         "started_at": started_at, "finished_at": finished_at, **{m: v[m] for m in METRICS},
         "extra_metrics": json.dumps(v.get("extra") or {}), "rationale": judge_agg.get("rationale"),

@@ -42,6 +42,10 @@ STEPS = pa.schema(KEY_FIELDS + [
     pa.field("is_error", pa.bool_()),
     pa.field("timestamp", TS),
     pa.field("observation", pa.string()),
+    pa.field("tokens_cached_in", pa.int64()),
+    pa.field("tokens_cache_write", pa.int64()),
+    pa.field("cache_hit", pa.bool_()),
+    pa.field("tokens_reasoning", pa.int64()),
 ])
 
 #: verifier metrics, in the order of ``Verification``
@@ -92,6 +96,10 @@ EPISODES = pa.schema(KEY_FIELDS + [
     pa.field("score", pa.float64()),
     pa.field("worker", pa.string()),
     pa.field("package_version", pa.string()),
+    pa.field("tokens_cached_in", pa.int64()),
+    pa.field("tokens_cache_write", pa.int64()),
+    pa.field("cache_hits", pa.int32()),
+    pa.field("tokens_reasoning", pa.int64()),
 ])
 
 DISPOSITIONS = pa.schema(KEY_FIELDS + [
@@ -138,6 +146,10 @@ JUDGMENTS = pa.schema(KEY_FIELDS + [
              "of the same packet, kept beside an LLM judgment to calibrate it (null for other judges)."}),
     pa.field("scored_by", pa.string(), metadata={"description": "'sweep' for judgments made during the sweep, "
              "'rescore' for rows appended by python -m jeval_ray.rescore."}),
+    pa.field("structured_output", pa.string(), metadata={"description": "How an LLM judge's answering request asked "
+             "for JSON: json_schema, json_object (the schema as response_format of type json_object) or instructions "
+             "(the schema in the prompt only); auto falls back along that order when the endpoint rejects an option "
+             "(docs/scoring.md). Null for the reference and function judges."}),
 ])
 
 
@@ -198,7 +210,23 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "observation_hash": "sha256 (hex) of the observation text below, encoded as UTF-8: the compact JSON of the tool's "
                             "answer (or error) exactly as the environment returned it. Present even when the text is not kept.",
         "tokens_in": "Prompt tokens of the model reply that made this call, on the reply's first call (0 on its other calls); "
-                     "null for agents that use no model (the built-in agents).",
+                     "null for agents that use no model (the built-in agents). Every prompt token of the request: "
+                     "tokens read from or written to the provider's prompt cache are included (tokens_cached_in and "
+                     "tokens_cache_write say how many), as OpenAI's prompt_tokens counts them.",
+        "tokens_cached_in": "The part of tokens_in the provider read from its prompt cache (OpenAI-compatible "
+                            "usage.prompt_tokens_details.cached_tokens, DeepSeek prompt_cache_hit_tokens, Anthropic "
+                            "cache_read_input_tokens), priced at price.cached_input_per_mtok; as tokens_in on the "
+                            "reply's other calls and for agents without a model.",
+        "tokens_cache_write": "The part of tokens_in written to the provider's prompt cache (Anthropic "
+                              "cache_creation_input_tokens; 0 for OpenAI-compatible servers, which bill no writes), "
+                              "priced at price.cache_write_per_mtok; as tokens_in elsewhere.",
+        "tokens_reasoning": "The part of tokens_out the model spent reasoning, where the endpoint reports it "
+                            "(OpenAI-compatible usage.completion_tokens_details.reasoning_tokens), on the reply's first "
+                            "call (0 on its other calls); null when not reported (Anthropic folds thinking into "
+                            "output_tokens) and for agents that use no model.",
+        "cache_hit": "Whether the model reply that made this call came from the response cache (execution.response_cache: "
+                     "no request sent, cost 0, the original answer's token counts and text); null for agents that use "
+                     "no model.",
         "tokens_out": "Completion tokens of the model reply, as tokens_in; null for agents that use no model.",
         "latency_ms": "Wall time of the model reply in milliseconds, on the reply's first call (0 on its other calls); "
                       "null for agents that report none (the built-in random, naive and careful agents).",
@@ -212,7 +240,9 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "agent": "Who played: the built-in agent's name (random, naive, careful, or a test agent) or provider:model for an endpoint.",
         "tier": "The task's tier, L1 ... L4 (sets the default weights and judges per episode).",
         "status": "completed (played to submit or the step budget) or failed (timeout, model error, a worker lost on every attempt).",
-        "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., or error.",
+        "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., "
+                       "refusal: ... (the model declined), no_tool_call: ... (replies in a row without a tool call; "
+                       "docs/models.md), or error.",
         "error": "The error of a failed episode; null for a completed one.",
         "world_hash": "sha256 (hex) of the generated world: the same (task, seed, knobs) gives the same hash on any machine.",
         "world_version": "The task's world version (WORLD_VERSION, docs/tasks.md 'World versions') the episode was "
@@ -224,9 +254,20 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "prompt_injection": "Whether the world planted prompt-injection text (the prompt_injection knob of run_config.generator).",
         "n_steps": "Steps played (rows of this episode in steps).",
         "n_errors": "Steps whose call failed (is_error).",
-        "tokens_in": "Prompt tokens summed over the episode's model replies; null for agents that use no model.",
+        "tokens_in": "Prompt tokens summed over the episode's model replies, cache reads and writes included; null for "
+                     "agents that use no model.",
+        "tokens_cached_in": "Prompt tokens read from the provider's prompt cache, summed over the episode's replies "
+                            "(part of tokens_in); null for agents that use no model.",
+        "tokens_cache_write": "Prompt tokens written to the provider's prompt cache, summed over the episode's replies "
+                              "(part of tokens_in); null for agents that use no model.",
+        "tokens_reasoning": "Reasoning tokens summed over the episode's replies that reported them (part of "
+                            "tokens_out); null when no reply reported any.",
+        "cache_hits": "Model replies of the episode answered from the response cache (execution.response_cache; they "
+                      "cost 0 and keep their original token counts, which tokens_in/tokens_out include); null for "
+                      "agents that use no model.",
         "tokens_out": "Completion tokens summed over the episode's model replies; null for agents that use no model.",
-        "cost_usd": "Model cost of the episode in US dollars from the model entry's price (0 without a price or a model).",
+        "cost_usd": "Model cost of the episode in US dollars from the model entry's price: uncached input, cache reads "
+                    "and cache writes each at their own price, plus output (0 without a price or a model).",
         "judge_cost_usd": "Cost of judging the episode in US dollars (0 for judges that use no model).",
         "wall_s": "Wall time of the episode in seconds, world generation included.",
         "started_at": "When the worker started the episode (UTC).",

@@ -13,7 +13,7 @@ import json
 import pyarrow.fs as pafs
 
 from jeval_ray.records.schemas import DATASETS
-from jeval_ray.store._fs import join_uri, list_dir, resolve_fs
+from jeval_ray._fs import join_uri, list_dir, resolve_fs
 
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 

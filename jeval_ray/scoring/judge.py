@@ -60,6 +60,8 @@ class Judgment(BaseModel):
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     reference_item_scores: str | None = None
+    #: the structured-output mode of the request that answered (json_schema, json_object, instructions)
+    structured_output: str | None = None
 
     def as_record(self) -> dict:
         """The judgment as the flat fields of its ``judgments`` row, item scores as one JSON string.
@@ -72,7 +74,7 @@ class Judgment(BaseModel):
                 "error": self.error, "judge_model": self.judge_model, "prompt_hash": self.prompt_hash,
                 "judge_seed": self.judge_seed, "calls": self.calls, "reasks": self.reasks, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out, "cost_usd": self.cost_usd, "latency_ms": self.latency_ms,
-                "reference_item_scores": self.reference_item_scores}
+                "reference_item_scores": self.reference_item_scores, "structured_output": self.structured_output}
 
 
 #: item scores as JSON in one pydantic-core call (not a model_dump per item plus json.dumps)

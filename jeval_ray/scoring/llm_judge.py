@@ -12,9 +12,15 @@ What it does, and why:
   nothing inside the tags is an instruction. A rationale longer than ``rationale_max_chars``
   (default ``RATIONALE_MAX_CHARS``) is cut to that length before judging, and the prompt says so.
 - **Disposition order is shuffled** with the judge's seed, so a jury does not share one position bias.
-- **Strict JSON out.** On OpenAI-compatible endpoints the request carries ``response_format`` with
-  a JSON Schema (OpenAI, vLLM, SGLang and llama.cpp servers accept it); Anthropic has no such
-  option, so the schema goes into the instructions. The answer is validated with pydantic (every
+- **Strict JSON out, degrading instead of failing.** ``structured_output`` is ``json_schema``
+  (``response_format: {type: json_schema}``: OpenAI, vLLM, SGLang), ``json_object`` (``{type:
+  json_object, schema}``, which llama.cpp's server constrains to the schema; the schema is also in
+  the instructions), ``instructions`` (the schema in the prompt only) or ``auto``: on
+  OpenAI-compatible endpoints json_schema, then json_object, then instructions, each tried when the
+  endpoint rejects the one before (``ResponseFormatRejected``: a 400/422, or a 5xx naming
+  ``response_format``; never retried as if transient). What worked is remembered per endpoint for
+  the life of the process (``working_modes``) and recorded per judgment (``structured_output``);
+  Anthropic has no such option, so the schema goes into the instructions. The answer is validated with pydantic (every
   entry once, every rubric item an integer 0-4). An invalid answer is re-asked up to
   ``max_reasks`` times, quoting the validation error; after that the judgment is **unscored**
   with its reason: never dropped, never scored as zero. An endpoint that fails for good (after the
@@ -39,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from jeval_ray.models._client import ChatClient
 from jeval_ray.models.factory import make_client
 from jeval_ray.models.config import ModelConfig
-from jeval_ray.models.errors import ModelError
+from jeval_ray.models.errors import ModelError, ResponseFormatRejected
 from jeval_ray.scoring.judge import _ITEM_SCORES, DispositionScore, Judgment, reference_judge
 from jeval_ray.scoring.rubric import load_rubric, rubric_items
 
@@ -55,7 +61,12 @@ DOCUMENT_MAX_CHARS = 3000
 MAX_REASKS = 2
 DEALBREAKERS = ("fabricated_evidence",)
 
-StructuredOutput = Literal["auto", "json_schema", "instructions"]
+StructuredOutput = Literal["auto", "json_schema", "json_object", "instructions"]
+#: What ``auto`` tries on an OpenAI-compatible endpoint, strongest first.
+AUTO_LADDER: tuple[str, ...] = ("json_schema", "json_object", "instructions")
+#: endpoint (``ModelConfig.endpoint_key``) -> the structured-output mode that endpoint answered, for the
+#: life of this process (a run's judge worker): later judgments start there instead of being rejected again.
+_WORKING_MODES: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------------------- the answer
@@ -241,27 +252,49 @@ def prompt_hash(messages: list[dict], response_format: dict | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build_request(packet: dict, rubric_id: str, seed: int, *, structured: bool,
+def build_request(packet: dict, rubric_id: str, seed: int, *, structured: bool | str,
                   rationale_max_chars: int = RATIONALE_MAX_CHARS) -> tuple[list[dict], dict | None, list[str]]:
-    """``(messages, response_format or None, entry ids)`` of the first request of a judgment."""
+    """``(messages, response_format or None, entry ids)`` of the first request of a judgment.
+
+    ``structured``: a mode (``json_schema``, ``json_object``, ``instructions``); ``True`` means
+    json_schema and ``False`` instructions."""
+    mode = {True: "json_schema", False: "instructions"}.get(structured, structured) if isinstance(structured, bool) else structured
+    if mode not in AUTO_LADDER:
+        raise ValueError(f"unknown structured-output mode {structured!r}; known: {', '.join(AUTO_LADDER)}")
     items = rubric_items(rubric_id)
     ids = list(final_entries(packet))
     order = sorted(ids)
     random.Random(seed).shuffle(order)
     schema = answer_schema(items, ids)
-    messages = [{"role": "system", "content": system_prompt(rubric_id, None if structured else schema)},
+    messages = [{"role": "system", "content": system_prompt(rubric_id, None if mode == "json_schema" else schema)},
                 {"role": "user", "content": user_prompt(packet, order, rationale_max_chars)}]
-    response_format = ({"type": "json_schema", "json_schema": {"name": "rubric_judgment", "strict": True, "schema": schema}}
-                       if structured else None)
+    response_format: dict | None = None
+    if mode == "json_schema":
+        response_format = {"type": "json_schema", "json_schema": {"name": "rubric_judgment", "strict": True, "schema": schema}}
+    elif mode == "json_object":
+        response_format = {"type": "json_object", "schema": schema}
     return messages, response_format, ids
 
 
 # ---------------------------------------------------------------------------- the judge
-def uses_json_schema(config: ModelConfig, structured_output: StructuredOutput) -> bool:
-    """Whether requests carry ``response_format`` (``auto``: OpenAI-compatible yes, Anthropic no)."""
+def structured_modes(config: ModelConfig, structured_output: StructuredOutput) -> tuple[str, ...]:
+    """The modes a judge tries, in order: ``auto`` is the whole ladder on OpenAI-compatible endpoints
+    and ``instructions`` on Anthropic; a mode named in the config is tried alone."""
+    if config.provider == "anthropic":
+        return ("instructions",)
     if structured_output == "auto":
-        return config.provider == "openai"
-    return structured_output == "json_schema"
+        return AUTO_LADDER
+    return (structured_output,)
+
+
+def uses_json_schema(config: ModelConfig, structured_output: StructuredOutput) -> bool:
+    """Whether the first request carries a json_schema ``response_format``."""
+    return structured_modes(config, structured_output)[0] == "json_schema"
+
+
+def working_modes() -> dict[str, str]:
+    """endpoint key -> the structured-output mode its endpoint answered in this process."""
+    return dict(_WORKING_MODES)
 
 
 def rationale_score(packet: dict, scores: list[DispositionScore], items: list[str]) -> float:
@@ -292,14 +325,18 @@ class LLMJudge:
                  limiter: Any = None, client: ChatClient | None = None) -> None:
         self.name = name
         self.config = config
-        self.structured = uses_json_schema(config, structured_output)
+        self.modes = structured_modes(config, structured_output)
+        self.structured = self.modes[0] == "json_schema"
         self.max_reasks = max_reasks
         self.rationale_max_chars = rationale_max_chars
         self._client = client or make_client(config, limiter=limiter)
 
     def request(self, packet: dict, rubric: str, seed: int) -> tuple[list[dict], dict | None, list[str], str]:
         """``(messages, response_format, entry ids, prompt hash)`` of the judgment's first request."""
-        messages, rf, ids = build_request(packet, rubric, seed, structured=self.structured,
+        return self._request(packet, rubric, seed, self.modes[0])
+
+    def _request(self, packet: dict, rubric: str, seed: int, mode: str) -> tuple[list[dict], dict | None, list[str], str]:
+        messages, rf, ids = build_request(packet, rubric, seed, structured=mode,
                                           rationale_max_chars=self.rationale_max_chars)
         return messages, rf, ids, prompt_hash(messages, rf)
 
@@ -320,12 +357,30 @@ class LLMJudge:
         if not ids:  # nothing disposed of: the rubric's rule, no call needed
             return Judgment(status="ok", rationale_score=rationale_score(packet, [], items),
                             overall_comment="no dispositions to judge", **acct)
+        # the hash is of the ladder's first request whatever the endpoint accepts, so a re-score finds it
+        endpoint = self.config.endpoint_key
+        remembered = _WORKING_MODES.get(endpoint)
+        ladder = list(self.modes[self.modes.index(remembered):] if remembered in self.modes else self.modes)
+        mode = ladder.pop(0)
+        if mode != self.modes[0]:
+            messages, rf, ids, _ = self._request(packet, rubric, seed, mode)
+        acct["structured_output"] = mode
         error = ""
-        for n in range(self.max_reasks + 1):
+        n = 0
+        while n <= self.max_reasks:
             try:
                 result = await self._client.chat(messages, None, seed=seed, extra_body={"response_format": rf} if rf else None)
+            except ResponseFormatRejected as err:
+                if not ladder:
+                    return unscored(f"model_error: {type(err).__name__}: {err}")
+                mode = ladder.pop(0)  # the endpoint refuses this option: ask again with the next weaker one
+                messages, rf, ids, _ = self._request(packet, rubric, seed, mode)
+                acct["structured_output"] = mode
+                n = 0
+                continue
             except ModelError as err:
                 return unscored(f"model_error: {type(err).__name__}: {err}")
+            _WORKING_MODES[endpoint] = mode
             acct["calls"] += 1
             acct["tokens_in"] += result.tokens_in
             acct["tokens_out"] += result.tokens_out
@@ -339,6 +394,7 @@ class LLMJudge:
                 acct["reasks"] += 1
                 messages = [*messages, {"role": "assistant", "content": result.text or ""},
                             {"role": "user", "content": reask_prompt(error, ids)}]
+                n += 1
                 continue
             return self._scored(packet, answer, items, acct, started)
         return unscored(f"invalid_output: no valid answer in {acct['calls']} answers ({acct['reasks']} re-asks); "
@@ -366,4 +422,4 @@ class LLMJudge:
 
 __all__ = ["DOCUMENT_MAX_CHARS", "JudgeAnswer", "LLMJudge", "MAX_REASKS", "PROMPT_TAG", "RATIONALE_MAX_CHARS",
            "answer_schema", "build_request", "escape_untrusted", "final_entries", "judge_seed", "prompt_hash",
-           "rationale_score", "uses_json_schema", "validate_answer"]
+           "rationale_score", "structured_modes", "uses_json_schema", "validate_answer", "working_modes", "AUTO_LADDER"]

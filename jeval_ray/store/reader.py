@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from jeval_ray.records.schemas import DATASETS, PARTITION_COLUMNS
-from jeval_ray.store._fs import is_dir, resolve_fs
+from jeval_ray._fs import is_dir, resolve_fs
 
 
 def partitioning() -> ds.Partitioning:

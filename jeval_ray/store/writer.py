@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jeval_ray.records.schemas import DATASETS, PARTITION_COLUMNS
-from jeval_ray.store._fs import encode_segment, is_local
+from jeval_ray._fs import encode_segment, is_local
 
 #: Datasets in write order: ``episodes`` last (it is the commit record of an episode).
 WRITE_ORDER: tuple[str, ...] = ("steps", "dispositions", "judgments", "episodes")

@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "variables (AWS_ACCESS_KEY_ID, ...), never from the URI. Default: config output.root.")
     p.add_argument("--run-id", metavar="ID", help="run id; an existing run with this id is RESUMED (completed episodes "
                    "are skipped, the rest re-run with a higher attempt). Default: a new timestamped id.")
+    p.add_argument("--cache", metavar="DIR|URI", help="response cache of the endpoint models' calls (a directory or a "
+                   "pyarrow filesystem URI; sets execution.response_cache): a call answered before is replayed without "
+                   "a request or a cost, so a crash or a new run over a finished grid pays nothing twice.")
     p.add_argument("--dry-run", action="store_true", help="print each episode's run-config contract as JSON lines on "
                    "stdout (the grid's summary goes to stderr) and exit: no Ray, nothing written.")
     narrow = p.add_argument_group("narrowing the config's grid (each picks from what the config has)")
@@ -64,6 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def with_response_cache(cfg, cli_value: str | None):
+    """``cfg`` with ``--cache`` (if given) as ``execution.response_cache``, a local path made absolute (the
+    workers' working directory may differ) and the location opened once: ``ConfigError`` if it cannot be."""
+    value = cli_value if cli_value is not None else cfg.execution.response_cache
+    if value is None:
+        return cfg
+    where = "--cache" if cli_value is not None else "field 'execution.response_cache'"
+    if not value.strip():
+        raise ConfigError(f"{where}: empty. Fix: give a directory or a filesystem URI such as s3://bucket/cache.")
+    if "://" not in value:
+        import os
+
+        value = os.path.abspath(os.path.expanduser(value))
+    try:
+        from jeval_ray.cache import ResponseCache
+
+        ResponseCache(value).check()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise ConfigError(f"{where}: cannot open the response cache {value!r}: {exc}. Fix: give a writable directory "
+                          "or a reachable filesystem URI.") from None
+    return cfg.model_copy(update={"execution": cfg.execution.model_copy(update={"response_cache": value})})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from jeval_ray.sweep.config import json_schema, load_sweep_config, narrow_config
@@ -74,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = narrow_config(load_sweep_config(args.config), tasks=args.tasks, models=args.models, seeds=args.seeds,
                             conditions=args.conditions)
+        cfg = with_response_cache(cfg, args.cache)
         if args.max_in_flight is not None and args.max_in_flight < 1:
             raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
         from jeval_ray.sweep.driver import plan_run

@@ -45,8 +45,9 @@ class EpisodeWorker:
     """Hosts several isolated episodes at once (an async actor)."""
 
     def __init__(self, models: dict[str, dict], keep_observations: bool = True, world_cache: int = 0,
-                 plays: int | None = None, world_cache_entries: int = 1_000_000):
+                 plays: int | None = None, world_cache_entries: int = 1_000_000, response_cache: str | None = None):
         self.models = models
+        self.response_cache = response_cache
         self.keep_observations = keep_observations
         # worlds shared by the next cells of the same (task, seed, knobs): other models, other conditions
         self.worlds = WorldCache(world_cache, world_cache_entries)
@@ -142,7 +143,7 @@ class EpisodeWorker:
         try:
             env = JEEnv(job["task_id"], job["knobs"], tuple(job["tools_withheld"]), step_budget=job["step_budget"],
                         keep_observations=self.keep_observations)
-            agent = make_model_agent(entry, job["seed"], attempt=job["attempt"])
+            agent = make_model_agent(entry, job["seed"], attempt=job["attempt"], response_cache=self.response_cache)
             outcome = await play_episode(env, agent, job["seed"], timeout_s=job.get("timeout_s"), worlds=self.worlds,
                                          world=built)
         except Exception as exc:  # noqa: BLE001 - recorded as a failed episode with its traceback

@@ -9,6 +9,10 @@ Test agents (fault injection and benchmarks; a config must set ``allow_test_agen
 - ``crash_once``: calls ``os._exit(1)`` on attempt 1, then plays like ``careful``.
 - ``sleep``: awaits ``agent_options.latency_ms`` (default 100) per step, no CPU, for
   ``agent_options.steps`` (default 5) cheap tool calls, then submits (a simulated slow model).
+
+An endpoint model may take one test option (also only with ``allow_test_agents: true``):
+``agent_options: {crash_after_calls: k}`` kills the worker (``os._exit``) on attempt 1 once the
+model has answered k calls of the episode, before the next is sent (a crash between two calls).
 """
 
 from __future__ import annotations
@@ -38,6 +42,27 @@ class CrashAgent(Agent):
             os._exit(1)  # simulates a segfault/OOM of the worker mid-episode
         assert self.inner is not None
         return await self.inner.act(observations)
+
+
+class CrashAfterCallsAgent(Agent):
+    """Plays ``inner`` and kills its worker process before turn ``calls + 1`` (after ``calls`` replies)."""
+
+    def __init__(self, inner: Agent, calls: int):
+        self.inner, self.calls, self.name = inner, int(calls), inner.name
+        self._turns = 0
+
+    def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
+        self._turns = 0
+        reset_agent(self.inner, brief, tools, seed, info or {})
+
+    async def act(self, observations: list[Observation]) -> Turn:
+        if self._turns >= self.calls:
+            os._exit(1)  # a worker lost between two model calls of an episode
+        self._turns += 1
+        return await self.inner.act(observations)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class HangAgent(Agent):
@@ -94,8 +119,9 @@ def agent_label(entry: dict) -> str:
     return str(entry.get("agent")) if is_builtin(entry) else f"{entry.get('provider')}:{entry.get('model')}"
 
 
-def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
-    """The agent of one episode for a sweep model entry (a ``ModelEntry`` or its dict)."""
+def make_model_agent(entry: Any, seed: int, *, attempt: int = 1, response_cache: str | None = None) -> Agent:
+    """The agent of one episode for a sweep model entry (a ``ModelEntry`` or its dict); an endpoint's
+    calls go through the response cache at ``response_cache`` (a directory or URI) when given."""
     d = entry if isinstance(entry, dict) else {**entry.model_dump(), **(entry.model_extra or {})}
     provider = d.get("provider", "builtin")
     if provider == "builtin":
@@ -118,7 +144,16 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1) -> Agent:
     limiter = None
     if cfg.rpm or cfg.tpm or cfg.max_concurrency:
         limiter = get_rate_limiter(cfg.endpoint_key, cfg.rpm, cfg.tpm, cfg.max_concurrency)
-    return LLMAgent(cfg, limiter=limiter)
+    cache = None
+    if response_cache:
+        from jeval_ray.cache import ResponseCache
+
+        cache = ResponseCache(response_cache)
+    agent = LLMAgent(cfg, limiter=limiter, cache=cache)
+    crash_after = (d.get("agent_options") or {}).get("crash_after_calls")
+    if crash_after is not None and attempt <= 1:
+        return CrashAfterCallsAgent(agent, crash_after)
+    return agent
 
 
-__all__ = ["CrashAgent", "HangAgent", "SleepAgent", "agent_label", "is_builtin", "make_model_agent", "waits_on_latency"]
+__all__ = ["CrashAfterCallsAgent", "CrashAgent", "HangAgent", "SleepAgent", "agent_label", "is_builtin", "make_model_agent", "waits_on_latency"]

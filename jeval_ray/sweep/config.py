@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -90,10 +91,12 @@ class JudgeModelEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str = Field(min_length=1, description="Name used in scoring.judges and in the judgments rows (judge_model).")
     provider: str = Field(default="openai", description="openai | anthropic")
-    structured_output: Literal["auto", "json_schema", "instructions"] = Field(
-        default="auto", description="json_schema: send response_format with the answer's JSON Schema (OpenAI, vLLM, "
-        "SGLang, llama.cpp servers); instructions: the schema goes into the prompt only; auto: json_schema for "
-        "provider openai, instructions for anthropic.")
+    structured_output: Literal["auto", "json_schema", "json_object", "instructions"] = Field(
+        default="auto", description="json_schema: send response_format {type: json_schema} with the answer's JSON "
+        "Schema (OpenAI, vLLM, SGLang); json_object: response_format {type: json_object, schema} (llama.cpp servers "
+        "constrain decoding to it); instructions: the schema goes into the prompt only; auto: for provider openai "
+        "json_schema, falling back to json_object then instructions when the endpoint rejects one (remembered per "
+        "endpoint for the run, recorded in the manifest), for anthropic instructions.")
 
     def entry(self) -> dict[str, Any]:
         d = self.model_dump()
@@ -183,6 +186,12 @@ class ExecutionConfig(BaseModel):
     watchdog_grace_s: float = Field(default=60.0, gt=0, description="Slack the watchdog allows beyond episode deadlines.")
     scheduling: Literal["default", "spread"] = Field(default="default", description="spread = place workers across nodes.")
     worker_start_timeout_s: float = Field(default=300.0, gt=0, description="Abort when no worker can start for this long.")
+    response_cache: str | None = Field(
+        default=None, description="Response cache of the endpoint models' calls: a local directory or a pyarrow "
+        "filesystem URI (e.g. under the output root, so a cluster's nodes share it). A call seen before (same request, "
+        "episode seed and sample) is answered from it without a request: no rate limit, cost 0, its original token "
+        "counts (steps.cache_hit). A crashed episode or a new run over a finished grid pays nothing twice. null = off "
+        "(the CLI's --cache sets it). Inspect and trim with python -m jeval_ray.cache list|prune.")
 
 
 class OutputConfig(BaseModel):
@@ -453,7 +462,7 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         if m.provider not in ENDPOINT_PROVIDERS:
             raise ConfigError(f"field '{at}.provider': unknown provider {m.provider!r} for judge model {m.name!r}. "
                               f"Fix: use one of {', '.join(ENDPOINT_PROVIDERS)}.")
-        if m.structured_output == "json_schema" and m.provider == "anthropic":
+        if m.structured_output in ("json_schema", "json_object") and m.provider == "anthropic":
             raise ConfigError(f"field '{at}.structured_output': the Anthropic Messages API has no response_format "
                               f"(judge model {m.name!r}). Fix: use auto or instructions.")
         from jeval_ray.models.config import ModelConfig
@@ -461,10 +470,8 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         try:
             mc = ModelConfig.model_validate({k: v for k, v in m.entry().items() if k != "structured_output"})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            msg = err["msg"].removeprefix("Value error, ")
-            fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
-            raise ConfigError(f"field '{at}.{_loc(err['loc'])}' (judge model {m.name!r}): {msg}. Fix: {fix}.") from None
+            loc, msg, fix = _endpoint_error(exc)
+            raise ConfigError(f"field '{at}.{loc}' (judge model {m.name!r}): {msg}. Fix: {fix}.") from None
         if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
             raise ConfigError(f"field '{at}.api_key_env': environment variable {mc.api_key_env} is not set (judge model "
                               f"{m.name!r}). Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env "
@@ -477,6 +484,19 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
     if scoring.judge_budget_usd is not None and not any(n in names for n in scoring.judges):
         raise ConfigError(f"field '{f('judge_budget_usd')}': no LLM judge in {f('judges')} spends anything. "
                           "Fix: remove judge_budget_usd or add a judge model to the jury.")
+
+
+def _endpoint_error(exc: ValidationError) -> tuple[str, str, str]:
+    """``(field, message, fix)`` of a ``ModelConfig`` validation error. A rule across fields (the reasoning
+    rules) is raised as ``"<field>: <message>. Fix: <fix>"`` and named by that field."""
+    err = exc.errors()[0]
+    loc = _loc(err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+    named = re.match(r"^([a-z_]+): (.*?)(?:\. Fix: (.*))?$", msg, re.S)
+    if not loc and named:
+        loc, msg, fix = named.group(1), named.group(2), named.group(3) or fix
+    return loc, msg, fix
 
 
 def _task_id_or_error(key: str, field: str) -> str:
@@ -508,6 +528,12 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
         return
     if m.agent is not None:
         raise ConfigError(f"field '{where}.agent': only builtin models take an agent. Fix: remove agent or set provider: builtin.")
+    if m.agent_options:
+        unknown = sorted(set(m.agent_options) - {"crash_after_calls"})
+        if unknown or not cfg.allow_test_agents:
+            raise ConfigError(f"field '{where}.agent_options': an endpoint model takes only the test option "
+                              "crash_after_calls, with allow_test_agents: true. Fix: remove agent_options"
+                              f"{' (' + ', '.join(unknown) + ')' if unknown else ''}.")
     try:
         from jeval_ray.models.config import ModelConfig
     except ImportError:
@@ -516,10 +542,7 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
     try:
         mc = ModelConfig.model_validate(m.endpoint_fields())
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = _loc(err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        fix = "remove it or check its spelling" if err["type"] == "extra_forbidden" else _FIXES.get(err["type"], "correct the value")
+        loc, msg, fix = _endpoint_error(exc)
         raise ConfigError(f"field '{where}.{loc}' (model {m.name!r}): {msg}. Fix: {fix}.") from None
     if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
         raise ConfigError(f"field '{where}.api_key_env': environment variable {mc.api_key_env} is not set (model {m.name!r}). "

@@ -38,7 +38,7 @@ from jeval_ray import __version__
 from jeval_ray.errors import ConfigError, JEvalError
 from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
-from jeval_ray.store._fs import exists, has_credentials, is_local, join_uri, list_dir, resolve_fs
+from jeval_ray._fs import exists, has_credentials, is_local, join_uri, list_dir, resolve_fs
 from jeval_ray.sweep.agents import agent_label, is_builtin, waits_on_latency
 from jeval_ray.sweep.config import SweepConfig
 from jeval_ray.sweep.grid import Cell, Grid
@@ -512,6 +512,7 @@ class SweepDriver:
         self._judging = self.cfg.scoring.judging()
         self.jury = jury_id(self._judging)
         self.judge_spent = 0.0  # USD of LLM judge calls answered so far (scoring.judge_budget_usd)
+        self.structured_modes: dict[str, set[str]] = {}  # judge model -> structured-output modes that answered
         self._weights: dict[str, Any] = {}
         self._no_worker_since: dict[str, float] = {}  # pool kind -> since when it has had work and no ready worker
         self.writer = None
@@ -629,12 +630,12 @@ class SweepDriver:
                 self._judging)
         elif kind == "solo":
             handle = episode_worker_class(_SOLO_CPUS, ex.episode_worker_resources, 1, ex.scheduling).remote(
-                self._models, self.cfg.output.keep_observations)
+                self._models, self.cfg.output.keep_observations, response_cache=ex.response_cache)
         else:
             cls = episode_worker_class(ex.episode_worker_cpus, ex.episode_worker_resources, self._per_worker + self._queue,
                                        ex.scheduling)
             handle = cls.remote(self._models, self.cfg.output.keep_observations, ex.world_cache, self._per_worker,
-                                ex.world_cache_entries)
+                                ex.world_cache_entries, response_cache=ex.response_cache)
         slot = _Slot(handle, kind)
         self.slots.append(slot)
         self.refs[handle.ready.remote()] = ("ready", slot)
@@ -958,6 +959,8 @@ class SweepDriver:
             else:
                 j = answer  # a judgment record, validated by the judge worker (Judgment.as_record)
                 self.judge_spent += j.get("cost_usd") or 0.0
+                if j.get("judge_model") and j.get("structured_output") and j.get("calls"):
+                    self.structured_modes.setdefault(j["judge_model"], set()).add(j["structured_output"])
             self._judged(ep, idx, j)
 
     def _judged(self, ep: _Episode, idx: int, record: dict) -> None:
@@ -1083,6 +1086,11 @@ class SweepDriver:
         described = described_juries(old)
         described[self.jury] = describe_jury(self._judging, "sweep", self.cfg.scoring.judge_budget_usd)
         block = {"sweep_jury": self.jury, "rescores": old.get("rescores", []), "juries": described}
+        # judge model -> the structured-output modes its endpoint answered (auto falls back: docs/scoring.md)
+        modes = {m: set(v) for m, v in (old.get("structured_output") or {}).items()}
+        for m, v in self.structured_modes.items():
+            modes.setdefault(m, set()).update(v)
+        block["structured_output"] = {m: sorted(v) for m, v in sorted(modes.items())}
         if final:
             try:
                 rows = read_judgment_rows(self.plan.run_path, self.plan.fs)

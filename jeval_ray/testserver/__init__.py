@@ -20,7 +20,7 @@ from jeval_ray.testserver._brains import (
     builtin_brain,
     conversation_key,
 )
-from jeval_ray.testserver._faults import FAULT_KINDS, Faults
+from jeval_ray.testserver._faults import FAULT_KINDS, LLAMA_CPP_RESPONSE_FORMATS, MANY_TOOL_CALLS, Faults
 from jeval_ray.testserver._judge import JUDGE_MODES, JudgeBrain
 
 __all__ = [
@@ -29,6 +29,8 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "Faults",
     "FAULT_KINDS",
+    "LLAMA_CPP_RESPONSE_FORMATS",
+    "MANY_TOOL_CALLS",
     "Brain",
     "BrainRequest",
     "BrainReply",

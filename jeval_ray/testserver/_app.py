@@ -16,6 +16,7 @@ and dropped connections are easy to produce and do not block other requests. Rou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import logging
@@ -28,9 +29,10 @@ from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from jeval_ray.cache import strip_cache_markers
 from jeval_ray.errors import ConfigError
 from jeval_ray.testserver._brains import Brain, BrainReply, BrainRequest, ScriptedBrain, ToolCall
-from jeval_ray.testserver._faults import Faults
+from jeval_ray.testserver._faults import MANY_TOOL_CALLS, Faults
 from jeval_ray.testserver._judge import JudgeBrain, is_judge_request
 
 log = logging.getLogger("jeval_ray.testserver")
@@ -57,10 +59,77 @@ class RequestRecord:
     headers: dict[str, str] = field(default_factory=dict)  # auth headers left out
     judge: bool = False  # answered by the judge route
     response_format: str | None = None  # the ``type`` of an OpenAI ``response_format``, if sent
+    #: the body's fields other than messages, tools and system (sampling, reasoning, max_tokens ...)
+    params: dict[str, Any] = field(default_factory=dict)
+    cache_markers: int = 0  # ``cache_control`` markers in the body (Anthropic prompt-caching breakpoints)
+    cached_tokens: int = 0  # prompt tokens the server reported as read from its prefix cache
+    #: sha256 of the body without cache markers: the same request sent twice has the same hash
+    body_hash: str = ""
 
 
 def _tokens(obj: Any) -> int:
     return len(json.dumps(obj, default=str)) // 4 + 1
+
+
+def _count_markers(obj: Any) -> int:
+    if isinstance(obj, dict):
+        return int("cache_control" in obj) + sum(_count_markers(v) for v in obj.values())
+    if isinstance(obj, list):
+        return sum(_count_markers(v) for v in obj)
+    return 0
+
+
+def _conversation_of(messages: list[dict[str, Any]]) -> str | None:
+    """The id of the first tool call the model made in a conversation (either protocol); None before any."""
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        calls = m.get("tool_calls") or []
+        if calls:
+            return str(calls[0].get("id"))
+        content = m.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                return str(block.get("id"))
+        return None
+    return None
+
+
+class PrefixCache:
+    """What a prefix-caching server reports: the prompt tokens a request shares, as a prefix of whole
+    messages (tools and system first), with the previous request of its conversation.
+
+    A conversation is keyed by the first tool call id the model made in it; the request before a
+    conversation had a key is the messages before its first assistant reply (its very first request).
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._previous: dict[str, list[Any]] = {}
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def cached_tokens(self, body: dict[str, Any]) -> int:
+        messages = strip_cache_markers(body.get("messages") or [])
+        head = strip_cache_markers([body.get("tools") or [], body.get("system") or ""])
+        seq = [head, *messages]
+        key = _conversation_of(messages)
+        if key is None:
+            return 0
+        with self._lock:
+            previous = self._previous.pop(key, None)
+            if previous is None:  # the conversation's first request: everything before the first reply
+                first = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+                previous = [head, *messages[:first]]
+            self._previous[key] = seq
+            while len(self._previous) > self._capacity:
+                self._previous.pop(next(iter(self._previous)))
+        k = 0
+        while k < min(len(seq), len(previous)) and seq[k] == previous[k]:
+            k += 1
+        if k == 0:
+            return 0
+        return min(_tokens(body.get("messages", [])) + _tokens(body.get("tools") or []),
+                   _tokens(seq[0][0]) + _tokens(messages[: k - 1]))
 
 
 def _anthropic_to_openai(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -131,6 +200,7 @@ class LocalModelServer:
         self._log: list[RequestRecord] = []
         self._window: deque[float] = deque()
         self.rpm_rejections = 0
+        self.prefix_cache = PrefixCache()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -228,7 +298,8 @@ class LocalModelServer:
             self.faults.set_probability(kind, float(p))
         for kind, n in (body.get("next") or {}).items():
             self.faults.queue(kind, int(n))
-        for name in ("retry_after_s", "retry_after_ms", "server_error_status", "delay_s", "rpm_limit", "rpm_window_s"):
+        for name in ("retry_after_s", "retry_after_ms", "server_error_status", "delay_s", "rpm_limit", "rpm_window_s",
+                     "response_formats"):
             if name in body:
                 setattr(self.faults, name, body[name])
 
@@ -332,11 +403,15 @@ class _Handler(BaseHTTPRequestHandler):
             model=body.get("model"),
             headers={k.lower(): v for k, v in self.headers.items() if k.lower() not in AUTH_HEADERS},
             response_format=(body.get("response_format") or {}).get("type") if isinstance(body.get("response_format"), dict) else None,
+            params={k: v for k, v in body.items() if k not in ("messages", "tools", "system")},
+            cache_markers=_count_markers(body),
+            body_hash=hashlib.sha256(json.dumps(strip_cache_markers(body), sort_keys=True).encode()).hexdigest(),
         )
         wait = srv._admit(record)
         fault = None if wait is not None else srv.faults.draw()
         record.fault = "rpm_limit" if wait is not None else fault
         self._judged = False
+        self._cached = 0
         try:
             status, payload, headers, raw = self._answer(body, anthropic, wait, fault)
         except Exception as exc:  # a brain bug or an odd request: answer 500, keep serving
@@ -345,6 +420,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Filled in before replying, so a client that has its answer always finds the record whole.
         record.status = status
         record.judge = self._judged
+        record.cached_tokens = self._cached
         record.retry_after_s = _announced(headers) if status == 429 else None
         record.answered = time.monotonic()
         if status is None:
@@ -365,6 +441,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "unauthorized" or (srv.api_key is not None and presented != srv.api_key):
             # Real providers echo (part of) the key they got; clients must redact it.
             return 401, _error(f"Incorrect API key provided: {presented}", "authentication_error"), None, None
+        rejected = _rejected_response_format(body, faults.response_formats)
+        if rejected is not None:
+            return *rejected, None, None
         if fault == "bad_request":
             return 400, _error("invalid request (injected fault)", "invalid_request_error"), None, None
         if fault == "rate_limit":
@@ -390,11 +469,29 @@ class _Handler(BaseHTTPRequestHandler):
         reply = _apply_reply_fault(reply, fault)
         usage_in = _tokens(body.get("messages", [])) + _tokens(tools)
         usage_out = _tokens([reply.text, [(c.name, c.arguments_text()) for c in reply.tool_calls], reply.reasoning])
-        payload = (_anthropic_payload if anthropic else _openai_payload)(body, reply, usage_in, usage_out)
+        # Anthropic caches only up to the breakpoints a request marks; OpenAI-compatible servers on their own
+        cached = srv.prefix_cache.cached_tokens(body) if (not anthropic or _count_markers(body)) else 0
+        self._cached = cached
+        payload = (_anthropic_payload if anthropic else _openai_payload)(body, reply, usage_in, usage_out, cached)
         if fault == "malformed_json":
             raw = json.dumps(payload).encode()
             return 200, None, None, raw[: len(raw) // 2]
         return 200, payload, None, None
+
+
+def _rejected_response_format(body: dict[str, Any], accepted: list[str] | None) -> tuple[int, dict] | None:
+    """(status, payload) refusing the request's ``response_format`` when its type is not ``accepted``: a
+    ``json_schema`` gets llama-cpp-python's HTTP 500 (a pydantic literal error naming response_format)."""
+    rf = body.get("response_format")
+    if accepted is None or not isinstance(rf, dict) or rf.get("type", "text") in accepted:
+        return None
+    kind = rf.get("type")
+    if kind == "json_schema":
+        expected = " or ".join(f"'{a}'" for a in accepted)
+        detail = (f"[{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+                  f"{expected}\", 'input': '{kind}'}}]")
+        return 500, {"error": {"message": detail, "type": "internal_server_error", "param": None, "code": None}}
+    return 400, _error(f"response_format type {kind!r} is not supported", "invalid_request_error")
 
 
 def _announced(headers: dict[str, str] | None) -> float | None:
@@ -410,11 +507,27 @@ def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind}}
 
 
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+
+
 def _apply_reply_fault(reply: BrainReply, fault: str | None) -> BrainReply:
-    if fault not in ("bad_tool_args", "unknown_tool"):
+    if fault == "empty_reply":
+        return BrainReply()
+    if fault == "reasoning_only":
+        return BrainReply(reasoning=reply.reasoning or "Thinking about which tool to call next...")
+    if fault == "refusal":
+        return BrainReply(refusal=REFUSAL_TEXT)
+    if fault not in ("bad_tool_args", "unknown_tool", "length_in_tool_call", "many_tool_calls"):
         return reply
     calls = list(reply.tool_calls) or [ToolCall("list_documents", {})]
     first = calls[0]
+    if fault == "length_in_tool_call":  # the model hit max_tokens while writing its (last) call
+        text = first.arguments_text()
+        return BrainReply(text=reply.text, tool_calls=[ToolCall(first.name, text[: max(1, len(text) // 2)], first.id)],
+                          reasoning=reply.reasoning, finish_reason="length")
+    if fault == "many_tool_calls":
+        many = [ToolCall(first.name, first.arguments, f"call_many_{uuid.uuid4().hex[:8]}_{i}") for i in range(MANY_TOOL_CALLS)]
+        return BrainReply(text=reply.text, tool_calls=many, reasoning=reply.reasoning)
     if fault == "bad_tool_args":
         calls[0] = ToolCall(first.name, BAD_ARGUMENTS, first.id)
     else:
@@ -422,12 +535,12 @@ def _apply_reply_fault(reply: BrainReply, fault: str | None) -> BrainReply:
     return BrainReply(text=reply.text, tool_calls=calls, reasoning=reply.reasoning)
 
 
-def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usage_out: int) -> dict[str, Any]:
+def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usage_out: int, cached: int = 0) -> dict[str, Any]:
     calls = [
         {"id": c.id or f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": {"name": c.name, "arguments": c.arguments_text()}}
         for c in reply.tool_calls
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text, "refusal": reply.refusal}
     if calls:
         message["tool_calls"] = calls
     if reply.reasoning:
@@ -438,17 +551,20 @@ def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usag
         "created": int(time.time()),
         "model": body.get("model", "jeval-testserver"),
         "system_fingerprint": "jeval-testserver",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop", "logprobs": None}],
-        "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out},
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
+        "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out,
+                  "prompt_tokens_details": {"cached_tokens": cached},
+                  "completion_tokens_details": {"reasoning_tokens": _tokens(reply.reasoning) if reply.reasoning else 0}},
     }
 
 
-def _anthropic_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usage_out: int) -> dict[str, Any]:
+def _anthropic_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usage_out: int, cached: int = 0) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if reply.reasoning:
         content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "testserver"})
-    if reply.text:
-        content.append({"type": "text", "text": reply.text})
+    if reply.text or reply.refusal:
+        content.append({"type": "text", "text": reply.text or reply.refusal})
     for c in reply.tool_calls:
         try:
             tool_input: Any = json.loads(c.arguments_text())
@@ -461,9 +577,13 @@ def _anthropic_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, u
         "role": "assistant",
         "model": body.get("model", "jeval-testserver"),
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": ("refusal" if reply.refusal else "max_tokens" if reply.finish_reason == "length"
+                        else "tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
-        "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+        # with breakpoints marked, the shared prefix is read and the rest (up to the latest turn) written
+        "usage": {"input_tokens": 0 if _count_markers(body) else usage_in, "output_tokens": usage_out,
+                  "cache_read_input_tokens": cached,
+                  "cache_creation_input_tokens": usage_in - cached if _count_markers(body) else 0},
     }
 
 

@@ -40,6 +40,9 @@ class BrainReply:
     text: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     reasoning: str | None = None
+    #: None = the protocol's usual one (tool calls or a stop); "length" = cut at max_tokens
+    finish_reason: str | None = None
+    refusal: str | None = None  # the model declined (OpenAI ``message.refusal``, Anthropic ``stop_reason: refusal``)
 
 
 @dataclass

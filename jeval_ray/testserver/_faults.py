@@ -25,7 +25,19 @@ FAULT_KINDS: tuple[str, ...] = (
     "unknown_tool",  # a tool call to a tool the request did not offer
     "unauthorized",  # 401 whose body echoes the key it was sent, as some providers do
     "bad_request",  # 400
+    # model quirks: a 200 whose reply is odd
+    "length_in_tool_call",  # finish_reason length inside a tool call: its arguments cut off
+    "empty_reply",  # no text, no tool call, no reasoning
+    "refusal",  # the model declines (OpenAI message.refusal; Anthropic stop_reason refusal)
+    "reasoning_only",  # reasoning, but no text and no tool call
+    "many_tool_calls",  # MANY_TOOL_CALLS tool calls in one reply (more than a step budget leaves)
 )
+#: Tool calls of a ``many_tool_calls`` reply.
+MANY_TOOL_CALLS = 40
+
+
+#: What llama-cpp-python's OpenAI-compatible server (0.3.x) accepts as ``response_format.type``.
+LLAMA_CPP_RESPONSE_FORMATS: tuple[str, ...] = ("text", "json_object")
 
 
 @dataclass
@@ -44,6 +56,10 @@ class Faults:
     delay_s: float = 2.0
     rpm_limit: int | None = None
     rpm_window_s: float = 60.0
+    #: ``response_format`` types the server accepts (None = any). ``LLAMA_CPP_RESPONSE_FORMATS`` answers a
+    #: ``json_schema`` as llama-cpp-python's server does: HTTP 500 "Input should be 'text' or 'json_object'"
+    #: naming ``response_format``; a type outside the list that is not json_schema gets a 400.
+    response_formats: list[str] | None = None
 
     def __post_init__(self) -> None:
         for kind, p in self.probabilities.items():
@@ -126,4 +142,4 @@ def _check(kind: str) -> None:
         raise ConfigError(f"unknown fault {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
-__all__ = ["Faults", "FAULT_KINDS"]
+__all__ = ["Faults", "FAULT_KINDS", "LLAMA_CPP_RESPONSE_FORMATS", "MANY_TOOL_CALLS"]
