@@ -569,10 +569,12 @@ def _off_time(rng, day_kind: str) -> int:
         int(rng.integers(5 * 3600 + 1800, 7 * 3600 + 2700))
 
 
-#: this module's view of the company calendar when it draws keying days: the holidays of 2025 only
-_HOLIDAYS_2025 = cal.holiday_dates(2025)
-#: the holidays that fall on a weekday
-_BUSINESS_HOLIDAYS = _HOLIDAYS_2025[np.is_busday(_HOLIDAYS_2025)]
+#: the holidays the posting-window rule is read against: those of the calendar master table (the
+#: fiscal year's), so every keying day drawn is out of the window as the agent reads it (New Year's
+#: Day 2026, not in the table, is an evening like any business day's)
+_LISTED_HOLIDAYS = cal.holiday_dates(cal.FISCAL_YEAR)
+#: the listed holidays that fall on a weekday
+_BUSINESS_HOLIDAYS = _LISTED_HOLIDAYS[np.is_busday(_LISTED_HOLIDAYS)]
 #: who keys which of the entries this task moves out of hours (the books' users)
 _KEYS = {"VI": ("AKIM", "BOKAFOR", "GSILVA"), "VN": ("AKIM", "BOKAFOR", "GSILVA"), "AC": ("DPATEL", "EMUELLER", "FNGUYEN")}
 
@@ -589,7 +591,7 @@ def _keying_days(b, idx: int, child_first: np.ndarray) -> np.ndarray:
 def _slot(rng, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None:
     """An out-of-hours keying day among ``days`` (a weekend, a holiday or a business day's evening)."""
     kinds = {"weekend": days[~np.is_busday(days)], "holiday": days[np.isin(days, _BUSINESS_HOLIDAYS)],
-             "evening": days[np.is_busday(days, holidays=_HOLIDAYS_2025)]}
+             "evening": days[np.is_busday(days, holidays=_LISTED_HOLIDAYS)]}
     for kind in rng.choice(["weekend", "holiday", "evening"], size=3, replace=False, p=[0.5, 0.15, 0.35]).tolist():
         ok = [d for d in kinds[kind].tolist() if np.datetime64(d, "D") not in avoid]
         if ok:
@@ -622,7 +624,7 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                 day, prep_ok = want
                 if not (days == day).any() or not prep_ok(str(e["preparer"][idx])):
                     continue
-                kind = "evening" if np.is_busday(day, holidays=_HOLIDAYS_2025) else "weekend"
+                kind = "evening" if np.is_busday(day, holidays=_LISTED_HOLIDAYS) else "weekend"
             else:
                 got = _slot(rng, days, avoid)
                 if got is None:
