@@ -9,7 +9,7 @@ import pytest
 
 from jeval_ray.tasks.je14 import ALLOWANCE, AR, BAD_DEBT
 from jeval_ray.world import generate_world
-from tests.test_task_je14 import after_close, closes, entries, memo_terms, open_items, shortfall
+from support.je14 import after_close, closes, entries, memo_terms, open_items, shortfall
 
 SEEDS = range(20)
 

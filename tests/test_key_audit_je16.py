@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from jeval_ray.world import generate_world
-from tests.test_task_je16 import (CLOSES, _check_decoys, _check_defects, approval_row, entries, extension, master,
-                                  memo_covers, rule_hits)
+from support.je16 import (CLOSES, approval_row, check_decoys, check_defects, entries, extension, master, memo_covers,
+                          rule_hits)
 
 SEEDS = range(20)
 
@@ -23,8 +23,8 @@ def worlds():
 
 def test_key_audit_every_defect_breaks_its_rule_and_every_decoy_is_cleared_by_its_evidence(worlds):
     for w in worlds:
-        _check_defects(w)
-        _check_decoys(w)
+        check_defects(w)
+        check_decoys(w)
 
 
 def test_key_audit_nothing_outside_the_key_trips_a_rule(worlds):

@@ -1,4 +1,5 @@
-"""Master data of the company: calendar, users, vendors, customers, employees, fixed assets, policies.
+"""Master data of the company: users, vendors, customers, employees, fixed assets, policies (the
+calendar is ``calendar``'s, read here too).
 
 Defined once and read by every process. Master data decide what the postings may be: a vendor's
 *category* decides which accounts its documents post to and how it is bought from (a purchase
@@ -7,18 +8,22 @@ decides which document types they may post and up to which amount they may appro
 drawn from category-specific word lists, so a freight carrier is never booked to insurance.
 
 Dates are integer day numbers (days since 1970-01-01) in the hot path; ``day()`` and ``iso()``
-convert. The company's fiscal year is calendar 2025; the simulation starts its purchasing and
+(of ``calendar``) convert. The company's fiscal year is calendar 2025; the simulation starts its purchasing and
 sales chains in October 2024 so that the year opens with real open items.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from jeval_ray.books.chart import idx
+# the company calendar is defined in ``calendar``; the books' processes read it through this module
+from jeval_ray.books.calendar import (  # noqa: F401
+    HOLIDAY_DATES, HOLIDAYS, MONTH_ENDS, MONTH_NAMES, OFFICE_HOURS, SIM_START, YEAR_END, YEAR_END_CLOSE, YEAR_START,
+    business_offset, calendar_rows, close_dates, day, first_day_of, fiscal_month_code, is_business_day, iso,
+    last_day_of, month_end, month_of)
 from jeval_ray._rng import stable_int
 
 COMPANY = "1000"
@@ -29,92 +34,14 @@ BANK_ACCOUNT = "US44 0210 0002 1987 6543 21"
 BANK_NAME = "First Harbor Bank, N.A."
 
 
-def day(iso_date: str) -> int:
-    """ISO date -> day number."""
-    return int(np.datetime64(iso_date, "D").astype(np.int64))
-
-
-def iso(d) -> str:
-    """Day number -> ISO date."""
-    return str(np.datetime64(int(d), "D"))
-
-
-YEAR_START = day("2025-01-01")
-YEAR_END = day("2025-12-31")
-#: the simulation starts here, so opening open items (invoices, receipts, accruals) are real documents
-SIM_START = day("2024-10-01")
-YEAR_END_CLOSE = day("2026-01-09")
-HOLIDAYS = (
-    ("2024-10-14", "Columbus Day"), ("2024-11-11", "Veterans Day"), ("2024-11-28", "Thanksgiving Day"),
-    ("2024-12-25", "Christmas Day"),
-    ("2025-01-01", "New Year's Day"), ("2025-01-20", "Martin Luther King Jr. Day"), ("2025-02-17", "Presidents' Day"),
-    ("2025-05-26", "Memorial Day"), ("2025-06-19", "Juneteenth"), ("2025-07-04", "Independence Day"),
-    ("2025-09-01", "Labor Day"), ("2025-10-13", "Columbus Day"), ("2025-11-11", "Veterans Day"),
-    ("2025-11-27", "Thanksgiving Day"), ("2025-12-25", "Christmas Day"),
-    ("2026-01-01", "New Year's Day"), ("2026-01-19", "Martin Luther King Jr. Day"),
-)
-HOLIDAY_DATES = np.array([h for h, _ in HOLIDAYS], dtype="datetime64[D]")
-MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-               "November", "December")
-
-
 def rng(seed: int, stream: str) -> np.random.Generator:
     """The generator of one named stream: adding a stream or a process shifts no other stream."""
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(stable_int("books", int(seed), stream))))
 
 
-def month_start(year: int, month: int) -> int:
-    return day(f"{year + (month - 1) // 12}-{(month - 1) % 12 + 1:02d}-01")
-
-
-def month_end(year: int, month: int) -> int:
-    return month_start(year, month + 1) - 1
-
-
-def first_day_of(months) -> np.ndarray:
-    """Day number of the first day of each month, months counted as ``12 * year + month - 1``."""
-    m = np.asarray(months, dtype=np.int64) - 1970 * 12
-    return m.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-
-
-def last_day_of(months) -> np.ndarray:
-    """Day number of the last day of each month (months as for ``first_day_of``)."""
-    return first_day_of(np.asarray(months, dtype=np.int64) + 1) - 1
-
-
-#: first and last day of the 12 fiscal months (index 0 = January 2025)
-MONTH_STARTS = np.array([month_start(2025, m) for m in range(1, 13)], dtype=np.int64)
-MONTH_ENDS = np.array([month_end(2025, m) for m in range(1, 13)], dtype=np.int64)
-
-
-_BUSINESS_DAYS = np.busdaycalendar(holidays=HOLIDAY_DATES)
-
-
-def is_business_day(days: np.ndarray) -> np.ndarray:
-    return np.is_busday(np.asarray(days, dtype=np.int64).astype("datetime64[D]"), busdaycal=_BUSINESS_DAYS)
-
-
-def business_offset(days, offset: int, roll: str = "forward") -> np.ndarray:
-    """``offset`` business days from each day (rolled to a business day first), as day numbers."""
-    d = np.asarray(days, dtype=np.int64).astype("datetime64[D]")
-    return np.busday_offset(d, offset, roll=roll, busdaycal=_BUSINESS_DAYS).astype(np.int64)
-
-
-def month_of(days) -> np.ndarray:
-    """Fiscal month 1-12 of 2025 day numbers (0 before the year, 13 after it)."""
-    return np.searchsorted(MONTH_STARTS, np.asarray(days), side="right")
-
-
-@functools.cache
-def close_dates() -> tuple[int, ...]:
-    """Close date of each month: the 5th business day after month end; the year end closes on 2026-01-09."""
-    out = [int(business_offset(MONTH_ENDS[m] + 1, 4)) for m in range(11)]
-    return tuple(out + [YEAR_END_CLOSE])
-
-
 def office_hours(g: np.random.Generator, n: int) -> np.ndarray:
     """Seconds of the day of entries keyed by people (08:30-17:30)."""
-    return g.integers(8 * 3600 + 1800, 17 * 3600 + 1800, n)
+    return g.integers(*OFFICE_HOURS, n)
 
 
 def night_batch(g: np.random.Generator, n: int) -> np.ndarray:
@@ -133,19 +60,6 @@ def uniform_days(g: np.random.Generator, lo: int, hi: int, n: int, business: boo
     if business:
         days = days[is_business_day(days)]
     return days[g.integers(0, len(days), n)]
-
-
-def fiscal_month_code(days) -> np.ndarray:
-    """yyyymm of day numbers (e.g. 202503)."""
-    m = np.asarray(days, dtype=np.int64).astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
-    return (1970 + m // 12) * 100 + m % 12 + 1
-
-
-def calendar_rows() -> list[dict]:
-    rows = [{"date": d, "kind": "holiday", "description": nm} for d, nm in HOLIDAYS if d.startswith("2025")]
-    rows += [{"date": iso(c), "kind": "period_close", "description": f"close of period 2025-{m + 1:02d}"}
-             for m, c in enumerate(close_dates())]
-    return sorted(rows, key=lambda r: (r["date"], r["kind"]))
 
 
 # ------------------------------------------------------------------------------------------- users

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jeval_ray.books import _np, master as md
+from jeval_ray.books import _np, calendar as cal, master as md
 
 ROUND_RATE = 0.08
 WEEKEND_RATE = 0.03
@@ -46,8 +46,7 @@ def avoid_whole_hundreds(cents: np.ndarray) -> np.ndarray:
 def weekend(g: np.random.Generator, days: np.ndarray, rate: float = WEEKEND_RATE) -> tuple[np.ndarray, np.ndarray]:
     """Move a ``rate`` share of business days to the following Saturday or Sunday (weekend runs)."""
     pick = g.random(len(days)) < rate
-    dow = (np.asarray(days) + 3) % 7  # 0 = Monday for day numbers since 1970-01-01 (a Thursday)
-    to_sat = (5 - dow) % 7 + g.integers(0, 2, len(days))
+    to_sat = (5 - cal.weekday(days)) % 7 + g.integers(0, 2, len(days))
     return np.where(pick, days + to_sat, days), pick
 
 
@@ -70,7 +69,7 @@ def is_near_limit(cents: np.ndarray) -> np.ndarray:
 
 
 def is_weekend(days: np.ndarray) -> np.ndarray:
-    return (np.asarray(days) + 3) % 7 >= 5
+    return cal.is_weekend(days)
 
 
 def measure(books) -> dict[str, tuple[float, int]]:

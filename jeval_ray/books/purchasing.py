@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 
-from jeval_ray.books import _np, flows, master as md, noise
+from jeval_ray.books import _np, calendar as cal, flows, master as md, noise
 from jeval_ray.books.chart import idx
 from jeval_ray.books.documents import DocBuilder
 
@@ -78,8 +78,7 @@ def payment_runs(b: DocBuilder, g: np.random.Generator, inv: dict) -> np.ndarray
     ids, vendor, gross, due, post = inv["ids"], inv["vendor"], inv["gross"], inv["due"], inv["post"]
     n = len(ids)
     earliest = np.maximum(due - g.integers(0, 8, n), post + 2)
-    dow = (earliest + 3) % 7
-    run = md.business_offset(earliest + (3 - dow) % 7, 0)
+    run = md.business_offset(earliest + (3 - cal.weekday(earliest)) % 7, 0)
     split = g.random(n) < 0.04
     first = np.where(split, (gross * g.uniform(0.5, 0.8, n)).astype(np.int64), gross)
     run2 = md.business_offset(run + 7 * g.integers(2, 5, n), 0)

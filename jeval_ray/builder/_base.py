@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jeval_ray.books import chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.books.documents import MANUAL, PARTNER_KIND, TYPE, TYPE_CODES
 from jeval_ray.books.simulate import MIN_SIZE, simulate_year
 from jeval_ray.books.tables import descriptions, doc_numbers
@@ -42,13 +42,14 @@ from jeval_ray.builder._rng import rng_for
 COMPANY = md.COMPANY
 COMPANY_NAME = md.COMPANY_NAME
 CURRENCY = md.CURRENCY
-PERIOD_START = np.datetime64("2025-01-01")
-PERIOD_END = np.datetime64("2025-12-31")
-YEAR_END_CLOSE = md.iso(md.YEAR_END_CLOSE)
-BUSINESS_HOURS = (8 * 3600, 18 * 3600)
-HOLIDAYS_2025 = tuple((d, nm) for d, nm in md.HOLIDAYS if d.startswith("2025"))
-#: ``HOLIDAYS_2025`` as a datetime64 array, for numpy's business-day functions
-HOLIDAY_DATES = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
+PERIOD_START = np.datetime64(cal.iso(cal.YEAR_START))
+PERIOD_END = np.datetime64(cal.iso(cal.YEAR_END))
+YEAR_END_CLOSE = cal.iso(cal.YEAR_END_CLOSE)
+#: the company calendar's, under the names task modules import them by
+BUSINESS_HOURS = cal.BUSINESS_HOURS
+business_days = cal.business_days
+month_end = cal.last_day_of_month
+month_close_dates = cal.month_close_dates
 #: people who key journal entries, and approvers in ascending order of limit (the books' users)
 PREPARERS = tuple(u.user_id for u in md.USERS if u.kind == "human" and any(c not in ("PO",) for c in u.posts))
 APPROVERS = md.APPROVERS
@@ -398,17 +399,6 @@ class TextColumn:
         return pc.replace_with_mask(self._values, pa.array(mask), pa.array([self._over[k] for k in keys], pa.string()))
 
 
-def business_days(start: np.datetime64, end: np.datetime64) -> np.ndarray:
-    """Weekdays in [start, end] that are not holidays."""
-    days = np.arange(start, end + np.timedelta64(1, "D"), dtype="datetime64[D]")
-    return days[np.is_busday(days, holidays=HOLIDAY_DATES)]
-
-
-def month_end(d) -> np.datetime64:
-    """The last calendar day of the month of ``d``."""
-    return (np.datetime64(d, "M") + 1).astype("datetime64[D]") - 1
-
-
 def closing_rerun_time(recorded):
     """When the year-end closing entry is run again after entries ``recorded`` (datetime64) were keyed
     into the closed year: at the first full hour after each (the close job's rule; ``build`` times
@@ -417,15 +407,9 @@ def closing_rerun_time(recorded):
 
 
 @functools.cache
-def month_close_dates() -> tuple[tuple[str, str], ...]:
-    """(period, close date): the books' close calendar (5th business day after month end; year end 2026-01-09)."""
-    return tuple((f"2025-{m + 1:02d}", md.iso(c)) for m, c in enumerate(md.close_dates()))
-
-
-@functools.cache
 def _calendar_table() -> pa.Table:
     """The ``calendar`` master table: the same in every world (holidays and period closes), built once."""
-    return pa.Table.from_pylist(md.calendar_rows())
+    return pa.Table.from_pylist(cal.calendar_rows())
 
 
 class WorldBuilder:
@@ -663,7 +647,7 @@ class WorldBuilder:
         """Post entry ``idx`` on the last business day of ``month`` (2025) but record it on
         ``entry_date``, in office hours; the description's month word follows the posting month."""
         e = self.e
-        last = np.busday_offset(month_end(np.datetime64(f"2025-{month:02d}-01")), 0, roll="backward", holidays=HOLIDAY_DATES)
+        last = cal.business_offset(month_end(np.datetime64(f"2025-{month:02d}-01")), 0, roll="backward")
         e["post_date"][idx] = last
         e["doc_date"][idx] = last - int(self.rng.integers(0, 4))
         e["entry_date"][idx] = entry_date

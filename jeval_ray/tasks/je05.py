@@ -64,10 +64,9 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.books import chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.errors import ConfigError
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.builder._base import HOLIDAY_DATES
 
 SPEC = spec(
     "JE-5",
@@ -289,13 +288,17 @@ class _Docs:
                               str(doc_date))
 
 
+#: this module's view of the company calendar: the holidays of 2025 only
+_HOLIDAYS_2025 = cal.holiday_dates(2025)
+
+
 def _workday_on_or_before(d) -> np.datetime64:
     """The buyer raises orders on business days."""
-    return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=HOLIDAY_DATES)
+    return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=_HOLIDAYS_2025)
 
 
 def _busday(d, offset: int = 0) -> np.datetime64:
-    return np.busday_offset(np.datetime64(d, "D"), offset, roll="forward", holidays=HOLIDAY_DATES)
+    return np.busday_offset(np.datetime64(d, "D"), offset, roll="forward", holidays=_HOLIDAYS_2025)
 
 
 def plant(b) -> None:
@@ -387,7 +390,7 @@ def plant(b) -> None:
             e["preparer"][idx], e["approver"][idx] = prep, approver
             e["post_date"][idx] = e["entry_date"][idx] = d
             e["doc_date"][idx] = doc_date
-            e["time_s"][idx] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
+            e["time_s"][idx] = int(rng.integers(*cal.OFFICE_HOURS))
             e["debit_account"][idx], e["credit_account"][idx] = account, "2000"
             e["debit_cents"][idx] = e["credit_cents"][idx] = cents
         exts = [int(x) for x in rng.integers(100_000, 999_999, k)]
@@ -461,8 +464,7 @@ def plant(b) -> None:
 def _payment_run(rng, due: np.datetime64, posted: np.datetime64) -> np.datetime64:
     """The Thursday payment run on or just before ``due`` (at least two days after the posting)."""
     earliest = max(due - int(rng.integers(0, 8)), posted + 2)
-    dow = int((earliest.astype(np.int64) + 3) % 7)  # Monday 0 (1970-01-01 was a Thursday)
-    return np.datetime64(int(md.business_offset(earliest + (3 - dow) % 7, 0)), "D")
+    return cal.business_offset(earliest + int((3 - cal.weekday(earliest)) % 7), 0)
 
 
 def _payments_of(b) -> tuple[np.ndarray, np.ndarray]:

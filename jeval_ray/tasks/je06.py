@@ -50,9 +50,8 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit
-from jeval_ray.books import master as md
+from jeval_ray.books import calendar as cal, master as md
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.builder._base import HOLIDAYS_2025, month_close_dates
 
 SPEC = spec(
     "JE-6",
@@ -104,13 +103,12 @@ KEY_RATIONALE = (
 POLICY_TITLE = "Journal entry posting window policy"
 MEMO_TITLE = "Authorisation of close work outside business hours"
 #: business-hour windows (seconds after midnight) a world may state; the base keys 08:30-17:30
-HOUR_OPTIONS = ((8 * 3600, 18 * 3600), (7 * 3600 + 1800, 18 * 3600), (8 * 3600, 18 * 3600 + 1800), (7 * 3600, 19 * 3600))
+HOUR_OPTIONS = (cal.BUSINESS_HOURS, (7 * 3600 + 1800, 18 * 3600), (8 * 3600, 18 * 3600 + 1800), (7 * 3600, 19 * 3600))
 _NAMES = {u.user_id: u.name for u in md.USERS}
 #: the people who key month-end close entries (accruals, allowance reviews, bank charges and interest)
 CLOSE_PREPARERS = tuple(u.user_id for u in md.USERS if set(u.posts) & {"AC", "AL", "BC", "BI"})
 _MONTH = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-_HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025], dtype="datetime64[D]")
 
 
 def hhmm(s: int) -> str:
@@ -163,21 +161,21 @@ def _memo_body(users: list[str], slots: list[tuple[np.datetime64, int, int]], pe
 
 def close_window(month: int) -> np.ndarray:
     """The days after the end of ``month`` (2025) up to and including its close date."""
-    close = np.datetime64(dict(month_close_dates())[f"2025-{month:02d}"])
+    close = np.datetime64(dict(cal.month_close_dates())[f"2025-{month:02d}"])
     first = np.datetime64(f"2025-{month + 1:02d}-01", "D")
     return np.arange(first, close + 1, dtype="datetime64[D]")
 
 
 def _window_hours(day: np.datetime64, end: int) -> tuple[int, int]:
     """The hours a close memo grants on ``day``: daytime on weekends and holidays, the evening otherwise."""
-    if not np.is_busday(day, holidays=_HOLIDAYS):
+    if not cal.is_business_day(day):
         return 8 * 3600, 20 * 3600
     return end, 23 * 3600 + 1800
 
 
 def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
     """A keying time on ``day``: 08:30-19:30 on a weekend or holiday, else at least an hour after business hours."""
-    if not np.is_busday(day, holidays=_HOLIDAYS):
+    if not cal.is_business_day(day):
         return day, int(rng.integers(8 * 3600 + 1800, 19 * 3600 + 1800))
     return day, int(rng.integers(end + 3600, 23 * 3600))
 
@@ -190,8 +188,7 @@ def _close_entries(b, months) -> np.ndarray:
     """Month-end close entries of ``months`` (accruals, allowance reviews, bank charges and interest)."""
     e = b.e
     month = e["post_date"].astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1
-    month_end_day = (e["post_date"].astype("datetime64[M]") + 1).astype("datetime64[D]") - 1
-    return (e["manual"] & np.isin(e["doc_code"], CLOSE_TYPES) & (e["post_date"] == month_end_day)
+    return (e["manual"] & np.isin(e["doc_code"], CLOSE_TYPES) & (e["post_date"] == cal.last_day_of_month(e["post_date"]))
             & (e["entry_date"] > e["post_date"]) & np.isin(month, list(months)))
 
 
@@ -214,8 +211,9 @@ def plant(b) -> None:
     for idx in idxs.tolist():
         month = int(str(e["post_date"][idx])[5:7])
         win = close_window(month)
-        off = win[~np.is_busday(win, holidays=_HOLIDAYS)]
-        on = win[np.is_busday(win, holidays=_HOLIDAYS)]
+        busy = cal.is_business_day(win)
+        off = win[~busy]
+        on = win[busy]
         day = off[int(rng.integers(0, len(off)))] if len(off) and (rng.random() < 0.5 or not len(on)) \
             else on[int(rng.integers(0, len(on)))]
         day, t = _draw_time(rng, day, end)
@@ -278,7 +276,7 @@ def plant(b) -> None:
         day = str(c["day"])
         if not d:
             b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "master:calendar", "entry"],
-                        facts=[f"{{D:{ev['doc']}}}", c["user"], day, dict(month_close_dates())[f"2025-{c['month']:02d}"]])
+                        facts=[f"{{D:{ev['doc']}}}", c["user"], day, dict(cal.month_close_dates())[f"2025-{c['month']:02d}"]])
             continue
         kind = ("date_not_authorised" if day not in ev["days"] else
                 "user_not_authorised" if c["user"] not in ev["users"] else "hours_not_authorised")
@@ -307,15 +305,15 @@ def _rules(kit: Kit):
     """(documents, policy id, start, end, holidays, {period: close date}) from the support pack and the calendar."""
     docs = yield from kit.documents()
     pol = _find(docs, "policy", "posting window")
-    start, end = 8 * 3600, 18 * 3600
+    start, end = cal.BUSINESS_HOURS
     if pol:
         m = _HOURS.search((yield from kit.open(pol[0])).get("body", ""))
         if m:
             h0, m0, h1, m1 = (int(x) for x in m.groups())
             start, end = h0 * 3600 + m0 * 60, h1 * 3600 + m1 * 60
-    cal = yield from kit.master("calendar")
-    holidays = sorted(r["date"] for r in cal if r.get("kind") == "holiday")
-    closes = {r["description"].split()[-1]: r["date"] for r in cal if r.get("kind") == "period_close"}
+    cal_rows = yield from kit.master("calendar")
+    holidays = sorted(r["date"] for r in cal_rows if r.get("kind") == "holiday")
+    closes = {r["description"].split()[-1]: r["date"] for r in cal_rows if r.get("kind") == "period_close"}
     return docs, (pol[0] if pol else None), start, end, holidays, closes
 
 

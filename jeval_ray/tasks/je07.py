@@ -42,8 +42,8 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit
+from jeval_ray.books import calendar as cal, master as md
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.books import master as md
 from jeval_ray.builder._base import APPROVERS, BUSINESS_HOURS, PERIOD_END, PERIOD_START, business_days
 
 SPEC = spec(
@@ -132,8 +132,7 @@ def _voucher(b, ref: str, post: str, keyed: int, preparer: str, approver: str, a
 
 def _next_thursday(d: np.datetime64) -> np.datetime64:
     """The payment run on or after ``d`` (the books pay on Thursdays)."""
-    dow = (d.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday
-    return d + int((3 - dow) % 7)
+    return d + int((3 - cal.weekday(d)) % 7)
 
 
 def plant(b) -> None:

@@ -60,9 +60,9 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit
+from jeval_ray.books import calendar as cal, close, master as md
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.books import close, master as md
-from jeval_ray.builder._base import APPROVERS, HOLIDAY_DATES
+from jeval_ray.builder._base import APPROVERS
 
 SPEC = spec(
     "JE-8",
@@ -194,10 +194,10 @@ def _new_topsides(b, k: int) -> np.ndarray:
     new = b.copy_entries(np.full(k, template[0]))
     months = np.sort(rng.integers(1, 12, k))
     for i, m in zip(new.tolist(), months.tolist()):
-        end = np.datetime64(f"2025-{m + 1:02d}-01", "D") - 1
+        end = cal.last_day_of_month(np.datetime64(f"2025-{m:02d}-01"))
         e["post_date"][i] = e["doc_date"][i] = end
-        e["entry_date"][i] = np.busday_offset(end + 1, int(rng.integers(0, 3)), roll="forward", holidays=HOLIDAY_DATES)
-        e["time_s"][i] = int(rng.integers(8 * 3600 + 1800, 17 * 3600 + 1800))
+        e["entry_date"][i] = cal.business_offset(end + 1, int(rng.integers(0, 3)))
+        e["time_s"][i] = int(rng.integers(*cal.OFFICE_HOURS))
     return new
 
 

@@ -86,11 +86,11 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.books import close as books_close
+from jeval_ray.books import calendar as cal, close as books_close
 from jeval_ray.books.documents import TYPE
 from jeval_ray.books.tables import doc_numbers
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.builder._base import HOLIDAY_DATES, closing_rerun_time, month_end
+from jeval_ray.builder._base import closing_rerun_time
 
 SPEC = spec(
     "JE-9",
@@ -163,15 +163,16 @@ CLOSE_LOG_TITLE = "Year-end close job run log FY2025"
 STATEMENT_TITLE = "Statement of account"
 REVENUE_ACCOUNT = "4000"
 #: the year-end cut-off window: product sales billed in these days are vouched to their delivery notes
-WINDOW_START, YEAR_END = "2025-12-22", "2025-12-31"
-FY_END_CLOSE = "2026-01-09"
+WINDOW_START, YEAR_END = "2025-12-22", cal.iso(cal.YEAR_END)
+FY_END_CLOSE = cal.iso(cal.YEAR_END_CLOSE)
 #: the accrual estimate tolerance the policy allows against the invoice that follows
 ACCRUAL_TOLERANCE = 0.10
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
 _USD = re.compile(r"USD ([\d,]+\.\d\d)")
-#: the warehouse ships, and the office works, on business days (New Year's Day 2026 included)
-_HOLIDAYS = np.append(HOLIDAY_DATES, np.datetime64("2026-01-01"))
+#: the warehouse ships, and the office works, on business days: this module's view of the company
+#: calendar leaves out Martin Luther King Jr. Day 2026 (the holidays of 2025 and New Year's Day 2026)
+_HOLIDAYS = np.append(cal.holiday_dates(2025), cal.holiday_dates(2026)[:1])
 _REASONS = {
     "VN": ("vendor invoice for December services received after the close",
            "unrecorded December liability found in the January invoice review"),
@@ -569,7 +570,7 @@ _ENDED = re.compile(r"(?:closed|completed) on (\d{4}-\d\d-\d\d)")
 
 
 def _period_end(day: str) -> str:
-    return str(month_end(np.datetime64(day[:10])))
+    return str(cal.last_day_of_month(np.datetime64(day[:10])))
 
 
 def _usd(text: str) -> float:
@@ -621,9 +622,9 @@ def careful(kit: Kit):
         m = _TOLERANCE.search(body)
         if m:
             tol = int(m.group(1)) / 100
-    cal = yield from kit.master("calendar")
+    cal_rows = yield from kit.master("calendar")
     closes = {}
-    for r in cal:
+    for r in cal_rows:
         m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
         if r.get("kind") == "period_close" and m:
             closes[m.group(1)] = r["date"][:10]

@@ -103,7 +103,7 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.books import chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.builder.spec import key, spec
 
 SPEC = spec(
@@ -373,7 +373,7 @@ def plant(b) -> None:
     bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
     changed_on = {}
     for idx in bank_dec:
-        when = np.busday_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0, roll="forward", holidays=md.HOLIDAY_DATES)
+        when = cal.business_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0)
         changed_on[idx] = min(when, np.datetime64("2025-12-31"))
         locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
     # A misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on

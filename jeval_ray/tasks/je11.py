@@ -62,13 +62,11 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.books import chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.books.documents import doc_number, TYPE_CODES
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.builder._base import APPROVERS
 
-#: holidays of 2024-2026 (approvals of year-end top-sides fall in January 2026)
-HOLIDAY_DATES = md.HOLIDAY_DATES
 
 SPEC = spec(
     "JE-11",
@@ -204,11 +202,6 @@ def _approver_for(b, cents: int, preparer: str) -> str:
     return next(a for a in APPROVERS if a != preparer and b.user(a)["approval_limit"] * 100 >= cents)
 
 
-def _business_days(lo: np.datetime64, hi: np.datetime64) -> np.ndarray:
-    days = np.arange(lo, hi + np.timedelta64(1, "D"), dtype="datetime64[D]")
-    return days[np.is_busday(days, holidays=HOLIDAY_DATES)]
-
-
 def _policies(b) -> tuple[int, int]:
     rp = b.add_document(
         "policy", RP_POLICY_TITLE,
@@ -300,7 +293,7 @@ def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], regist
     vcat_idx = np.where(e["vendor_id"] != "", m.vendor_category[b.books.docs.partner[e["books_doc"]]], -1)
     vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
     # a board meeting fits between the invoice date and the day the invoice is recorded
-    gap = np.busday_count(e["doc_date"] + 1, e["entry_date"], holidays=HOLIDAY_DATES)
+    gap = cal.business_count(e["doc_date"] + 1, e["entry_date"])
     bills = (e["doc_code"] == "VN") & (gap >= 1)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
     used_vendors = set()
@@ -393,8 +386,7 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
             prep = MANUAL_BILLERS[int(rng.integers(0, len(MANUAL_BILLERS)))]
             e["manual"][idx] = True
             e["doc_type"][idx] = "TS"
-            e["entry_date"][idx] = np.busday_offset(e["post_date"][idx], int(rng.integers(1, 4)), roll="forward",
-                                                    holidays=HOLIDAY_DATES)
+            e["entry_date"][idx] = cal.business_offset(e["post_date"][idx], int(rng.integers(1, 4)))
             e["time_s"][idx] = int(md.office_hours(rng, 1)[0])
             e["preparer"][idx] = prep
             e["approver"][idx] = _approver_for(b, int(e["debit_cents"][idx]), prep)
@@ -415,7 +407,7 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
         cents = int(e["debit_cents"][idx])
         ref = str(e["reference"][idx])
         # the CFO approves on a business day from the document date to the day before the entry
-        window = _business_days(e["doc_date"][idx], e["entry_date"][idx] - 1)
+        window = cal.business_days(e["doc_date"][idx], e["entry_date"][idx] - 1)
         head = (f"Journal entry {ref}: Debit {dr} {_account_name(dr)} / Credit {cr} {_account_name(cr)}, "
                 f"USD {_money(cents)}.\nReason: {why}.")
         typ = f"unusual_pairing_{'un' if is_defect else ''}approved:{kind}"
@@ -424,8 +416,7 @@ def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
             evidence = ["entry", pair_policy]
             if rng.random() < near * 0.5:
                 if rng.random() < 0.5:
-                    day = np.busday_offset(e["entry_date"][idx], int(rng.integers(1, 8)), roll="forward",
-                                           holidays=HOLIDAY_DATES)
+                    day = cal.business_offset(e["entry_date"][idx], int(rng.integers(1, 8)))
                     text = f"{head}\nApproved: {CFO[0]}, CFO, on {b.date_str(day)}."
                 else:
                     day = window[int(rng.integers(0, len(window)))]
@@ -453,7 +444,7 @@ def _minutes(b, items: list[tuple]) -> None:
         if i in placed:
             continue
         lo, hi = items[i][0], items[i][1]
-        day = _business_days(lo, hi)[-1]
+        day = cal.business_days(lo, hi)[-1]
         members = [j for j in order if j not in placed and items[j][0] <= day <= items[j][1]]
         placed.update(members)
         meetings.append((day, members))

@@ -59,10 +59,11 @@ import re
 import numpy as np
 
 from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.books import calendar as cal
+from jeval_ray.books.calendar import BUSINESS_HOURS, business_days, month_close_dates
 from jeval_ray.errors import ConfigError
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.builder._base import (APPROVERS, BUSINESS_HOURS, HOLIDAY_DATES, HOLIDAYS_2025, MONTH_ABBR, PREPARERS,
-                                   business_days, month_close_dates)
+from jeval_ray.builder._base import APPROVERS, MONTH_ABBR, PREPARERS
 
 SPEC = spec(
     "JE-16",
@@ -177,8 +178,6 @@ LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000, ("VI"
            ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")))
 HOURS = (BUSINESS_HOURS[0] // 3600, BUSINESS_HOURS[1] // 3600)  # 08:00-18:00
 _MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
-#: the year-end close runs into January 2026: its holidays too (New Year's Day, Martin Luther King Jr. Day)
-_HOL_CLOSE = np.concatenate([HOLIDAY_DATES, np.array(["2026-01-01", "2026-01-19"], dtype="datetime64[D]")])
 
 
 # ----------------------------------------------------------------------------- world
@@ -231,7 +230,7 @@ def _assert_clean_base(b) -> None:
     if (manual & (e["approver"] == e["preparer"])).any():
         raise RuntimeError("JE-16 base has self-approved manual entries")
     day = e["entry_date"].astype("datetime64[D]")
-    off = manual & (~np.is_busday(day, holidays=_HOL_CLOSE) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
+    off = manual & (~cal.is_business_day(day) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
     if off.any():
         raise RuntimeError("JE-16 base has manual entries outside the posting window")
     no_rights = [u["user_id"] for u in b.users if not u["posting_rights"] or u["status"] != "active"]
@@ -570,7 +569,12 @@ def _off_time(rng, day_kind: str) -> int:
         int(rng.integers(5 * 3600 + 1800, 7 * 3600 + 2700))
 
 
-_BUSINESS_HOLIDAYS = np.array([h for h, _ in HOLIDAYS_2025 if np.is_busday(np.datetime64(h))], dtype="datetime64[D]")
+#: the holidays the posting-window rule is read against: those of the calendar master table (the
+#: fiscal year's), so every keying day drawn is out of the window as the agent reads it (New Year's
+#: Day 2026, not in the table, is an evening like any business day's)
+_LISTED_HOLIDAYS = cal.holiday_dates(cal.FISCAL_YEAR)
+#: the listed holidays that fall on a weekday
+_BUSINESS_HOLIDAYS = _LISTED_HOLIDAYS[np.is_busday(_LISTED_HOLIDAYS)]
 #: who keys which of the entries this task moves out of hours (the books' users)
 _KEYS = {"VI": ("AKIM", "BOKAFOR", "GSILVA"), "VN": ("AKIM", "BOKAFOR", "GSILVA"), "AC": ("DPATEL", "EMUELLER", "FNGUYEN")}
 
@@ -587,7 +591,7 @@ def _keying_days(b, idx: int, child_first: np.ndarray) -> np.ndarray:
 def _slot(rng, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None:
     """An out-of-hours keying day among ``days`` (a weekend, a holiday or a business day's evening)."""
     kinds = {"weekend": days[~np.is_busday(days)], "holiday": days[np.isin(days, _BUSINESS_HOLIDAYS)],
-             "evening": days[np.is_busday(days, holidays=HOLIDAY_DATES)]}
+             "evening": days[np.is_busday(days, holidays=_LISTED_HOLIDAYS)]}
     for kind in rng.choice(["weekend", "holiday", "evening"], size=3, replace=False, p=[0.5, 0.15, 0.35]).tolist():
         ok = [d for d in kinds[kind].tolist() if np.datetime64(d, "D") not in avoid]
         if ok:
@@ -620,7 +624,7 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                 day, prep_ok = want
                 if not (days == day).any() or not prep_ok(str(e["preparer"][idx])):
                     continue
-                kind = "evening" if np.is_busday(day, holidays=HOLIDAY_DATES) else "weekend"
+                kind = "evening" if np.is_busday(day, holidays=_LISTED_HOLIDAYS) else "weekend"
             else:
                 got = _slot(rng, days, avoid)
                 if got is None:
@@ -726,8 +730,7 @@ def _record_late(b, idx: int, day) -> None:
 
 
 def _weekday(day) -> str:
-    return ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")[
-        int((np.datetime64(day, "D").astype(np.int64) - 4) % 7)]
+    return cal.WEEKDAY_NAMES[int(cal.weekday(np.datetime64(day, "D")))]
 
 
 def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
@@ -742,7 +745,7 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
     close = _close_of(post)
     # the books' own work posted in a month's last ten days (January-November: December's close ends
     # the year) that nothing in the books follows until two weeks after the close
-    last_days = post >= (post.astype("datetime64[M]") + 1).astype("datetime64[D]") - 10
+    last_days = post >= cal.last_day_of_month(post) - 9
     pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & np.isin(e["preparer"], PREPARERS) & last_days \
         & (post < np.datetime64("2025-12-01")) & (_children_first_entry(b) > close + 16)
     defects, decoys = _split(b, n_def, n_dec, pool, "manual entries posted late in a month")
@@ -751,14 +754,14 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
     month_of = {}
     for idx in decoys + defects:
         m = int(str(post[idx])[5:7])
-        _record_late(b, idx, np.busday_offset(close[idx], int(rng.integers(1, 7)), roll="forward", holidays=_HOL_CLOSE))
+        _record_late(b, idx, cal.business_offset(close[idx], int(rng.integers(1, 7))))
         month_of[idx] = m
     ext: dict[int, np.datetime64] = {}
     for idx in decoys:
         m = month_of[idx]
         rec = e["entry_date"][idx]
         slack = int(rng.integers(0, 3)) if b.knobs.near_miss < 1 else 0
-        ext[m] = max(ext.get(m, rec), np.busday_offset(rec, slack, roll="forward", holidays=_HOL_CLOSE))
+        ext[m] = max(ext.get(m, rec), cal.business_offset(rec, slack))
     kinds = {}
     for idx in defects:
         m = month_of[idx]
@@ -766,18 +769,18 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
         kinds[idx] = "no_extension"
         if m in ext:
             if e["entry_date"][idx] <= ext[m]:
-                _record_late(b, idx, np.busday_offset(ext[m], int(rng.integers(1, 3)), roll="forward", holidays=_HOL_CLOSE))
+                _record_late(b, idx, cal.business_offset(ext[m], int(rng.integers(1, 3))))
             kinds[idx] = "after_extension"
         elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and e["entry_date"][idx] > close + 1 \
                 and sum(month_of[j] == m for j in month_of) == 1:
-            new = np.busday_offset(e["entry_date"][idx], -int(rng.integers(1, 3)), roll="backward", holidays=_HOL_CLOSE)
+            new = cal.business_offset(e["entry_date"][idx], -int(rng.integers(1, 3)), roll="backward")
             if new > close:
                 ext[m] = new
                 kinds[idx] = "after_extension"
     handles = {}
     for m, new in sorted(ext.items()):
         close = np.datetime64(closes[f"2025-{m:02d}"])
-        issued = np.busday_offset(close, -int(rng.integers(0, 3)), roll="backward", holidays=_HOL_CLOSE)
+        issued = cal.business_offset(close, -int(rng.integers(0, 3)), roll="backward")
         handles[m] = b.add_document(
             "memo", f"Close calendar change CC-{int(rng.integers(100, 999))}",
             f"From: IBROWN (Controller)\nDate: {issued}\n\nThe close of period 2025-{m:02d} is extended from {close} to "
@@ -903,10 +906,10 @@ def naive(kit: Kit):
     reports the numbering gap without an amount."""
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    cal = yield from kit.master("calendar")
-    holidays = {r["date"][:10] for r in cal if r.get("kind") == "holiday"}
+    cal_rows = yield from kit.master("calendar")
+    holidays = {r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"}
     ents, _rows = yield from _scan(kit)
-    hits = _rules(ents, users, chart, holidays, _closes(cal))
+    hits = _rules(ents, users, chart, holidays, _closes(cal_rows))
     done = set()
     n = 0
     for crit in KINDS:
@@ -994,9 +997,9 @@ def careful(kit: Kit):
     balances = (yield from kit.call("get_balances")).get("rows", [])
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    cal = yield from kit.master("calendar")
-    holidays = {r["date"][:10] for r in cal if r.get("kind") == "holiday"}
-    closes = _closes(cal)
+    cal_rows = yield from kit.master("calendar")
+    holidays = {r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"}
+    closes = _closes(cal_rows)
     tol, pol, logs, auths, exts, reports = yield from _docs(kit)
     pj = [pol["je"]] if pol["je"] else []
     pc_ = [pol["close"]] if pol["close"] else []
