@@ -11,10 +11,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from jeval_ray.books import calendar as cal
 from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
@@ -180,3 +182,12 @@ def test_the_run_rule_is_the_rule_as_written():
         assert sorted(got) == sorted(expect)
         flagged = [g.tolist() for g in flagged_runs(prep, vendor, day, cents, plim)]
         assert flagged == [g for g in got if int(cents[g].sum()) > plim[g[0]]]
+
+
+@pytest.mark.parametrize("seed", (54, 423))
+def test_purchase_orders_are_raised_on_business_days_of_the_company_calendar(seed):
+    """The buyer raises orders on business days of the one company calendar, the holidays of 2024
+    included (JE-5 once read only 2025's: on these seeds an order was dated Christmas Day 2024)."""
+    orders = [d for d in generate_world("JE-5", seed).documents if d.doc_type == "purchase order"]
+    assert orders
+    assert [(d.doc_id, d.date) for d in orders if not cal.is_business_day(np.datetime64(d.date[:10]))] == []

@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 import statistics
 
+import numpy as np
 import pytest
 
-from jeval_ray.tasks.je09 import FY_END_CLOSE, WINDOW_START, YEAR_END
+from jeval_ray.books import calendar as cal
+from jeval_ray.tasks.je09 import FY_END_CLOSE, REQUEST_TITLE, STATEMENT_TITLE, WINDOW_START, YEAR_END
 from jeval_ray.world import generate_world
 
 SEEDS = range(5)
@@ -131,3 +133,26 @@ def test_no_hidden_labels_in_visible_text(seed):
     for d in world.documents:
         assert not words.search(d.title + d.body), d.doc_id
     assert not any(words.search(str(x)) for x in world.ledger.column("description").to_pylist())
+
+
+@pytest.mark.parametrize("seed", (0, 6, 8, 9, 11, 17))
+def test_the_year_end_work_falls_on_business_days_of_the_company_calendar(seed):
+    """Post-closing entries are recorded, their requests decided, January invoices dated and goods
+    shipped on business days of the one company calendar, Martin Luther King Jr. Day 2026 included
+    (JE-9 once counted 2026-01-19 as a business day: on these seeds entries were recorded, requests
+    approved or invoices dated on it)."""
+    w = generate_world("JE-9", seed)
+    days = [(eid, str(h["entry_timestamp"].date())) for eid, h in _headers(w).items()
+            if h["source"] == "manual" and str(h["entry_timestamp"].date()) > FY_END_CLOSE]
+    for d in w.documents:
+        if d.title.startswith(REQUEST_TITLE):
+            found = re.findall(r"(?:Approved|Rejected) by [^\n]*? on (\d{4}-\d\d-\d\d)", d.body)
+        elif d.title.startswith(STATEMENT_TITLE):
+            found = re.findall(r"dated (\d{4}-\d\d-\d\d)", d.body)
+        elif d.doc_type == "shipping_document":
+            found = re.findall(r"Ship date[^:]*: (\d{4}-\d\d-\d\d)", d.body)
+        else:
+            continue
+        days += [(d.doc_id, x) for x in found]
+    assert len(days) >= 5
+    assert [(k, x) for k, x in days if not cal.is_business_day(np.datetime64(x))] == []

@@ -288,17 +288,13 @@ class _Docs:
                               str(doc_date))
 
 
-#: this module's view of the company calendar: the holidays of 2025 only
-_HOLIDAYS_2025 = cal.holiday_dates(2025)
-
-
 def _workday_on_or_before(d) -> np.datetime64:
     """The buyer raises orders on business days."""
-    return np.busday_offset(np.datetime64(d, "D"), 0, roll="backward", holidays=_HOLIDAYS_2025)
+    return cal.business_offset(np.datetime64(d, "D"), 0, roll="backward")
 
 
 def _busday(d, offset: int = 0) -> np.datetime64:
-    return np.busday_offset(np.datetime64(d, "D"), offset, roll="forward", holidays=_HOLIDAYS_2025)
+    return cal.business_offset(np.datetime64(d, "D"), offset)
 
 
 def plant(b) -> None:

@@ -170,9 +170,6 @@ ACCRUAL_TOLERANCE = 0.10
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
 _SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
 _USD = re.compile(r"USD ([\d,]+\.\d\d)")
-#: the warehouse ships, and the office works, on business days: this module's view of the company
-#: calendar leaves out Martin Luther King Jr. Day 2026 (the holidays of 2025 and New Year's Day 2026)
-_HOLIDAYS = np.append(cal.holiday_dates(2025), cal.holiday_dates(2026)[:1])
 _REASONS = {
     "VN": ("vendor invoice for December services received after the close",
            "unrecorded December liability found in the January invoice review"),
@@ -235,7 +232,8 @@ def _policy_body() -> str:
 
 
 def _business(days: np.ndarray) -> np.ndarray:
-    return days[np.is_busday(days, holidays=_HOLIDAYS)]
+    """The warehouse ships, and the office works, on the company's business days."""
+    return days[cal.is_business_day(days)]
 
 
 def plant(b) -> None:
@@ -321,8 +319,7 @@ def _plant_sales(b, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray,
             e["post_date"][i] = e["doc_date"][i] = e["entry_date"][i] = day
         if bad:
             # the carrier took the goods in January: the goods issue and the billing came first
-            ship = np.busday_offset(np.datetime64("2026-01-02") + int(rng.integers(0, 1 + int(round((1 - near) * 8)))),
-                                    0, roll="forward", holidays=_HOLIDAYS)
+            ship = cal.business_offset(np.datetime64("2026-01-02") + int(rng.integers(0, 1 + int(round((1 - near) * 8)))), 0)
         else:
             ship = day
         doc = _delivery_note(b, idx, ship)
@@ -341,9 +338,9 @@ def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int
     rng, e = b.rng, b.e
     for idx, bad in zip(idx_all, bad_all):
         k = int(rng.integers(2, 12))
-        recorded = np.busday_offset(close, k, roll="forward", holidays=_HOLIDAYS)
+        recorded = cal.business_offset(close, k)
         # a decision in time falls after the close and before the entry is recorded
-        in_time = np.busday_offset(close, int(rng.integers(1, k)), roll="forward", holidays=_HOLIDAYS)
+        in_time = cal.business_offset(close, int(rng.integers(1, k)))
         e["entry_date"][idx] = recorded
         e["time_s"][idx] = int(rng.integers(9 * 3600, 17 * 3600))
         cents = int(e["debit_cents"][idx])
@@ -357,7 +354,7 @@ def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int
             # a request exists, but it does not authorise what was posted
             how = ("late", "rejected", "amount")[int(rng.integers(0, 3))]
             if how == "late":
-                approved = np.busday_offset(recorded, int(rng.integers(2, 8)), roll="forward", holidays=_HOLIDAYS)
+                approved = cal.business_offset(recorded, int(rng.integers(2, 8)))
                 h = _request(b, idx, approved, "approved", cents, asked=in_time)
                 extra = [f"{{D:{h}}}", b.date_str(approved)]
             elif how == "rejected":
@@ -449,8 +446,8 @@ def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked
     rng = b.rng
     e = b.e
     no = int(rng.integers(100, 999))
-    asked = max(np.busday_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward",
-                                 holidays=_HOLIDAYS), np.datetime64(FY_END_CLOSE) + 1)
+    asked = max(cal.business_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward"),
+                np.datetime64(FY_END_CLOSE) + 1)
     decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
                 f"USD {cents / 100:,.2f}." if status == "approved" else
                 f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
@@ -502,7 +499,7 @@ def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
     )
     # a delivery note is raised when the order is released to the warehouse (on or before the goods
     # issue): the listing shows that date, the ship date is read in the note
-    raised = np.busday_offset(b.e["doc_date"][idx], -int(rng.integers(0, 3)), roll="backward", holidays=_HOLIDAYS)
+    raised = cal.business_offset(b.e["doc_date"][idx], -int(rng.integers(0, 3)), roll="backward")
     return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, b.date_str(raised))
 
 
@@ -514,8 +511,7 @@ def _topside_support(b, idx: int, cents: int) -> int:
     ref = str(e["reference"][idx])
     entered = e["entry_date"][idx]
     if purpose == 1:  # the engagement letter is signed before the audit starts
-        dated = np.busday_offset(np.datetime64("2025-09-01") + int(rng.integers(0, 45)), 0, roll="forward",
-                                 holidays=_HOLIDAYS)
+        dated = cal.business_offset(np.datetime64("2025-09-01") + int(rng.integers(0, 45)), 0)
     else:  # committee minutes and statements at the year end, before the adjustment was keyed
         lo = np.datetime64("2025-12-15") if purpose == 0 else np.datetime64("2026-01-02")
         days = _business(np.arange(lo, entered))
@@ -549,7 +545,7 @@ def _statement(b, idx: int, invoice_cents: int | None) -> tuple[int, str]:
                   f"  Invoice {int(rng.integers(10_000, 99_999))} dated {b.date_str(day)}, for December 2025 "
                   f"{service}: USD {invoice_cents / 100:,.2f}"]
     else:
-        ended = str(np.busday_offset(np.datetime64("2025-11-30"), 0, roll="backward", holidays=_HOLIDAYS))
+        ended = str(cal.business_offset(np.datetime64("2025-11-30"), 0, roll="backward"))
         what = "the supply account was closed" if service == "utility supply" else "the engagement was completed"
         lines += ["Invoices issued in January 2026: none.",
                   f"Note: {what} on {ended}; no services were provided after that date and no further invoice "
