@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from jeval_ray.books import calendar as cal, master as md
-from jeval_ray.world import _base
+from jeval_ray.builder import _base
 
 
 def test_holidays_have_a_view_per_year_and_the_calendar_knows_every_year():
