@@ -39,8 +39,8 @@ from typing import Any
 
 log = logging.getLogger("jeval_ray.models")
 
-#: The encoding the counts follow (GPT-4 / GPT-3.5-turbo; GPT-4o's o200k_base counts within ~1.5% on
-#: this benchmark's content, bench/RESULTS.md "Token counts").
+#: The encoding the counts follow (GPT-4 / GPT-3.5-turbo; GPT-4o's o200k_base counts within 1.5% of it on
+#: this benchmark's observations and briefs, 4% more on tool schemas: bench/RESULTS.md "Token counts").
 ENCODING = "cl100k_base"
 #: sha256 of OpenAI's cl100k_base.tiktoken (the one tiktoken itself checks against).
 ENCODING_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
