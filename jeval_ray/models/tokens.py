@@ -14,12 +14,13 @@ one), counts come from a calibration against ``cl100k_base`` by character class 
 tokens per digit, ASCII letter, whitespace, other ASCII character, and non-ASCII UTF-8 byte, fit on
 ledger JSON, documents, master data, briefs and tool schemas of generated worlds by
 ``bench/bench_tokens.py --fit``). It stays within a few % of the tokenizer on each kind of content
-(tests/test_tokens.py holds it within 10%). ``TOKENIZER`` says which one is in use.
+(tests/test_tokens.py holds it within 10%). ``tokenizer_name()`` says which one is in use, and
+``JEVAL_RAY_TOKENIZER=calibrated`` forces the fallback.
 
 ``count_messages`` adds the chat format's overhead as OpenAI documents it for its chat models (the
 cookbook "How to count tokens with tiktoken"): 3 tokens per message, 1 more for a ``name``, 3 to
 prime the reply. Content that is not a string (tool calls, content parts) counts as its compact
-JSON. Tools count as the compact JSON of the ``tools`` list: OpenAI does not document how it renders
+JSON. Tools count as the compact JSON of each tool: OpenAI does not document how it renders
 tool schemas into the prompt, so that part is an approximation (slightly high: the braces and quotes
 of JSON are more than the rendered form has).
 
