@@ -14,7 +14,7 @@ policy's time constants by the same factor. Printed: judge requests answered 200
 of R (goodput), the % answered 429, judgments completed (ok / unscored) and their median time.
 
 Cost: every packet is judged once through the server (no limit); the prompt and completion
-tokens the server reports (chars / 4, as ``estimate_tokens``) per judgment, by task, give the cost
+tokens the server reports (cl100k_base, ``jeval_ray.models.tokens``) per judgment, by task, give the cost
 of one judgment at each judge model's configured price in ``--config`` (default
 configs/judged_openai.yaml), and the jury's cost per 1,000 episodes for a grid that plays every
 task equally often, with 3 judgments per L4 episode and 1 otherwise, spread evenly over the jury.

@@ -13,7 +13,8 @@ import json
 import time
 from typing import Any
 
-from jeval_ray.models._client import ChatClient, ChatResult, estimate_tokens
+from jeval_ray.models._client import ChatClient, ChatResult
+from jeval_ray.models.tokens import count_messages
 from jeval_ray.models.factory import make_client
 from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.models.config import ModelConfig
@@ -95,7 +96,7 @@ class LLMAgent(Agent):
         self._cut = set()
         self._idle, self._idle_kind = 0, None
         self.spent_usd = 0.0
-        self._tools_tokens = estimate_tokens(self._tools)
+        self._tools_tokens = count_messages([], self._tools)
         self._reported_tokens = 0
         self._reported_upto = 0
 
@@ -124,10 +125,11 @@ class LLMAgent(Agent):
             self.messages.append({"role": "user", "content": "\n\n".join(reminders)})
 
     def prompt_tokens_estimate(self) -> int:
-        """Approximate prompt size of the next request: last reported usage plus what was added since."""
+        """Prompt size of the next request: the last reported usage plus the tokens of what was added since
+        (``models.tokens.count_messages``, cl100k_base), or the count of the whole request before any usage."""
         if self._reported_tokens:
-            return self._reported_tokens + estimate_tokens(self.messages[self._reported_upto :])
-        return estimate_tokens(self.messages) + self._tools_tokens
+            return self._reported_tokens + count_messages(self.messages[self._reported_upto :])
+        return count_messages(self.messages) + self._tools_tokens
 
     async def act(self, observations: list[Observation]) -> Turn:
         """Send the new observations, return the model's tool calls as a ``Turn``."""

@@ -2,7 +2,8 @@
 
 ``make_client(config)`` returns an ``OpenAICompatClient`` or an ``AnthropicClient``; both answer
 ``await client.chat(messages, tools, seed=...)`` with a provider-neutral ``ChatResult`` and
-raise a ``ModelError`` subclass when a call fails for good. See docs/models.md.
+raise a ``ModelError`` subclass when a call fails for good. ``count_tokens`` and ``count_messages``
+(``models.tokens``) count tokens as OpenAI's ``cl100k_base`` does. See docs/models.md.
 """
 
 from jeval_ray.models._client import ChatClient, ChatResult, estimate_tokens
@@ -23,6 +24,7 @@ from jeval_ray.models.factory import make_client
 from jeval_ray.models.openai_compat import OpenAICompatClient
 from jeval_ray.models.ratelimit import Permit, RateLimiter, TokenBucketLimiter, get_rate_limiter
 from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after
+from jeval_ray.models.tokens import count_messages, count_tokens
 
 __all__ = [
     "ModelConfig",
@@ -33,6 +35,8 @@ __all__ = [
     "AnthropicClient",
     "make_client",
     "estimate_tokens",
+    "count_tokens",
+    "count_messages",
     "ModelError",
     "MissingAPIKeyError",
     "ModelRequestError",

@@ -9,7 +9,6 @@ converts both on the way out.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -32,18 +31,15 @@ from jeval_ray.models.errors import (
     rejects_response_format,
 )
 from jeval_ray.models.ratelimit import as_async_limiter
+from jeval_ray.models.tokens import count_messages, count_tokens
 from jeval_ray.models.retry import RetryPolicy, call_with_retries, parse_retry_after
 
 log = logging.getLogger("jeval_ray.models")
 
-#: Characters per token for estimates made before the endpoint reports usage.
-CHARS_PER_TOKEN = 4
-
-
 def estimate_tokens(*parts: Any) -> int:
-    """A rough token count of JSON-able parts (chars / 4): for limiters and context budgets."""
-    chars = sum(len(p) if isinstance(p, str) else len(json.dumps(p, default=str)) for p in parts)
-    return chars // CHARS_PER_TOKEN + 1
+    """The tokens of JSON-able parts (``models.tokens.count_tokens``: a string as it is, anything else
+    as its compact JSON), for estimates made before the endpoint reports usage."""
+    return sum(count_tokens(p) for p in parts)
 
 
 @dataclass
@@ -164,7 +160,7 @@ class ChatClient(ABC):
             hit = await asyncio.to_thread(self._from_cache, key)
             if hit is not None:
                 return hit
-        est = estimate_tokens(messages, tools or []) + self.config.max_tokens
+        est = count_messages(messages, tools) + self.config.max_tokens
 
         async def attempt(_n: int) -> ChatResult:
             return await self._attempt(body, est)

@@ -31,6 +31,7 @@ from typing import Any
 
 from jeval_ray.cache import strip_cache_markers
 from jeval_ray.errors import ConfigError
+from jeval_ray.models.tokens import count_messages, count_tokens
 from jeval_ray.testserver._brains import Brain, BrainReply, BrainRequest, ScriptedBrain, ToolCall
 from jeval_ray.testserver._faults import MANY_TOOL_CALLS, Faults
 from jeval_ray.testserver._judge import JudgeBrain, is_judge_request
@@ -67,8 +68,23 @@ class RequestRecord:
     body_hash: str = ""
 
 
-def _tokens(obj: Any) -> int:
-    return len(json.dumps(obj, default=str)) // 4 + 1
+def prompt_tokens(body: dict[str, Any], anthropic: bool = False, *, prime_reply: bool = True) -> int:
+    """``usage.prompt_tokens`` of a request: ``count_messages`` (``jeval_ray.models.tokens``) of its messages
+    and tools as sent, cache markers left out; an Anthropic request's in the OpenAI format, its system
+    prompt as the first message."""
+    if anthropic:
+        system, messages, tools = _anthropic_to_openai(strip_cache_markers(body))
+        messages = ([{"role": "system", "content": system}] if system else []) + messages
+    else:
+        messages, tools = strip_cache_markers(body.get("messages") or []), strip_cache_markers(body.get("tools") or [])
+    return count_messages(messages, tools, prime_reply=prime_reply)
+
+
+def completion_tokens(reply: BrainReply) -> int:
+    """``usage.completion_tokens`` of a reply: its text, each tool call's name and arguments, its reasoning
+    (at least 1, the stop token)."""
+    calls = sum(count_tokens(c.name) + count_tokens(c.arguments_text()) for c in reply.tool_calls)
+    return max(1, count_tokens(reply.text or "") + calls + count_tokens(reply.reasoning or ""))
 
 
 def _count_markers(obj: Any) -> int:
@@ -108,7 +124,7 @@ class PrefixCache:
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def cached_tokens(self, body: dict[str, Any]) -> int:
+    def cached_tokens(self, body: dict[str, Any], anthropic: bool = False) -> int:
         messages = strip_cache_markers(body.get("messages") or [])
         head = strip_cache_markers([body.get("tools") or [], body.get("system") or ""])
         seq = [head, *messages]
@@ -128,8 +144,8 @@ class PrefixCache:
             k += 1
         if k == 0:
             return 0
-        return min(_tokens(body.get("messages", [])) + _tokens(body.get("tools") or []),
-                   _tokens(seq[0][0]) + _tokens(messages[: k - 1]))
+        prefix = {**body, "messages": (body.get("messages") or [])[: k - 1]}
+        return min(prompt_tokens(body, anthropic), prompt_tokens(prefix, anthropic, prime_reply=False))
 
 
 def _anthropic_to_openai(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -467,10 +483,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._judged = judged
         reply = srv.judge(request) if judged else srv.brain(request)
         reply = _apply_reply_fault(reply, fault)
-        usage_in = _tokens(body.get("messages", [])) + _tokens(tools)
-        usage_out = _tokens([reply.text, [(c.name, c.arguments_text()) for c in reply.tool_calls], reply.reasoning])
+        usage_in = prompt_tokens(body, anthropic)
+        usage_out = completion_tokens(reply)
         # Anthropic caches only up to the breakpoints a request marks; OpenAI-compatible servers on their own
-        cached = srv.prefix_cache.cached_tokens(body) if (not anthropic or _count_markers(body)) else 0
+        cached = srv.prefix_cache.cached_tokens(body, anthropic) if (not anthropic or _count_markers(body)) else 0
         self._cached = cached
         payload = (_anthropic_payload if anthropic else _openai_payload)(body, reply, usage_in, usage_out, cached)
         if fault == "malformed_json":
@@ -555,7 +571,7 @@ def _openai_payload(body: dict[str, Any], reply: BrainReply, usage_in: int, usag
                      "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop")}],
         "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out,
                   "prompt_tokens_details": {"cached_tokens": cached},
-                  "completion_tokens_details": {"reasoning_tokens": _tokens(reply.reasoning) if reply.reasoning else 0}},
+                  "completion_tokens_details": {"reasoning_tokens": count_tokens(reply.reasoning or "")}},
     }
 
 
