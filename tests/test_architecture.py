@@ -10,6 +10,7 @@ import ast
 import asyncio
 import contextlib
 import io
+import logging
 import os
 import shutil
 import subprocess
@@ -32,12 +33,25 @@ def _modules():
         yield ".".join(parts), ast.parse(path.read_text(encoding="utf-8"))
 
 
+@contextlib.contextmanager
+def _loggers_kept():
+    """import-linter configures logging with ``disable_existing_loggers``, which silences every logger this process
+    has made (httpx, ray, jeval_ray's own); later tests in the same worker would see no log lines. Put them back."""
+    loggers = [x for x in logging.root.manager.loggerDict.values() if isinstance(x, logging.Logger)]
+    disabled = [x.disabled for x in loggers]
+    try:
+        yield
+    finally:
+        for x, d in zip(loggers, disabled):
+            x.disabled = d
+
+
 def test_the_layers_and_acyclic_contracts_hold():
     """Every import (inside functions too; not those under TYPE_CHECKING) points down the layers, the
     layers name every subpackage and module of the package (exhaustive), and no package has a cycle
     between its subpackages or modules."""
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), _loggers_kept():
         code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     text = out.getvalue()
     assert code == 0, text
