@@ -83,3 +83,14 @@ def test_odd_entry_ids_are_not_taken_for_journal_ids():
         assert info["is_error"], odd
     text, *_rest, info = ENV.step(Action("clear_entry", {"entry_id": real, "evidence": [], "rationale": "fine"}))
     assert not info["is_error"]
+
+
+def test_an_empty_master_table_lists_no_rows():
+    """A world whose year has no vendor changes (JE-3, seed 0) has an empty ``vendor_changes`` table: the tool says
+    total 0 and lists no rows (not a page of empty objects)."""
+    env = JEEnv("JE-3")
+    env.reset(seed=0)
+    assert env.world.master["vendor_changes"].num_rows == 0
+    text, *_rest, info = env.step(Action("get_master_data", {"table": "vendor_changes"}))
+    payload = json.loads(text)
+    assert not info["is_error"] and payload["total"] == 0 and payload["rows"] == [] and "next_offset" not in payload

@@ -183,6 +183,8 @@ def _jsonable(v: Any) -> Any:
 
 
 def _rows(table: pa.Table) -> list[dict]:
+    if table.num_columns == 0:  # an empty master table (no vendor changes): pyarrow lists a slice's length of {}s
+        return []
     return [{k: _jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
 
 
