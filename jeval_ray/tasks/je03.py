@@ -117,17 +117,6 @@ CHANGED = {
 CLOSED_SHARE = 0.3
 
 
-def split_in_groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (entries sharing a user in JE-4):
-    a group is all defects or all decoys, so no order within it gives the key away."""
-    out = []
-    while n > 0:
-        g = min(n, int(rng.integers(least, least + 2)))
-        out.append(g)
-        n -= g
-    return out
-
-
 def _first_of_next_month(d: np.datetime64) -> np.datetime64:
     return (np.datetime64(d, "M") + 1).astype("datetime64[D]")
 

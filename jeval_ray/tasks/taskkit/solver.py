@@ -1,0 +1,127 @@
+"""The budgeted solver loop: selection, reading, dispositions within the step budget, the summary.
+
+A task's ``careful`` strategy states only its procedure: what it selects, what it reads, and the
+``Disposition`` it reaches for each selected entry. The kit issues the dispositions while the
+step budget lasts (``reserve`` calls are kept back for ``submit``) and submits the summary, so no
+task module reads ``kit.calls_left``.
+
+Two shapes of procedure:
+
+* decide everything first, then dispose: ``yield from dispose(kit, decisions)`` issues a list of
+  dispositions in order until the budget runs out;
+* read as you go: ``yield from review(kit, items, decide)`` calls the generator ``decide(item)``
+  (which may open documents) for each item and issues its disposition, stopping when the budget
+  leaves only ``reserve`` calls.
+
+A task's ``naive`` strategy is its stated surface rule (``SurfaceRule``: the selection and the words
+of a flag) applied with no further evidence: ``naive = surface_naive(RULE)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, Strategy
+
+I = TypeVar("I")
+Steps = Generator[Action, str, Any]
+#: a selection: a generator of tool calls returning the selected entries by entry id
+Selection = Callable[[Kit], Generator[Action, str, Mapping[str, Mapping[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Disposition:
+    """What the solver concludes for one entry: flag it (``criteria``) or clear it, with the
+    evidence cited and the rationale written."""
+
+    entry_id: str
+    flag: bool
+    evidence: tuple[str, ...]
+    rationale: str
+    criteria: str = ""
+    amount: float | None = None
+
+
+def flag(entry_id: str, criteria: str, evidence: Sequence[str], rationale: str,
+         amount: float | None = None) -> Disposition:
+    """A flag of ``entry_id`` under ``criteria``."""
+    return Disposition(entry_id, True, tuple(evidence), rationale, criteria, amount)
+
+
+def clear(entry_id: str, evidence: Sequence[str], rationale: str) -> Disposition:
+    """A clearance of ``entry_id``."""
+    return Disposition(entry_id, False, tuple(evidence), rationale)
+
+
+def issue(kit: Kit, d: Disposition) -> Steps:
+    """Issue one disposition (``flag_entry`` or ``clear_entry``)."""
+    if d.flag:
+        return (yield from kit.flag(d.entry_id, d.criteria, list(d.evidence), d.rationale, d.amount))
+    return (yield from kit.clear(d.entry_id, list(d.evidence), d.rationale))
+
+
+def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> Generator[Action, str, int]:
+    """Issue ``decisions`` in order while more than ``reserve`` calls are left; the number issued."""
+    done = 0
+    for d in decisions:
+        if kit.calls_left <= reserve:
+            break
+        yield from issue(kit, d)
+        done += 1
+    return done
+
+
+def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition]], *,
+           reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
+    """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
+    needs) and issue the disposition. The dispositions issued."""
+    out: list[Disposition] = []
+    for item in items:
+        if kit.calls_left <= reserve:
+            break
+        d = yield from decide(item)
+        yield from issue(kit, d)
+        out.append(d)
+    return out
+
+
+def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
+    """(flags, clears) among ``decisions``."""
+    ds = list(decisions)
+    flags = sum(d.flag for d in ds)
+    return flags, len(ds) - flags
+
+
+@dataclass(frozen=True)
+class SurfaceRule:
+    """A task's stated red-flag rule, as a naive auditor applies it: ``select`` the entries it
+    catches, flag each under ``criteria`` citing ``evidence`` with the words ``because(entry_id,
+    entry)``, and submit ``summary(number caught)``. ``statement`` is the rule in words."""
+
+    statement: str
+    criteria: str
+    select: Selection
+    because: Callable[[str, Mapping[str, Any]], str]
+    summary: Callable[[int], str]
+    evidence: tuple[str, ...] = ()
+
+
+def surface_naive(rule: SurfaceRule) -> Strategy:
+    """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
+    the budget lasts, then submit."""
+
+    def naive(kit: Kit) -> Generator[Action, str, None]:
+        hits = yield from rule.select(kit)
+        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence, rule.because(eid, hits[eid]))
+                                 for eid in sorted(hits)))
+        yield from kit.submit(rule.summary(len(hits)))
+
+    naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
+    return naive
+
+
+__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "review", "surface_naive",
+           "tally"]
