@@ -45,8 +45,8 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.tasks.taskkit import (DATE, NAME, TOKEN, USER_MAY_POST, Form, Many, SurfaceRule, Task, clear, dispose,
-                                     flag, grouped_roles, surface_naive)
+from jeval_ray.tasks.taskkit import (DATE, NAME, TOKEN, USER_MAY_POST, Form, Lines, LinesForm, SurfaceRule, Task, clear,
+                                     dispose, flag, grouped_roles, surface_naive)
 
 SPEC = spec(
     "JE-4",
@@ -115,20 +115,15 @@ class Moved:
     new_department: str
 
 
-@dataclass(frozen=True)
-class StaffReport:
-    """HR's starters, leavers and transfers report: one line per change, by effective date."""
-    changes: tuple[Left | Moved, ...]
-
-
 LEFT = Form(Left, "{ended}  {name} ({user_id}), {role}, {department}: left the company; termination date {ended}.",
             ended=DATE, name=NAME, user_id=TOKEN, role=NAME, department=NAME)
 MOVED = Form(Moved, "{ended}  {name} ({user_id}) moved from {role}, {department} to {new_role}, {new_department} on "
              "{ended}; posting rights withdrawn with effect from that date.",
              ended=DATE, name=NAME, user_id=TOKEN, role=NAME, department=NAME, new_role=NAME, new_department=NAME)
-REPORT = Form(StaffReport, "Changes to finance staff in FY2025 notified by HR to IT for access changes (effective "
-              "date, change):\n{changes}\nIT is asked to remove ERP posting access on the effective date. The user "
-              "master is authoritative.", changes=Many((LEFT, MOVED)))
+#: HR's starters, leavers and transfers report: one line per change, by effective date
+REPORT = LinesForm("Changes to finance staff in FY2025 notified by HR to IT for access changes (effective date, "
+                   "change):\n", "\nIT is asked to remove ERP posting access on the effective date. The user master "
+                   "is authoritative.", LEFT, MOVED)
 # user_id, name, former role, department, approval limit: staff whose posting rights ended in FY2025
 CHANGED_USERS = (
     ("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000),
@@ -208,9 +203,7 @@ def plant(b: WorldBuilder) -> None:
         # empty text, not None: builder/_hash.py fills nulls of a text column with 0 and raises
         u["termination_date"] = u["termination_date"] or ""
         u.setdefault("rights_withdrawn_on", "")
-    # by effective date, then by the line's text
-    report = StaffReport(tuple(sorted(
-        changes, key=lambda ch: MOVED.render(ch) if isinstance(ch, Moved) else LEFT.render(ch))))
+    report = Lines(tuple(REPORT.in_order(changes)))  # by effective date, then by the line's text
     b.claim("JE-4", documents=[b.add_document("memo", REPORT_TITLE, REPORT.render(report), "2025-12-31")])
 
 

@@ -180,6 +180,31 @@ class Form(Generic[T]):
         return None if m is None else self.cls(**{n: k.read(m.group(n)) for n, k in self.kinds.items()})
 
 
+@dataclass(frozen=True)
+class Lines:
+    """A document that is a list of lines between a fixed head and tail (a log, a report)."""
+
+    lines: tuple[Any, ...]
+
+
+class LinesForm(Form[Lines]):
+    """The form of a ``Lines`` document: ``head``, then one line per item (each written by one of
+    ``items``, the item forms), then ``tail``. ``in_order`` sorts items by their text, the order
+    a log or a report lists them in (by the date each line starts with, then the rest)."""
+
+    def __init__(self, head: str, tail: str, *items: Form[Any], sep: str = "\n"):
+        self.items: Many[Any] = Many(tuple(items), sep)
+        super().__init__(Lines, head + "{lines}" + tail, lines=self.items)
+
+    def line(self, item: Any) -> str:
+        """The text of one item's line."""
+        return self.items._form_of(item).render(item)
+
+    def in_order(self, items: Sequence[T]) -> list[T]:
+        """``items`` sorted by the text of their lines."""
+        return sorted(items, key=self.line)
+
+
 def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     """The value of the first of ``forms`` that reads ``text`` (``None`` when none does)."""
     for f in forms:
@@ -189,5 +214,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Many", "doc_ref",
-           "entry_ref", "fixed", "parse_any"]
+__all__ = ["DATE", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines", "LinesForm",
+           "Many", "doc_ref", "entry_ref", "fixed", "parse_any"]
