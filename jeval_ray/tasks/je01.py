@@ -41,7 +41,7 @@ files' rounding limit (and the line-limit defects' closer from above).
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -238,15 +238,13 @@ def _upload(b: WorldBuilder, idx: int, kind: str, d: int, policy: int) -> int:
 # ----------------------------------------------------------------- strategies
 def _unbalanced(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     rows = yield from kit.ledger(columns=["entry_id", "line_no", "debit", "credit", "reference"])
-    return {k: v for k, v in entries_of(rows).items() if abs(v["total_debit"] - v["total_credit"]) > 0.004}
+    ents = {k: v for k, v in entries_of(rows).items() if abs(v["total_debit"] - v["total_credit"]) > 0.004}
+    return {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"])} for k, v in ents.items()}
 
 
-def _because(eid: str, v: Mapping[str, Any]) -> str:
-    return f"Entry {eid} does not balance: difference {abs(v['total_debit'] - v['total_credit']):.2f}."
-
-
-RULE = SurfaceRule("debits differ from credits", "UNBALANCED", _unbalanced, _because,
-                   lambda n: f"Flagged {n} entries that do not balance.")
+RULE = SurfaceRule("debits differ from credits", "UNBALANCED", _unbalanced,
+                   "Entry {entry_id} does not balance: difference {difference:.2f}.",
+                   "Flagged {n} entries that do not balance.")
 naive = surface_naive(RULE)
 
 

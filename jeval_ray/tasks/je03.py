@@ -44,9 +44,9 @@ raises a ``ConfigError``).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -164,7 +164,7 @@ LOG = LinesForm("Chart of accounts changes processed by the General Ledger team 
 _UNNUMBERED = "{CR}"
 
 
-def _first_of_next_month(d: np.datetime64) -> np.datetime64:
+def _first_of_next_month(d: Any) -> np.datetime64:
     return (np.datetime64(d, "M") + 1).astype("datetime64[D]")
 
 
@@ -213,7 +213,7 @@ def plant(b: WorldBuilder) -> None:
                          what="month-end bank, allowance and top-side postings")[0])
         base = str(pnl[idx])
         code, name = free[base].pop()
-        side = "debit" if pnl_debit[idx] else "credit"
+        side: Literal["debit", "credit"] = "debit" if pnl_debit[idx] else "credit"
         c.account(side)[idx] = code
         row = {"account": code, "name": name, "type": base_row[base]["type"],
                "normal_balance": base_row[base]["normal_balance"], "contra_of": None}
@@ -305,16 +305,13 @@ def _off_chart(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
     ents = yield from _postings(kit)
     odd = {k: [a for a in v["accounts"] if not ACCOUNT_OPEN.standing(chart.get(a))] for k, v in ents.items()}
-    return {k: {**v, "odd": odd[k]} for k, v in ents.items() if odd[k]}
-
-
-def _because(eid: str, v: Mapping[str, Any]) -> str:
-    return f"Entry {eid} posts to account {', '.join(v['odd'])}, which is not a standard active account."
+    return {k: {**v, "odd": ", ".join(odd[k])} for k, v in ents.items() if odd[k]}
 
 
 RULE = SurfaceRule("the entry posts to an account missing from the chart or not a standing active account",
-                   "INVALID_ACCOUNT", _off_chart, _because,
-                   lambda n: f"Flagged {n} entries posting to non-standard accounts.", ("master:accounts",))
+                   "INVALID_ACCOUNT", _off_chart,
+                   "Entry {entry_id} posts to account {odd}, which is not a standard active account.",
+                   "Flagged {n} entries posting to non-standard accounts.", ("master:accounts",))
 naive = surface_naive(RULE)
 
 

@@ -35,7 +35,7 @@ returns (leavers' and transferees' earlier postings). Required evidence: ``maste
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,13 +242,9 @@ def _suspect_entries(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any
     return {eid: {**v, "user": sus[v["preparer"]]} for eid, v in entries_of(rows).items()}
 
 
-def _because(eid: str, v: Mapping[str, Any]) -> str:
-    return f"Entry {eid} was prepared by {v['preparer']}, who has no posting rights or is terminated."
-
-
 RULE = SurfaceRule("the preparer has no posting rights or is terminated", "UNAUTHORISED_USER", _suspect_entries,
-                   _because, lambda n: f"Flagged {n} entries by users without posting rights or terminated.",
-                   ("master:users",))
+                   "Entry {entry_id} was prepared by {preparer}, who has no posting rights or is terminated.",
+                   "Flagged {n} entries by users without posting rights or terminated.", ("master:users",))
 naive = surface_naive(RULE)
 
 

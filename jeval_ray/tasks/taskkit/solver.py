@@ -98,15 +98,21 @@ def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
 @dataclass(frozen=True)
 class SurfaceRule:
     """A task's stated red-flag rule, as a naive auditor applies it: ``select`` the entries it
-    catches, flag each under ``criteria`` citing ``evidence`` with the words ``because(entry_id,
-    entry)``, and submit ``summary(number caught)``. ``statement`` is the rule in words."""
+    catches (a generator of tool calls returning them by entry id), flag each under ``criteria``
+    citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
+    format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
+    {preparer}."``); ``summary`` one over ``n``, the number caught. ``statement`` is the rule in words."""
 
     statement: str
     criteria: str
     select: Selection
-    because: Callable[[str, Mapping[str, Any]], str]
-    summary: Callable[[int], str]
+    because: str
+    summary: str
     evidence: tuple[str, ...] = ()
+
+    def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
+        """The rationale of the flag of one caught entry."""
+        return self.because.format_map({**entry, "entry_id": entry_id})
 
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
@@ -115,9 +121,9 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
 
     def naive(kit: Kit) -> Generator[Action, str, None]:
         hits = yield from rule.select(kit)
-        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence, rule.because(eid, hits[eid]))
+        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence, rule.rationale(eid, hits[eid]))
                                  for eid in sorted(hits)))
-        yield from kit.submit(rule.summary(len(hits)))
+        yield from kit.submit(rule.summary.format(n=len(hits)))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
