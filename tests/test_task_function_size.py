@@ -20,7 +20,6 @@ _NOT_YET = "not yet migrated onto the task kit (issue 26): its planting phases a
 #: (module path relative to jeval_ray/tasks, function name) -> why it is still longer than LIMIT
 ALLOWED: dict[tuple[str, str], str] = {
     ("je05.py", "plant"): _NOT_YET,
-    ("je07.py", "plant"): _NOT_YET,
     ("je08.py", "plant"): _NOT_YET,
     ("je09.py", "careful"): _NOT_YET,
     ("je10.py", "plant"): _NOT_YET,

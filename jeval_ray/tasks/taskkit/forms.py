@@ -81,6 +81,8 @@ INT = Kind("int", r"-?\d+", str, int)
 DATE = Kind("date", r"\d{4}-\d{2}-\d{2}")
 #: an amount in cents written as currency, thousands grouped: 1234567 -> 12,345.67
 MONEY = fixed(2, commas=True)
+#: nothing: a field a variant of a document leaves out (its text is empty, its value '')
+EMPTY = Kind("empty", "")
 #: an entry or document reference: ``{E:idx}`` / ``{D:handle}`` when planted, the id once built
 REF = Kind("ref", r"\{[ED]:\d+\}|DOC-\d+|\d+")
 
@@ -214,5 +216,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines", "LinesForm",
-           "Many", "doc_ref", "entry_ref", "fixed", "parse_any"]
+__all__ = ["DATE", "EMPTY", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
+           "LinesForm", "Many", "doc_ref", "entry_ref", "fixed", "parse_any"]

@@ -42,7 +42,8 @@ class AccountOpen:
     standing_since: str = "2025-01-01"
 
     def check(self, acct: Row | None, posted: str) -> Verdict:
-        """Whether ``acct`` (a ``master:accounts`` row, ``None`` when missing) was open for postings dated ``posted``."""
+        """Whether ``acct`` (a ``master:accounts`` row, ``None`` when missing) was open for postings
+        dated ``posted``."""
         if acct is None:
             return Verdict(False, "the account does not exist in the chart of accounts")
         if acct.get("status") not in ("active", "closed"):
