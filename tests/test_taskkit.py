@@ -39,6 +39,9 @@ FORMS = _forms()
 def _kind_values(k: Kind | Many) -> st.SearchStrategy:
     if isinstance(k, Many):
         return st.lists(st.one_of([_values(f) for f in k.forms]), max_size=4).map(tuple)
+    if k.domain:
+        lo, hi, step = k.domain
+        return st.integers(lo // step, hi // step).map(lambda x: x * step)
     if k.read is int:
         return st.integers(-10**9, 10**9)
     if k.name.startswith("fixed"):

@@ -16,17 +16,17 @@ The kit sits inside the ``tasks`` layer: it imports the builder and the protocol
 """
 
 from jeval_ray.tasks.taskkit.draws import grouped_roles, roles, split_in_groups
-from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, INT, LINE, MONEY, NAME, REF, TOKEN, WORD, Form, Kind, Lines,
-                                          LinesForm, Many, doc_ref, entry_ref, fixed, parse_any)
+from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, HHMM, INT, LINE, MONEY, NAME, REF, TOKEN, WORD, Form, Kind,
+                                          Lines, LinesForm, Many, doc_ref, entry_ref, fixed, hhmm, parse_any)
 from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, ROUNDING_LIMIT, USER_MAY_POST, AccountOpen, RoundingLimit,
                                           UserMayPost, Verdict)
-from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, clear, dispose, flag, review, surface_naive,
-                                           tally)
+from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, clear, dispose, flag, read_while, review,
+                                           surface_naive, tally)
 from jeval_ray.tasks.taskkit.task import Task
 
 __all__ = [
-    "ACCOUNT_OPEN", "DATE", "EMPTY", "INT", "LINE", "MONEY", "NAME", "REF", "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST",
-    "WORD", "AccountOpen", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many", "RoundingLimit", "SurfaceRule",
+    "ACCOUNT_OPEN", "DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "ROUNDING_LIMIT", "TOKEN",
+    "USER_MAY_POST", "WORD", "AccountOpen", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many", "RoundingLimit", "SurfaceRule",
     "Task", "UserMayPost", "Verdict", "clear", "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles",
-    "parse_any", "review", "roles", "split_in_groups", "surface_naive", "tally",
+    "hhmm", "parse_any", "read_while", "review", "roles", "split_in_groups", "surface_naive", "tally",
 ]

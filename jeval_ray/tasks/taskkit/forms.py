@@ -44,6 +44,8 @@ class Kind:
     pattern: str
     write: Callable[[Any], str] = str
     read: Callable[[str], Any] = str
+    #: for an int kind that accepts only some ints: (lowest, highest, step) of the values it accepts
+    domain: tuple[int, int, int] | None = None
 
     def render(self, value: Any) -> str:
         text = self.write(value)
@@ -81,6 +83,20 @@ INT = Kind("int", r"-?\d+", str, int)
 DATE = Kind("date", r"\d{4}-\d{2}-\d{2}")
 #: an amount in cents written as currency, thousands grouped: 1234567 -> 12,345.67
 MONEY = fixed(2, commas=True)
+def hhmm(seconds: int) -> str:
+    """A time of day in seconds after midnight as ``HH:MM``."""
+    if seconds % 60:
+        raise ValueError(f"{seconds} s is not a whole minute")
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
+
+
+def _seconds(text: str) -> int:
+    h, m = text.split(":")
+    return int(h) * 3600 + int(m) * 60
+
+
+#: a time of day held as seconds after midnight, written ``HH:MM`` (whole minutes)
+HHMM = Kind("hh:mm", r"\d{2}:\d{2}", hhmm, _seconds, domain=(0, 24 * 3600 - 60, 60))
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')
 EMPTY = Kind("empty", "")
 #: an entry or document reference: ``{E:idx}`` / ``{D:handle}`` when planted, the id once built
@@ -216,5 +232,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "EMPTY", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
-           "LinesForm", "Many", "doc_ref", "entry_ref", "fixed", "parse_any"]
+__all__ = ["DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
+           "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]

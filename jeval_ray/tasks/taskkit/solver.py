@@ -88,6 +88,17 @@ def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action,
     return out
 
 
+def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[Action, str, dict[str, str]]:
+    """Open each of ``doc_ids`` while more than ``reserve`` calls are left (the calls the procedure
+    still needs after reading); their bodies by id, in the order opened."""
+    out: dict[str, str] = {}
+    for doc_id in doc_ids:
+        if kit.calls_left <= reserve:
+            break
+        out[doc_id] = (yield from kit.open(doc_id)).get("body", "")
+    return out
+
+
 def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
     """(flags, clears) among ``decisions``."""
     ds = list(decisions)
@@ -101,7 +112,9 @@ class SurfaceRule:
     catches (a generator of tool calls returning them by entry id), flag each under ``criteria``
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
-    {preparer}."``); ``summary`` one over ``n``, the number caught. ``statement`` is the rule in words."""
+    {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
+    ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
+    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words."""
 
     statement: str
     criteria: str
@@ -109,10 +122,16 @@ class SurfaceRule:
     because: str
     summary: str
     evidence: tuple[str, ...] = ()
+    in_order: bool = True
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
         return self.because.format_map({**entry, "entry_id": entry_id})
+
+    def evidence_of(self, entry_id: str, entry: Mapping[str, Any]) -> list[str]:
+        """The evidence the flag of one caught entry cites."""
+        items = (e.format_map({**entry, "entry_id": entry_id}) for e in self.evidence)
+        return [x for x in items if x]
 
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
@@ -121,13 +140,14 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
 
     def naive(kit: Kit) -> Generator[Action, str, None]:
         hits = yield from rule.select(kit)
-        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence, rule.rationale(eid, hits[eid]))
-                                 for eid in sorted(hits)))
+        ids = sorted(hits) if rule.in_order else list(hits)
+        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
+                                      rule.rationale(eid, hits[eid])) for eid in ids))
         yield from kit.submit(rule.summary.format(n=len(hits)))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
 
 
-__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "review", "surface_naive",
-           "tally"]
+__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "read_while", "review",
+           "surface_naive", "tally"]
