@@ -9,6 +9,7 @@ statements, written again below (as the key audits do), not against the kit's co
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from types import ModuleType
 
 import numpy as np
@@ -17,8 +18,8 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, ROUNDING_LIMIT, TOKEN, USER_MAY_POST, Form,
-                                     Kind, Many, dispose, fixed, flag, grouped_roles, roles)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
+                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -165,3 +166,13 @@ def test_tasks_on_the_kit_are_registered_once_with_their_module_names():
             mod.SPEC, mod.plant, mod.careful, mod.naive, mod.KEY_RATIONALE)
         assert task.decisive
     assert "JE-4" in tasks.KIT_TASKS
+
+
+@FAST
+@given(st.dates().map(str), st.integers(0, 24 * 3600 - 1), st.sampled_from([(8 * 3600 + 1800, 17 * 3600 + 1800),
+                                                                              (7 * 3600, 19 * 3600)]))
+def test_the_posting_window_is_business_days_within_the_hours(day, t, hours):
+    """Stated again: outside when a Saturday or Sunday, one of the holidays given, or not in [start, end)."""
+    holidays = ["2025-12-25", "2025-07-04"]
+    outside = (dt.date.fromisoformat(day).weekday() >= 5 or day in holidays or not hours[0] <= t < hours[1])
+    assert POSTING_WINDOW.outside([day], [t], holidays, *hours).tolist() == [outside]

@@ -56,8 +56,8 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit
-from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, TOKEN, Disposition, Form, Lines, LinesForm, Many, SurfaceRule,
-                                     Task, clear, flag, hhmm, read_while, review, surface_naive, tally)
+from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, POSTING_WINDOW, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
+                                     clear, flag, hhmm, read_while, review, surface_naive, tally)
 
 SPEC = spec(
     "JE-6",
@@ -115,14 +115,6 @@ _NAMES = {u.user_id: u.name for u in md.USERS}
 CLOSE_PREPARERS = tuple(u.user_id for u in md.USERS if set(u.posts) & {"AC", "AL", "BC", "BI"})
 _MONTH = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-
-
-def off_hours(day: np.ndarray, time_s: np.ndarray, holidays: np.ndarray, start: int, end: int) -> np.ndarray:
-    """The rule (vectorised): a weekend, a public holiday, or a time outside [start, end)."""
-    day = np.asarray(day, dtype="datetime64[D]")
-    weekend = ~np.is_busday(day)
-    holiday = np.isin(day, np.asarray(holidays, dtype="datetime64[D]"))
-    return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
 
 
 # ---------------------------------------------------------------------------- documents
@@ -295,6 +287,9 @@ def plant(b: WorldBuilder) -> None:
         issued = str(np.datetime64(f"2025-{month + 1:02d}-01", "D") - int(rng.integers(2, 7)))
         ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo(ev["users"], slots, period), issued)
 
+    # every planted keying time, defect or decoy, is outside the window (the memo decides)
+    assert not cands or POSTING_WINDOW.outside([c["day"] for c in cands], [c["t"] for c in cands], cal.HOLIDAY_DATES,
+                                               start, end).all()
     # 3. plant: the close entry keeps its posting date (the month end) and is keyed at the drawn time;
     # an accrual's reversal (recorded by the batch the night the accrual is keyed) follows it
     reversal = _reversals(b)
@@ -358,7 +353,7 @@ def _candidates(kit: Kit, start: int, end: int, holidays: list[str]) -> Generato
         return []
     day = np.array([r["entry_timestamp"][:10] for r in rows], dtype="datetime64[D]")
     t = np.array([_secs(r["entry_timestamp"]) for r in rows])
-    hit = off_hours(day, t, np.array(holidays, dtype="datetime64[D]"), start, end)
+    hit = POSTING_WINDOW.outside(day, t, np.array(holidays, dtype="datetime64[D]"), start, end)
     return [rows[i] for i in np.flatnonzero(hit)]
 
 
@@ -449,6 +444,6 @@ def _judge(r: dict[str, Any], entry: dict[str, Any], pol: str | None, start: int
                 f"{pol} (business days {hhmm(start)}-{hhmm(end)}); {scope}.")
 
 
-TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(POSTING_WINDOW,),
             decisive="the entry timestamp against the posting window (policy hours, master:calendar holidays and "
                      "close dates) and the close-work memo of its period (users, dates, hours)")

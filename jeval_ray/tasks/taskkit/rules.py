@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 Row = Mapping[str, Any]
 
 
@@ -120,9 +122,29 @@ class RoundingLimit:
         return Verdict(True, "rounding")
 
 
+@dataclass(frozen=True)
+class PostingWindow:
+    """Manual entries may be keyed only on business days (not on a weekend or a public holiday of
+    the company calendar) within the policy's business hours [start, end); the entry timestamp (when
+    it was keyed) counts, not the posting date. Close work a memo authorises is the policy's
+    exception, which the task judges from the memo."""
+
+    statement: str = ("a manual entry may be keyed only on a business day, not on a weekend or a public holiday, "
+                      "within the business hours the posting window policy states; the entry timestamp counts")
+
+    def outside(self, day: Any, time_s: Any, holidays: Any, start: int, end: int) -> np.ndarray:
+        """Per entry (vectorised over ``day``, datetime64[D], and ``time_s``, seconds after midnight):
+        whether it was keyed outside the window (a weekend, a holiday, or a time outside [start, end))."""
+        day = np.asarray(day, dtype="datetime64[D]")
+        weekend = ~np.is_busday(day)
+        holiday = np.isin(day, np.asarray(holidays, dtype="datetime64[D]"))
+        return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
+
+
 ACCOUNT_OPEN = AccountOpen()
+POSTING_WINDOW = PostingWindow()
 USER_MAY_POST = UserMayPost()
 ROUNDING_LIMIT = RoundingLimit()
 
-__all__ = ["ACCOUNT_OPEN", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "RoundingLimit", "UserMayPost",
-           "Verdict"]
+__all__ = ["ACCOUNT_OPEN", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "PostingWindow",
+           "RoundingLimit", "UserMayPost", "Verdict"]
