@@ -56,8 +56,8 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit
-from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, POSTING_WINDOW, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
-                                     clear, flag, hhmm, read_while, review, surface_naive, tally)
+from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, POSTING_WINDOW, TOKEN, Disposition, Form, Many, SurfaceRule,
+                                     Task, clear, flag, hhmm, read_while, review, surface_naive, tally)
 
 SPEC = spec(
     "JE-6",

@@ -25,8 +25,9 @@ from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, clear, dis
 from jeval_ray.tasks.taskkit.task import Task
 
 __all__ = [
-    "ACCOUNT_OPEN", "DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "POSTING_WINDOW", "REF", "ROUNDING_LIMIT", "TOKEN",
-    "USER_MAY_POST", "WORD", "AccountOpen", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule",
-    "Task", "UserMayPost", "Verdict", "clear", "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles",
-    "hhmm", "parse_any", "read_while", "review", "roles", "split_in_groups", "surface_naive", "tally",
+    "ACCOUNT_OPEN", "DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "POSTING_WINDOW", "REF",
+    "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST", "WORD", "AccountOpen", "Disposition", "Form", "Kind", "Lines",
+    "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "clear",
+    "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while",
+    "review", "roles", "split_in_groups", "surface_naive", "tally",
 ]
