@@ -11,7 +11,7 @@ import inspect
 import pyarrow.compute as pc
 
 from jeval_ray.env import JEEnv
-from jeval_ray.tasks import all_tasks, task_module
+from jeval_ray.tasks import all_tasks, task_module, task_value
 from jeval_ray.world import generate_world, world_version
 
 INTRO = """# Task catalogue
@@ -142,6 +142,11 @@ def catalogue_markdown() -> str:
                      f"{w.outcome:.2f}/{w.process:.2f}/{w.rationale:.2f}; judges per episode {t.judges_per_episode}"
                      + ("; flags must state the misstatement `amount`" if t.asks_amount else "")
                      + (f"; {t.premature_penalty} process penalty per premature disposition" if t.premature_penalty else ""))
+        kit_task = task_value(t.id)
+        if kit_task is not None:
+            parts.append(f"- **Decisive comparison:** {kit_task.decisive}")
+            for rule in kit_task.rules:
+                parts.append(f"- **Rule ({type(rule).__name__}):** {rule.statement}")
         if hasattr(mod, "outcome_adjust"):
             parts.append(f"- **Task-specific outcome:** {inspect.getdoc(mod.outcome_adjust).splitlines()[0]}")
         doc = inspect.getdoc(mod) or ""

@@ -6,11 +6,11 @@ layer sits below the tasks: it knows no task. ``jeval_ray.world.generate_world``
 picks a task's ``plant`` and runs it on a builder.
 """
 
-from jeval_ray.builder._base import WorldBuilder
+from jeval_ray.builder._base import ClaimOverlap, Entries, WorldBuilder
 from jeval_ray.builder._hash import world_hash
 from jeval_ray.builder._memory import release_memory, world_memory
 from jeval_ray.builder._model import DecoyRecord, DefectRecord, Document, World
 from jeval_ray.builder._rng import rng_for, stable_int
 
-__all__ = ["DecoyRecord", "DefectRecord", "Document", "World", "WorldBuilder", "release_memory", "rng_for",
-           "stable_int", "world_hash", "world_memory"]
+__all__ = ["ClaimOverlap", "DecoyRecord", "DefectRecord", "Document", "Entries", "World", "WorldBuilder",
+           "release_memory", "rng_for", "stable_int", "world_hash", "world_memory"]

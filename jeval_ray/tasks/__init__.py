@@ -3,7 +3,9 @@
 A task module defines ``SPEC`` (a ``TaskSpec``). An *available* task also defines
 ``plant(builder)`` (what it plants into the simulated year's books, ``jeval_ray.world.WorldBuilder``) and the built-in
 agents' strategies ``naive(kit)`` and ``careful(kit)``, which see only the agent's tool interface.
-Adding a task is adding one module.
+Adding a task is adding one module. A task written with the task kit (``jeval_ray.tasks.taskkit``,
+docs/adding_a_task.md) also ends with ``TASK``, its typed ``Task`` value, registered here once
+(``task_value``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from jeval_ray.errors import TaskNotAvailableError, UnknownTaskError, ConfigErro
 from jeval_ray.tasks import (je01, je02, je03, je04, je05, je06, je07, je08, je09, je10, je11, je12, je13, je14,
                              je15, je16)
 from jeval_ray.builder.spec import ALL_TOOLS, ESSENTIAL_TOOLS, Criterion, Knobs, TaskSpec, Weights
+from jeval_ray.tasks.taskkit import Task
 
 TASK_IDS: tuple[str, ...] = tuple(f"JE-{i}" for i in range(1, 17))
 
@@ -34,6 +37,16 @@ def _normalise(task_id: str) -> str:
 #: the registry: every task's module, by id (imported here, so an import graph sees every task)
 _MODULES: dict[str, ModuleType] = dict(zip(TASK_IDS, (je01, je02, je03, je04, je05, je06, je07, je08, je09, je10, je11,
                                                       je12, je13, je14, je15, je16)))
+
+
+#: the tasks written with the task kit: their ``Task`` values, by id
+KIT_TASKS: dict[str, Task] = {tid: mod.TASK for tid, mod in _MODULES.items()
+                              if isinstance(getattr(mod, "TASK", None), Task)}
+
+
+def task_value(task_id: str) -> Task | None:
+    """The typed ``Task`` value of ``task_id`` (``None`` while the task is not yet on the task kit)."""
+    return KIT_TASKS.get(task_module(task_id).SPEC.id)
 
 
 def task_module(task_id: str) -> ModuleType:
@@ -100,6 +113,6 @@ def parse_knob_args(pairs: list[str]) -> dict:
 
 
 __all__ = [
-    "ALL_TOOLS", "ESSENTIAL_TOOLS", "TASK_IDS", "Criterion", "Knobs", "TaskSpec", "Weights",
+    "ALL_TOOLS", "ESSENTIAL_TOOLS", "KIT_TASKS", "TASK_IDS", "Criterion", "Knobs", "Task", "TaskSpec", "Weights",
     "all_tasks", "available_tasks", "get_task", "parse_knob_args", "resolve_knobs", "task_module",
 ]

@@ -49,13 +49,19 @@ signatures closer to it.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import master as md
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (DATE, LINE, MONEY, NAME, REF, TOKEN, Disposition, Form, SurfaceRule, Task, clear,
+                                     entry_ref, flag, parse_any, review, roles, surface_naive, tally)
 
 SPEC = spec(
     "JE-2",
@@ -118,97 +124,150 @@ APPROVERS = md.APPROVERS
 DEFECT_KINDS = ("no_independent_approval", "approved_after_posting", "approver_limit_below_amount")
 
 
-def plant(b) -> None:
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The approval policy FIN-POL-012 (fixed text: sections 2 and 3 are the rule)."""
+
+
+@dataclass(frozen=True)
+class Voucher:
+    """A journal voucher: the journal, who prepared it when, and why the preparer released it."""
+    ref: str
+    entry: str
+    amount: int
+    debit_account: str
+    credit_account: str
+    description: str
+    preparer: str
+    preparer_role: str
+    prepared: str
+    released: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SignedVoucher(Voucher):
+    """A voucher signed by ``signer`` on ``signed``."""
+    signer: str
+    signer_role: str
+    signed: str
+
+
+@dataclass(frozen=True)
+class UnsignedVoucher(Voucher):
+    """A voucher signed by the preparer only."""
+
+
+POLICY = Form(Policy, (
+    "1. Purpose. This policy sets the approval requirements for journal entries posted to the general "
+    "ledger of Northwind Components Inc.\n"
+    "2. Manual journal entries. Every manual journal entry must be approved by a user other than its preparer "
+    "whose approval limit in the user master covers the amount of the entry, before the entry is posted. A "
+    "preparer may never approve his or her own entry, whatever the amount or urgency.\n"
+    "3. Voucher procedure. Where the ERP workflow cannot route an entry to its approver (approver absent "
+    "without ERP access, workflow outage), the preparer may release the entry under his or her own user id, and "
+    "the ERP then records the preparer as approver, only after an approver meeting section 2 has signed the "
+    "journal voucher. The signed voucher, dated no later than the release, is the approval of record and is "
+    "filed in the support pack under the entry's reference. A release without such a voucher is a "
+    "self-approval.\n"
+    "4. Automated postings by the system users are covered by the interface controls and carry no approver, "
+    "except the payroll journal, which carries the approver of its payroll register (Finance, within the "
+    "approver's limit).\n"
+    "5. Monitoring. The Controller reviews the approval report monthly."))
+_HEAD = ("Journal voucher for journal {ref} (entry {entry}), USD {amount}, debit {debit_account} / credit "
+         "{credit_account}. {description}.\nPrepared by: {preparer} ({preparer_role}) on {prepared}.\nReleased in the "
+         "ERP by the preparer on {released}; workflow not used: {reason}.\n")
+_KINDS: dict[str, Any] = dict(ref=TOKEN, entry=REF, amount=MONEY, debit_account=TOKEN, credit_account=TOKEN,
+                              description=LINE, preparer=TOKEN, preparer_role=NAME, prepared=DATE, released=DATE,
+                              reason=LINE)
+SIGNED = Form(SignedVoucher, _HEAD + "Approved by: {signer} ({signer_role}), signed {signed}.", signer=TOKEN,
+              signer_role=NAME, signed=DATE, **_KINDS)
+UNSIGNED = Form(UnsignedVoucher, _HEAD + "Approved by: (no approver signature; signed by the preparer only).", **_KINDS)
+
+
+def plant(b: WorldBuilder) -> None:
     """Add the approval policy; make a pool of manual entries released by their preparers, each
     with a journal voucher that does (decoy) or does not (defect) carry a valid approval."""
-    rng = b.rng
-    e = b.e
-    near = b.knobs.near_miss
-    policy = b.add_document(
-        "policy", POLICY_TITLE,
-        "1. Purpose. This policy sets the approval requirements for journal entries posted to the general "
-        "ledger of Northwind Components Inc.\n"
-        "2. Manual journal entries. Every manual journal entry must be approved by a user other than its preparer "
-        "whose approval limit in the user master covers the amount of the entry, before the entry is posted. A "
-        "preparer may never approve his or her own entry, whatever the amount or urgency.\n"
-        "3. Voucher procedure. Where the ERP workflow cannot route an entry to its approver (approver absent "
-        "without ERP access, workflow outage), the preparer may release the entry under his or her own user id, and "
-        "the ERP then records the preparer as approver, only after an approver meeting section 2 has signed the "
-        "journal voucher. The signed voucher, dated no later than the release, is the approval of record and is "
-        "filed in the support pack under the entry's reference. A release without such a voucher is a "
-        "self-approval.\n"
-        "4. Automated postings by the system users are covered by the interface controls and carry no approver, "
-        "except the payroll journal, which carries the approver of its payroll register (Finance, within the "
-        "approver's limit).\n"
-        "5. Monitoring. The Controller reviews the approval report monthly.",
-        "2024-11-20",
-    )
+    rng, c = b.rng, b.cols
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(Policy()), "2024-11-20")
     limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users if u["role"] != "System"}
-    role = {u["user_id"]: u["role"] for u in b.users}
-    bk = b.books.docs
-
-    k = b.n_defects + b.n_decoys
-    chosen = b.pick(k, where=e["manual"], what="manual entries")
+    chosen = b.pick(b.n_defects + b.n_decoys, where=c.manual, what="manual entries")
     # who approved in the ERP on which day (every approved entry but the ones released here)
     rest = np.ones(b.n, dtype=bool)
     rest[chosen] = False
-    rest &= e["approver"] != ""
-    erp_days = set(zip(e["approver"][rest].tolist(), e["entry_date"][rest].astype(np.int64).tolist()))
+    rest &= c.approver != ""
+    erp_days = set(zip(c.approver[rest].tolist(), c.entry_date[rest].astype(np.int64).tolist()))
     busy_days = {d for _, d in erp_days}
-    roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
+    is_defect = roles(b.n_defects, b.n_decoys, rng)
     order = [DEFECT_KINDS[i] for i in rng.permutation(len(DEFECT_KINDS))]
     n_def = 0
-    for idx, is_defect in zip(chosen, roles):
-        idx = int(idx)
-        prep, approver = str(e["preparer"][idx]), str(e["approver"][idx])
-        cents = int(e["debit_cents"][idx])
-        keyed, dated = e["entry_date"][idx], e["doc_date"][idx]
-        # the books' approval of the document: by ``approver``, on a day between the document and the entry
-        approved = np.datetime64(int(bk.approved_on[int(e["books_doc"][idx])]), "D")
-        if limit.get(approver, 0) < cents:  # a document total below the entry's (a price variance): one tier up
-            approver = _signer(rng, limit, prep, lambda lim: lim >= cents)
-        # the voucher is prepared on or after the document's date, no later than the approval
-        prepared = max(dated, min(approved, keyed - int(rng.integers(0, 4))))
-        e["approver"][idx] = prep  # the release under the preparer's id
-        fits = _reasons(approver, int(keyed.astype(np.int64)), erp_days, busy_days)
-        reason = fits[int(rng.integers(0, len(fits)))]
-        if reason == LEAVE:  # the approver is away: a deputy signs in his or her place
-            approver = _signer(rng, limit, prep, lambda lim: lim >= cents, besides=approver)
-        reason = reason.format(n=int(rng.integers(1000, 9999)))
-        ref = str(e["reference"][idx])
-        head = (f"Journal voucher for journal {ref} (entry {{E:{idx}}}), USD {cents / 100:,.2f}, debit "
-                f"{e['debit_account'][idx]} / credit {e['credit_account'][idx]}. {e['description'][idx]}.\n"
-                f"Prepared by: {prep} ({role[prep]}) on {b.date_str(prepared)}.\n"
-                f"Released in the ERP by the preparer on {b.date_str(keyed)}; workflow not used: {reason}.\n")
-        if not is_defect:
+    for idx, defect in zip(chosen.tolist(), is_defect):
+        v, approver, approved = _release(b, idx, limit, erp_days, busy_days)
+        if not defect:
             # the approval of record: the books' approver, on the day of the approval or of the release
-            signed = keyed if rng.random() < near else max(approved, prepared)
-            doc = _voucher(b, idx, head, approver, role, signed, prepared)
+            signed = v.released if rng.random() < b.knobs.near_miss else max(approved, v.prepared)
+            doc = _voucher(b, v, approver, signed)
             b.add_decoy(idx, "voucher_signed_by_independent_approver", [doc, policy, "master:users"],
-                        facts=[f"{{D:{doc}}}", approver, b.date_str(signed), limit[approver] / 100])
-            continue
-        # the limit defect needs an approver whose limit is below the amount; otherwise the next kind
-        kinds = order[n_def % len(order):] + order[:n_def % len(order)]
-        low = _colleagues(b, prep, cents)
-        kind = next(kd for kd in kinds if kd != "approver_limit_below_amount" or low)
-        n_def += 1
-        if kind == "no_independent_approval":
-            doc = _voucher(b, idx, head, None, role, None, prepared)
-            b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", prep])
-        elif kind == "approved_after_posting":
-            signed = keyed + 1 + int(rng.integers(0, 1 + round((1 - near) * 24)))
-            doc = _voucher(b, idx, head, approver, role, signed, prepared)
-            b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy],
-                         facts=[f"{{D:{doc}}}", approver, b.date_str(signed), b.date_str(keyed)])
+                        facts=[f"{{D:{doc}}}", approver, signed, limit[approver] / 100])
         else:
-            signer = str(rng.choice(low))
-            signed = max(approved, prepared)
-            doc = _voucher(b, idx, head, signer, role, signed, prepared)
-            b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy, "master:users"],
-                         facts=[f"{{D:{doc}}}", signer, limit[signer] / 100, cents / 100])
+            # the limit defect needs an approver whose limit is below the amount; otherwise the next kind
+            kinds = order[n_def % len(order):] + order[:n_def % len(order)]
+            low = _colleagues(b, v.preparer, v.amount)
+            n_def += 1
+            doc = _defect(b, idx, v, next(kd for kd in kinds if kd != "approver_limit_below_amount" or low),
+                          approver, approved, low, limit, policy)
+        b.claim("JE-2", entries=[idx], documents=[policy, doc])
 
 
-def _colleagues(b, preparer: str, cents: int) -> list[str]:
+def _release(b: WorldBuilder, idx: int, limit: dict[str, int], erp_days: set[tuple[str, int]],
+             busy_days: set[int]) -> tuple[Voucher, str, str]:
+    """Release entry ``idx`` under its preparer's id: (the voucher's common part, the approver who
+    signs it when one does, the day the books approved the document)."""
+    rng, c = b.rng, b.cols
+    prep, approver = str(c.preparer[idx]), str(c.approver[idx])
+    cents = int(c.debit_cents[idx])
+    keyed, dated = c.entry_date[idx], c.doc_date[idx]
+    # the books' approval of the document: by ``approver``, on a day between the document and the entry
+    approved = np.datetime64(int(b.books.docs.approved_on[int(c.books_doc[idx])]), "D")
+    if limit.get(approver, 0) < cents:  # a document total below the entry's (a price variance): one tier up
+        approver = _signer(rng, limit, prep, lambda lim: lim >= cents)
+    # the voucher is prepared on or after the document's date, no later than the approval
+    prepared = max(dated, min(approved, keyed - int(rng.integers(0, 4))))
+    c.approver[idx] = prep  # the release under the preparer's id
+    fits = _reasons(approver, int(keyed.astype(np.int64)), erp_days, busy_days)
+    reason = fits[int(rng.integers(0, len(fits)))]
+    if reason == LEAVE:  # the approver is away: a deputy signs in his or her place
+        approver = _signer(rng, limit, prep, lambda lim: lim >= cents, besides=approver)
+    v = Voucher(ref=str(c.reference[idx]), entry=entry_ref(idx), amount=cents, debit_account=str(c.debit_account[idx]),
+                credit_account=str(c.credit_account[idx]), description=str(c.description[idx]), preparer=prep,
+                preparer_role=b.user(prep)["role"], prepared=b.date_str(prepared), released=b.date_str(keyed),
+                reason=reason.format(n=int(rng.integers(1000, 9999))))
+    return v, approver, b.date_str(approved)
+
+
+def _defect(b: WorldBuilder, idx: int, v: Voucher, kind: str, approver: str, approved: str, low: list[str],
+            limit: dict[str, int], policy: int) -> int:
+    """The voucher of a defect of ``kind``, recorded; its handle."""
+    rng = b.rng
+    if kind == "no_independent_approval":
+        doc = _voucher(b, v, None, None)
+        b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", v.preparer])
+    elif kind == "approved_after_posting":
+        late = 1 + int(rng.integers(0, 1 + round((1 - b.knobs.near_miss) * 24)))
+        signed = b.date_str(np.datetime64(v.released) + late)
+        doc = _voucher(b, v, approver, signed)
+        b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy], facts=[f"{{D:{doc}}}", approver, signed, v.released])
+    else:
+        signer = str(rng.choice(low))
+        doc = _voucher(b, v, signer, max(approved, v.prepared))
+        b.add_defect(idx, kind, "SELF_APPROVAL", [doc, policy, "master:users"],
+                     facts=[f"{{D:{doc}}}", signer, limit[signer] / 100, v.amount / 100])
+    return doc
+
+
+def _colleagues(b: WorldBuilder, preparer: str, cents: int) -> list[str]:
     """Users other than the preparer who hold an approval limit below ``cents``: those of the
     preparer's department if any, else any."""
     low = [u for u in b.users if u["role"] != "System" and u["user_id"] != preparer
@@ -217,13 +276,14 @@ def _colleagues(b, preparer: str, cents: int) -> list[str]:
     return sorted(u["user_id"] for u in ([u for u in low if u["department"] == dept] or low))
 
 
-def _signer(rng, limit: dict[str, int], preparer: str, fits, besides: str | None = None) -> str:
+def _signer(rng: np.random.Generator, limit: dict[str, int], preparer: str, fits: Callable[[int], bool],
+            besides: str | None = None) -> str:
     """An approver other than the preparer (and ``besides``, where another fits) whose limit ``fits``."""
     ok = sorted(u for u in APPROVERS if u != preparer and fits(limit[u]))
     return str(rng.choice([u for u in ok if u != besides] or ok))
 
 
-def _reasons(approver: str, keyed: int, erp_days: set, busy_days: set) -> list[str]:
+def _reasons(approver: str, keyed: int, erp_days: set[tuple[str, int]], busy_days: set[int]) -> list[str]:
     """The reasons for not using the workflow that the books do not contradict on the release day
     ``keyed``: the approver away only on a day without ERP approvals of his or hers, an outage only on
     a day nobody approved in the ERP, the close meeting only from the last day of a month to its
@@ -238,17 +298,17 @@ def _reasons(approver: str, keyed: int, erp_days: set, busy_days: set) -> list[s
     return out + [MISROUTED]
 
 
-def _voucher(b, idx: int, head: str, signer: str | None, role: dict[str, str], signed, prepared) -> int:
-    if signer is None:
-        sign = "Approved by: (no approver signature; signed by the preparer only)."
+def _voucher(b: WorldBuilder, v: Voucher, signer: str | None, signed: str | None) -> int:
+    """Add the voucher ``v``, signed by ``signer`` on ``signed`` (by the preparer only when ``None``)."""
+    if signer is None or signed is None:
+        body = UNSIGNED.render(UnsignedVoucher(**vars(v)))
     else:
-        sign = f"Approved by: {signer} ({role[signer]}), signed {b.date_str(signed)}."
-    ref = str(b.e["reference"][idx])
-    return b.add_document("journal_voucher", f"{VOUCHER_TITLE} {ref}", head + sign, b.date_str(prepared))
+        body = SIGNED.render(SignedVoucher(**vars(v), signer=signer, signer_role=b.user(signer)["role"], signed=signed))
+    return b.add_document("journal_voucher", f"{VOUCHER_TITLE} {v.ref}", body, v.prepared)
 
 
 # ----------------------------------------------------------------- strategies
-def _self_approved(kit: Kit):
+def _self_approved(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     """Entries whose approver equals their preparer, with their total debits (from every debit line)."""
     rows = yield from kit.ledger(
         filters=[{"column": "debit", "op": "gt", "value": 0}],
@@ -258,22 +318,13 @@ def _self_approved(kit: Kit):
     return {k: v for k, v in ents.items() if v.get("approver") and v["approver"] == v["preparer"]}
 
 
-def naive(kit: Kit):
-    """Flags every entry whose approver equals its preparer, without reading the vouchers or the policy."""
-    hits = yield from _self_approved(kit)
-    for eid in sorted(hits):
-        if kit.calls_left <= 1:
-            break
-        h = hits[eid]
-        yield from kit.flag(eid, "SELF_APPROVAL", [], f"Entry {eid} ({h['total_debit']:.2f}) was approved by its "
-                                                      f"own preparer {h['preparer']}.")
-    yield from kit.submit(f"Flagged {len(hits)} entries approved by their preparer.")
+RULE = SurfaceRule("the approver equals the preparer", "SELF_APPROVAL", _self_approved,
+                   "Entry {entry_id} ({total_debit:.2f}) was approved by its own preparer {preparer}.",
+                   "Flagged {n} entries approved by their preparer.")
+naive = surface_naive(RULE)
 
 
-_SIGNED = re.compile(r"Approved by: ([A-Z_]+) \(.*?\), signed (\d{4}-\d\d-\d\d)")
-
-
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the policy and the user master, then each self-released entry's journal voucher:
     clears a voucher signed beforehand by another user whose limit covers the amount, flags the rest."""
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
@@ -283,43 +334,45 @@ def careful(kit: Kit):
         yield from kit.open(policy)
     vouchers = {d["title"][len(VOUCHER_TITLE) + 1:]: d["doc_id"] for d in docs if d["title"].startswith(VOUCHER_TITLE)}
     hits = yield from _self_approved(kit)
-    pol = [policy] if policy else []
-    flags = clears = 0
-    for eid in sorted(hits):
-        if kit.calls_left <= 2:
-            break
-        h = hits[eid]
-        amount, keyed = h["total_debit"], str(h["entry_timestamp"])[:10]
-        doc = vouchers.get(h.get("reference") or "")
+
+    def decide(eid: str) -> Generator[Action, str, Disposition]:
+        doc = vouchers.get(hits[eid].get("reference") or "")
         body = (yield from kit.open(doc)).get("body", "") if doc else ""
-        m = _SIGNED.search(body)
-        ev = ([doc] if doc else []) + pol
-        if m is None:
-            flags += 1
-            yield from kit.flag(eid, "SELF_APPROVAL", ev,
-                                f"Entry {eid} (USD {amount:,.2f}) was released by its preparer {h['preparer']}; the "
-                                f"journal voucher {doc or '(none found)'} carries no signature of another approver, so "
-                                f"under {policy} it is self-approved.")
-            continue
-        signer, signed = m.group(1), m.group(2)
-        lim = float(users.get(signer, {}).get("approval_limit") or 0.0)
-        if signer == h["preparer"]:
-            why = f"the voucher {doc} is signed by the preparer {signer} himself or herself"
-        elif signed > keyed:
-            why = (f"the voucher {doc} was signed by {signer} only on {signed}, after the entry was keyed and released "
-                   f"on {keyed}")
-        elif lim < amount:
-            why = f"the voucher {doc} is signed by {signer}, whose approval limit of {lim:,.2f} is below the {amount:,.2f}"
-        else:
-            clears += 1
-            yield from kit.clear(eid, [doc, *pol, "master:users"],
-                                 f"Entry {eid} (USD {amount:,.2f}) was released by {h['preparer']} under the voucher "
-                                 f"procedure of {policy}: voucher {doc} was signed on {signed}, before the release on "
-                                 f"{keyed}, by {signer}, whose approval limit of {lim:,.2f} in master:users covers it.")
-            continue
-        flags += 1
-        yield from kit.flag(eid, "SELF_APPROVAL", [doc, *pol, "master:users"],
-                            f"Entry {eid} (USD {amount:,.2f}) was released by its preparer {h['preparer']} without a "
-                            f"valid independent approval: {why} ({policy}).")
+        return _judge(eid, hits[eid], doc, policy, parse_any(body, (SIGNED, UNSIGNED)), users)
+
+    flags, clears = tally((yield from review(kit, sorted(hits), decide)))
     yield from kit.submit(f"Reviewed {len(hits)} entries released by their preparer: flagged {flags} self-approvals, "
                           f"cleared {clears} supported by a signed voucher.")
+
+
+def _judge(eid: str, h: Mapping[str, Any], doc: str | None, policy: str | None, v: Voucher | None,
+           users: Mapping[str, Mapping[str, Any]]) -> Disposition:
+    """The disposition of a self-released entry ``h`` whose voucher ``doc`` reads ``v``."""
+    amount, keyed, pol = h["total_debit"], str(h["entry_timestamp"])[:10], [policy] if policy else []
+    if not isinstance(v, SignedVoucher):
+        return flag(eid, "SELF_APPROVAL", ([doc] if doc else []) + pol,
+                    f"Entry {eid} (USD {amount:,.2f}) was released by its preparer {h['preparer']}; the journal "
+                    f"voucher {doc or '(none found)'} carries no signature of another approver, so under {policy} it "
+                    "is self-approved.")
+    signer, signed = v.signer, v.signed
+    lim = float(users.get(signer, {}).get("approval_limit") or 0.0)
+    if signer == h["preparer"]:
+        why = f"the voucher {doc} is signed by the preparer {signer} himself or herself"
+    elif signed > keyed:
+        why = (f"the voucher {doc} was signed by {signer} only on {signed}, after the entry was keyed and released "
+               f"on {keyed}")
+    elif lim < amount:
+        why = f"the voucher {doc} is signed by {signer}, whose approval limit of {lim:,.2f} is below the {amount:,.2f}"
+    else:
+        return clear(eid, [str(doc), *pol, "master:users"],
+                     f"Entry {eid} (USD {amount:,.2f}) was released by {h['preparer']} under the voucher procedure of "
+                     f"{policy}: voucher {doc} was signed on {signed}, before the release on {keyed}, by {signer}, "
+                     f"whose approval limit of {lim:,.2f} in master:users covers it.")
+    return flag(eid, "SELF_APPROVAL", [str(doc), *pol, "master:users"],
+                f"Entry {eid} (USD {amount:,.2f}) was released by its preparer {h['preparer']} without a valid "
+                f"independent approval: {why} ({policy}).")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+            decisive="the journal voucher's signer, signing date and the signer's approval limit (master:users) "
+                     "against the preparer, the release date and the entry's amount (policy sections 2 and 3)")

@@ -44,12 +44,20 @@ raises a ``ConfigError``).
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.errors import ConfigError
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import month_close_dates
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.errors import ConfigError
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, NAME, TOKEN, Form, Lines, LinesForm, SurfaceRule, Task, clear,
+                                     dispose, flag, roles, surface_naive)
 
 SPEC = spec(
     "JE-3",
@@ -117,45 +125,77 @@ CHANGED = {
 CLOSED_SHARE = 0.3
 
 
-def split_in_groups(n: int, rng, least: int) -> list[int]:
-    """Split ``n`` entries into groups of ``least`` or ``least + 1`` (entries sharing a user in JE-4):
-    a group is all defects or all decoys, so no order within it gives the key away."""
-    out = []
-    while n > 0:
-        g = min(n, int(rng.integers(least, least + 2)))
-        out.append(g)
-        n -= g
-    return out
 
 
-def _first_of_next_month(d: np.datetime64) -> np.datetime64:
+@dataclass(frozen=True)
+class Opened:
+    """A line of the maintenance log: an account split out of ``parent``, valid from ``opened``."""
+    processed: str
+    cr: str
+    account: str
+    name: str
+    parent: str
+    opened: str
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A line of the maintenance log: an account valid up to ``closed``, later postings to ``parent``."""
+    processed: str
+    cr: str
+    account: str
+    name: str
+    closed: str
+    parent: str
+
+
+OPENED = Form(Opened, "{processed}  {cr}  Open account {account} {name} (split out of {parent}), valid for postings "
+              "dated from {opened}. Requested by FNGUYEN, approved by IBROWN.",
+              processed=DATE, cr=TOKEN, account=TOKEN, name=NAME, parent=TOKEN, opened=DATE)
+CLOSED = Form(Closed, "{processed}  {cr}  Close account {account} {name}: valid for postings dated up to {closed}; "
+              "later postings to {parent}. Approved by IBROWN.",
+              processed=DATE, cr=TOKEN, account=TOKEN, name=NAME, closed=DATE, parent=TOKEN)
+#: the chart-of-accounts maintenance log: the changes processed in the year, in order
+LOG = LinesForm("Chart of accounts changes processed by the General Ledger team in FY2025 (date processed, change "
+                "request, change):\n", "\nThe ERP checks that an account exists and is open when an entry is keyed; "
+                "the posting date typed by the preparer must also fall within the account's validity in the chart of "
+                "accounts, which is authoritative.", OPENED, CLOSED)
+#: the change request a log line holds until the lines are numbered in the order they were processed
+_UNNUMBERED = "{CR}"
+
+
+def _first_of_next_month(d: Any) -> np.datetime64:
     return (np.datetime64(d, "M") + 1).astype("datetime64[D]")
 
 
-def plant(b) -> None:
-    """Add the changed accounts to the chart; move planted month-end postings' profit-and-loss line
-    to them, each posting dated before (defect) or within (decoy) its account's validity."""
-    rng = b.rng
-    e = b.e
-    near = b.knobs.near_miss
-    closes = {p: np.datetime64(c) for p, c in month_close_dates()}
+def _pool(b: WorldBuilder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the candidate postings, each one's profit-and-loss account, whether that is its debit side)."""
+    c = b.cols
+    closes = {p: np.datetime64(d) for p, d in month_close_dates()}
     # candidates: the (few) manual postings of the pool's document types, checked one by one below
-    cand = np.flatnonzero(e["manual"] & np.isin(e["doc_code"], POOL_CODES))
+    cand = np.flatnonzero(c.manual & np.isin(c.doc_code, POOL_CODES))
     # the profit-and-loss side of each posting (bank interest and allowance releases credit it)
-    pnl_side = np.full(b.n, "credit_account", dtype="<U14")
-    pnl_side[cand[np.isin(e["debit_account"][cand], list(CHANGED))]] = "debit_account"
+    pnl_debit = np.zeros(b.n, dtype=bool)
+    pnl_debit[cand[np.isin(c.debit_account[cand], list(CHANGED))]] = True
     pnl = np.full(b.n, "", dtype="<U6")
-    pnl[cand] = np.where(pnl_side[cand] == "debit_account", e["debit_account"][cand], e["credit_account"][cand])
+    pnl[cand] = np.where(pnl_debit[cand], c.debit_account[cand], c.credit_account[cand])
     # keyed after the posting date, within that month's close: the ERP checks the account at keying
     close_of = np.array([closes.get(str(m), np.datetime64("1970-01-01"))
-                         for m in e["post_date"][cand].astype("datetime64[M]").astype(str).tolist()], dtype="datetime64[D]")
+                         for m in c.post_date[cand].astype("datetime64[M]").astype(str).tolist()], dtype="datetime64[D]")
     pool = np.zeros(b.n, dtype=bool)
     # January-November postings only: a defect's account opens the month after its posting, and a
     # December posting would leave it opening in 2026, after the year-end closing entry that closes
     # it (decoys come from the same months, so the month does not tell them apart)
-    pool[cand] = (np.isin(pnl[cand], list(CHANGED)) & (e["entry_date"][cand] > e["post_date"][cand])
-                  & (e["post_date"][cand] < np.datetime64("2025-12-01"))
-                  & (e["entry_date"][cand] <= close_of))
+    pool[cand] = (np.isin(pnl[cand], list(CHANGED)) & (c.entry_date[cand] > c.post_date[cand])
+                  & (c.post_date[cand] < np.datetime64("2025-12-01")) & (c.entry_date[cand] <= close_of))
+    return pool, pnl, pnl_debit
+
+
+def plant(b: WorldBuilder) -> None:
+    """Add the changed accounts to the chart; move planted month-end postings' profit-and-loss line
+    to them, each posting dated before (defect) or within (decoy) its account's validity."""
+    rng, c = b.rng, b.cols
+    pool, pnl, pnl_debit = _pool(b)
     free = {base: [CHANGED[base][i] for i in rng.permutation(len(CHANGED[base]))] for base in CHANGED}
     k = b.n_defects + b.n_decoys
     room = sum(min(int((pool & (pnl == base)).sum()), len(names)) for base, names in CHANGED.items())
@@ -163,52 +203,28 @@ def plant(b) -> None:
         raise ConfigError(f"impossible knobs for JE-3: n_defects + n_decoys = {k}, but the year has room for {room} "
                           "postings to changed accounts (one per account, from its month-end bank, allowance and "
                           "top-side postings); lower n_defects/n_decoys")
-    roles = np.array([1] * b.n_defects + [0] * b.n_decoys)[rng.permutation(k)]
-    rows: list[dict] = []
-    log: list[tuple[str, str]] = []
+    rows: list[dict[str, Any]] = []
+    log: list[Opened | Closed] = []
     transfers: list[tuple[str, str, int, np.datetime64]] = []
     base_row = {a["account"]: a for a in b.accounts}
-    for is_defect in roles:
+    for is_defect in roles(b.n_defects, b.n_decoys, rng):
         # one posting per changed account, so no account holds both a defect and a decoy
-        idx = int(b.pick(1, where=pool & np.isin(pnl, [c for c, left in free.items() if left]),
+        idx = int(b.pick(1, where=pool & np.isin(pnl, [a for a, left in free.items() if left]),
                          what="month-end bank, allowance and top-side postings")[0])
         base = str(pnl[idx])
         code, name = free[base].pop()
-        e[pnl_side[idx]][idx] = code
-        posted = e["post_date"][idx]
-        cr = "{CR}"  # numbered below, in the order the changes were processed
+        side: Literal["debit", "credit"] = "debit" if pnl_debit[idx] else "credit"
+        c.account(side)[idx] = code
         row = {"account": code, "name": name, "type": base_row[base]["type"],
                "normal_balance": base_row[base]["normal_balance"], "contra_of": None}
-        month = int(str(posted)[5:7])
-        if is_defect:
-            opened = _first_of_next_month(posted)
-            _opened(b, rows, log, row, base, opened, cr)
-            b.add_defect(idx, "posting_before_account_opened", "INVALID_ACCOUNT", ["master:accounts"],
-                         facts=[code, str(opened), str(posted)])
-        elif month == 12 or rng.random() >= CLOSED_SHARE:
-            back = 0 if rng.random() < near else int(rng.integers(1, 3))
-            opened = max(np.datetime64(posted, "M") - back, np.datetime64("2025-01")).astype("datetime64[D]")
-            _opened(b, rows, log, row, base, opened, cr)
-            b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"], facts=[code, str(opened), str(posted)])
-        else:
-            # the end of the month after the posting month, or of the month after that
-            later = int(rng.integers(0, min(2, 12 - month)))
-            closed = (np.datetime64(posted, "M") + 2 + later).astype("datetime64[D]") - 1
-            rows.append({**row, "status": "closed", "opened": "2015-01-01", "closed": str(closed)})
-            signed = int(e["debit_cents"][idx]) if pnl_side[idx] == "debit_account" else -int(e["credit_cents"][idx])
-            transfers.append((code, base, signed, closed))
-            log.append((str(closed - int(rng.integers(3, 10))), f"{cr}  Close account {code} {name}: valid for postings "
-                        f"dated up to {closed}; later postings to {base}. Approved by IBROWN."))
-            b.add_decoy(idx, "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), str(posted)])
-
-    # the changed accounts are new rows, so no base entry can use them; keep it so if the base changes
-    planted = {i for i, *_ in b.defects} | {i for i, *_ in b.decoys}
-    changed = sorted(r["account"] for r in rows)
-    stray = [int(i) for i in np.flatnonzero(np.isin(e["debit_account"], changed) | np.isin(e["credit_account"], changed))
-             if int(i) not in planted]
-    if stray:
-        raise RuntimeError(f"JE-3 base entries {stray} post to a changed account")
-
+        change = _change(b, idx, bool(is_defect), row, base)
+        rows.append(row)
+        log.append(change)
+        b.claim("JE-3", entries=[idx], rows=[("accounts", code)])
+        if isinstance(change, Closed):
+            signed = int(c.debit_cents[idx]) if side == "debit" else -int(c.credit_cents[idx])
+            transfers.append((code, base, signed, np.datetime64(change.closed)))
+    _check_no_stray_postings(b, sorted(r["account"] for r in rows))
     for a in b.accounts:
         a["closed"] = a["closed"] or ""  # empty text, not None: builder/_hash.py fills nulls of a text column with 0
         a.pop("blocked_on", None)
@@ -217,18 +233,49 @@ def plant(b) -> None:
     _transfer_closed_balances(b, transfers)
     # change requests are numbered in the order they were processed, with other requests between them
     numbers = np.cumsum(rng.integers(3, 15, size=len(log)))
-    lines = [f"{d}  {text.replace('{CR}', f'CR-{d[:4]}-{int(no):03d}')}" for (d, text), no in zip(sorted(log), numbers)]
-    b.add_document(
-        "memo", LOG_TITLE,
-        "Chart of accounts changes processed by the General Ledger team in FY2025 (date processed, change request, "
-        "change):\n" + "\n".join(lines)
-        + "\nThe ERP checks that an account exists and is open when an entry is keyed; the posting date typed by the "
-        "preparer must also fall within the account's validity in the chart of accounts, which is authoritative.",
-        "2025-12-31",
-    )
+    numbered = tuple(replace(ch, cr=f"CR-{ch.processed[:4]}-{int(no):03d}")
+                     for ch, no in zip(LOG.in_order(log), numbers))
+    b.claim("JE-3", documents=[b.add_document("memo", LOG_TITLE, LOG.render(Lines(numbered)), "2025-12-31")])
 
 
-def _transfer_closed_balances(b, transfers: list[tuple[str, str, int, np.datetime64]]) -> None:
+def _change(b: WorldBuilder, idx: int, is_defect: bool, row: dict[str, Any], base: str) -> Opened | Closed:
+    """Make the changed account of posting ``idx`` open after (defect) or within (decoy: opened, or
+    closed later) its posting date: completes ``row``, records the entry, returns the log line."""
+    rng, posted = b.rng, b.cols.post_date[idx]
+    code, month = row["account"], int(str(posted)[5:7])
+    if is_defect:
+        opened = _first_of_next_month(posted)
+    elif month == 12 or rng.random() >= CLOSED_SHARE:
+        back = 0 if rng.random() < b.knobs.near_miss else int(rng.integers(1, 3))
+        opened = max(np.datetime64(posted, "M") - back, np.datetime64("2025-01")).astype("datetime64[D]")
+    else:
+        # the end of the month after the posting month, or of the month after that
+        later = int(rng.integers(0, min(2, 12 - month)))
+        closed = (np.datetime64(posted, "M") + 2 + later).astype("datetime64[D]") - 1
+        row.update(status="closed", opened="2015-01-01", closed=str(closed))
+        b.add_decoy(idx, "account_closed_after_posting", ["master:accounts"], facts=[code, str(closed), str(posted)])
+        return Closed(str(closed - int(rng.integers(3, 10))), _UNNUMBERED, code, row["name"], str(closed), base)
+    row.update(status="active", opened=str(opened), closed="")
+    assert ACCOUNT_OPEN.check(row, str(posted)).ok is not is_defect
+    facts = [code, str(opened), str(posted)]
+    if is_defect:
+        b.add_defect(idx, "posting_before_account_opened", "INVALID_ACCOUNT", ["master:accounts"], facts=facts)
+    else:
+        b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"], facts=facts)
+    return Opened(str(opened - int(rng.integers(3, 10))), _UNNUMBERED, code, row["name"], base, str(opened))
+
+
+def _check_no_stray_postings(b: WorldBuilder, changed: list[str]) -> None:
+    """The changed accounts are new rows, so no base entry can use them; keep it so if the base changes."""
+    c = b.cols
+    planted = {i for i, *_ in b.defects} | {i for i, *_ in b.decoys}
+    stray = [int(i) for i in np.flatnonzero(np.isin(c.debit_account, changed) | np.isin(c.credit_account, changed))
+             if int(i) not in planted]
+    if stray:
+        raise RuntimeError(f"JE-3 base entries {stray} post to a changed account")
+
+
+def _transfer_closed_balances(b: WorldBuilder, transfers: list[tuple[str, str, int, np.datetime64]]) -> None:
     """A closed account's balance is moved back to its parent on the day it closes (a top-side
     reclass keyed by the accounting manager), so nothing is left on it for the closing entry."""
     if not transfers:
@@ -243,59 +290,32 @@ def _transfer_closed_balances(b, transfers: list[tuple[str, str, int, np.datetim
     new = b.add_entries(rows)
     for i, (code, _, signed, _) in zip(new.tolist(), transfers):
         # the sub-account's side: credited when it holds a debit balance, debited when a credit one
-        b.e["credit_account" if signed > 0 else "debit_account"][i] = code
-
-
-def _opened(b, rows: list[dict], log: list, row: dict, like: str, opened: np.datetime64, cr: str) -> None:
-    """Add an account opened during the year (valid from ``opened``) to the chart rows and the log."""
-    rows.append({**row, "status": "active", "opened": str(opened), "closed": ""})
-    log.append((str(opened - int(b.rng.integers(3, 10))), f"{cr}  Open account {row['account']} {row['name']} (split "
-                f"out of {like}), valid for postings dated from {opened}. Requested by FNGUYEN, approved by IBROWN."))
+        b.cols.account("credit" if signed > 0 else "debit")[i] = code
+        b.claim("JE-3", entries=[i])
 
 
 # ----------------------------------------------------------------- strategies
-def _valid(acct: dict | None, posted: str) -> tuple[bool, str]:
-    """Whether ``acct`` was open for postings dated ``posted`` (ISO date), with the reason."""
-    if acct is None:
-        return False, "the account does not exist in the chart of accounts"
-    if acct.get("status") not in ("active", "closed"):
-        return False, f"the account's status is {acct.get('status')}"
-    if acct.get("opened") and posted < acct["opened"]:
-        return False, f"the account was opened only on {acct['opened']}, after the posting date {posted}"
-    if acct.get("closed") and posted > acct["closed"]:
-        return False, f"the account was closed on {acct['closed']}, before the posting date {posted}"
-    if acct.get("closed"):
-        return True, f"the account was closed only on {acct['closed']}, after the posting date {posted}"
-    return True, f"the account was opened on {acct['opened']}, on or before the posting date {posted}"
-
-
-def _standing(acct: dict | None) -> bool:
-    """A plain active account, unchanged during FY2025 (what the naive rule trusts)."""
-    return bool(acct) and acct.get("status") == "active" and (acct.get("opened") or "") < "2025-01-01" \
-        and not acct.get("closed")
-
-
-def _postings(kit: Kit):
+def _postings(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     rows = yield from kit.ledger(columns=["entry_id", "line_no", "account", "debit", "credit", "posting_date"])
     return entries_of(rows)
 
 
-def naive(kit: Kit):
-    """Flags every entry touching an account that is missing from the chart or not a standing active
-    account, without comparing the posting date with the account's dates."""
+def _off_chart(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """Entries touching an account that is not a standing active account, with those accounts (``odd``)."""
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
     ents = yield from _postings(kit)
-    hits = sorted(k for k, v in ents.items() if any(not _standing(chart.get(a)) for a in v["accounts"]))
-    for eid in hits:
-        if kit.calls_left <= 1:
-            break
-        odd = [a for a in ents[eid]["accounts"] if not _standing(chart.get(a))]
-        yield from kit.flag(eid, "INVALID_ACCOUNT", ["master:accounts"],
-                            f"Entry {eid} posts to account {', '.join(odd)}, which is not a standard active account.")
-    yield from kit.submit(f"Flagged {len(hits)} entries posting to non-standard accounts.")
+    odd = {k: [a for a in v["accounts"] if not ACCOUNT_OPEN.standing(chart.get(a))] for k, v in ents.items()}
+    return {k: {**v, "odd": ", ".join(odd[k])} for k, v in ents.items() if odd[k]}
 
 
-def careful(kit: Kit):
+RULE = SurfaceRule("the entry posts to an account missing from the chart or not a standing active account",
+                   "INVALID_ACCOUNT", _off_chart,
+                   "Entry {entry_id} posts to account {odd}, which is not a standard active account.",
+                   "Flagged {n} entries posting to non-standard accounts.", ("master:accounts",))
+naive = surface_naive(RULE)
+
+
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Compares every posting to a changed account with the chart of accounts at the posting date:
     flags postings dated before the account opened (or after it closed), clears the rest."""
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
@@ -306,28 +326,22 @@ def careful(kit: Kit):
     flags, clears = [], []
     for eid in sorted(ents):
         v = ents[eid]
-        odd = [a for a in dict.fromkeys(v["accounts"]) if not _standing(chart.get(a))]
-        if not odd:
-            continue
-        verdicts = [(a, *_valid(chart.get(a), v["posting_date"])) for a in odd]
-        bad = [(a, why) for a, ok, why in verdicts if not ok]
-        (flags if bad else clears).append((eid, bad or [(a, why) for a, _ok, why in verdicts]))
-    for eid, bad in flags:
-        if kit.calls_left <= 1:
-            break
-        v = ents[eid]
-        why = "; ".join(f"account {a}: {r}" for a, r in bad)
-        yield from kit.flag(eid, "INVALID_ACCOUNT", ["master:accounts"],
-                            f"Entry {eid} (USD {v['total_debit']:.2f}) is dated {v['posting_date']} but posts to an "
-                            f"account that was not open at that date per master:accounts: {why}.")
-    for eid, ok in clears:
-        if kit.calls_left <= 1:
-            break
-        v = ents[eid]
-        why = "; ".join(f"account {a}: {r}" for a, r in ok)
-        yield from kit.clear(eid, ["master:accounts"],
-                             f"Entry {eid} (USD {v['total_debit']:.2f}) dated {v['posting_date']} posts to an account "
-                             f"that was open at that date per master:accounts: {why}.")
+        odd = [a for a in dict.fromkeys(v["accounts"]) if not ACCOUNT_OPEN.standing(chart.get(a))]
+        verdicts = [(a, ACCOUNT_OPEN.check(chart.get(a), v["posting_date"])) for a in odd]
+        bad = "; ".join(f"account {a}: {r.why}" for a, r in verdicts if not r.ok)
+        why = bad or "; ".join(f"account {a}: {r.why}" for a, r in verdicts)
+        head = f"Entry {eid} (USD {v['total_debit']:.2f})"
+        if bad:
+            flags.append(flag(eid, "INVALID_ACCOUNT", ["master:accounts"], f"{head} is dated {v['posting_date']} but "
+                              f"posts to an account that was not open at that date per master:accounts: {why}."))
+        elif odd:
+            clears.append(clear(eid, ["master:accounts"], f"{head} dated {v['posting_date']} posts to an account "
+                                f"that was open at that date per master:accounts: {why}."))
+    yield from dispose(kit, flags + clears)
     yield from kit.submit(f"Compared every posting with the chart of accounts: flagged {len(flags)} postings dated "
                           f"before their account was open, cleared {len(clears)} postings to accounts open at the "
                           "posting date.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, rules=(ACCOUNT_OPEN,),
+            decisive="the posting date against the account's validity in master:accounts (opened, closed)")

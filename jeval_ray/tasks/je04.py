@@ -35,11 +35,18 @@ returns (leavers' and transferees' earlier postings). Required evidence: ``maste
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.tasks.je03 import split_in_groups
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (DATE, NAME, TOKEN, USER_MAY_POST, Form, Lines, LinesForm, SurfaceRule, Task, clear,
+                                     dispose, flag, grouped_roles, surface_naive)
 
 SPEC = spec(
     "JE-4",
@@ -84,6 +91,39 @@ KEY_RATIONALE = (
 )
 
 REPORT_TITLE = "HR starters, leavers and transfers report FY2025"
+
+
+@dataclass(frozen=True)
+class Left:
+    """A line of HR's report: a leaver (``ended`` is the termination date)."""
+    ended: str
+    name: str
+    user_id: str
+    role: str
+    department: str
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A line of HR's report: a transfer to a role without posting rights (``ended``: rights withdrawn)."""
+    ended: str
+    name: str
+    user_id: str
+    role: str
+    department: str
+    new_role: str
+    new_department: str
+
+
+LEFT = Form(Left, "{ended}  {name} ({user_id}), {role}, {department}: left the company; termination date {ended}.",
+            ended=DATE, name=NAME, user_id=TOKEN, role=NAME, department=NAME)
+MOVED = Form(Moved, "{ended}  {name} ({user_id}) moved from {role}, {department} to {new_role}, {new_department} on "
+             "{ended}; posting rights withdrawn with effect from that date.",
+             ended=DATE, name=NAME, user_id=TOKEN, role=NAME, department=NAME, new_role=NAME, new_department=NAME)
+#: HR's starters, leavers and transfers report: one line per change, by effective date
+REPORT = LinesForm("Changes to finance staff in FY2025 notified by HR to IT for access changes (effective date, "
+                   "change):\n", "\nIT is asked to remove ERP posting access on the effective date. The user master "
+                   "is authoritative.", LEFT, MOVED)
 # user_id, name, former role, department, approval limit: staff whose posting rights ended in FY2025
 CHANGED_USERS = (
     ("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000),
@@ -116,32 +156,27 @@ WINDOW = (np.datetime64("2025-02-15"), np.datetime64("2025-11-15"))
 FY_START, FY_END = np.datetime64("2025-01-01"), np.datetime64("2025-12-31")
 
 
-def plant(b) -> None:
+
+
+def plant(b: WorldBuilder) -> None:
     """Add users whose posting rights ended during the year; hand each a group of the manual
     entries their former role keys, recorded and posted after (defects) or before (decoys) the
     date the rights ended. Only the preparer changes: amounts, accounts, dates and the approver
     (another user whose limit covers the entry) stay as the books have them."""
-    rng = b.rng
-    e = b.e
-    near = b.knobs.near_miss
-    post = e["post_date"].astype("datetime64[D]")
-    keyed = e["entry_date"].astype("datetime64[D]")
+    rng, c = b.rng, b.cols
+    post, keyed = c.post_date.astype("datetime64[D]"), c.entry_date.astype("datetime64[D]")
     first, last = np.minimum(post, keyed), np.maximum(post, keyed)
-    manual = e["manual"]
     no_rights = sorted(u["user_id"] for u in b.users if not u["posting_rights"])
-    if (manual & np.isin(e["preparer"], no_rights)).any():
+    if (c.manual & np.isin(c.preparer, no_rights)).any():
         raise RuntimeError("JE-4 base entries are prepared by users without posting rights")
-
     least = max(1, -(-(b.n_defects + b.n_decoys) // (len(CHANGED_USERS) - 2)))
-    groups = [(g, True) for g in split_in_groups(b.n_defects, rng, least)]
-    groups += [(g, False) for g in split_in_groups(b.n_decoys, rng, least)]
-    groups = [groups[i] for i in rng.permutation(len(groups))]
+    groups = grouped_roles(b.n_defects, b.n_decoys, rng, least)
     people = [CHANGED_USERS[i] for i in sorted(rng.choice(len(CHANGED_USERS), size=len(groups), replace=False))]
     in_window = (first >= WINDOW[0]) & (last <= WINDOW[1])
-    gap_max = 3 + int(round((1 - near) * 40))
-    added, report = [], []
+    gap_max = 3 + int(round((1 - b.knobs.near_miss) * 40))
+    changes: list[Left | Moved] = []
     for (size, is_defect), (uid, name, role, dept, limit) in zip(groups, people):
-        kind_ok = manual & np.isin(e["doc_code"], ROLE_POSTS[role])
+        kind_ok = c.manual & np.isin(c.doc_code, ROLE_POSTS[role])
         fits = kind_ok & in_window
         if int((fits & ~b.used).sum()) < size:  # a small slice: any entry of the role's kinds inside the year
             fits = kind_ok & (first > FY_START) & (last < FY_END)
@@ -151,114 +186,88 @@ def plant(b) -> None:
             ended = max(first[idxs].min() - int(rng.integers(1, gap_max + 1)), FY_START)
         else:
             ended = min(last[idxs].max() + int(rng.integers(1, gap_max + 1)), FY_END)
-        leaver = rng.random() < LEAVER_SHARE
-        row = {"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-               "may_post": ", ".join(ROLE_POSTS[role]), "approval_limit": float(limit), "status": "active",
-               "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
-               "termination_date": "", "bank_account": b.bank_account(), "rights_withdrawn_on": ""}
-        if leaver:
-            row.update(status="terminated", termination_date=str(ended))
-            report.append((str(ended), f"{name} ({uid}), {role}, {dept}: left the company; termination date {ended}."))
-            kind = "termination"
-        else:
-            new_role, new_dept = NEW_ROLES[int(rng.integers(0, len(NEW_ROLES)))]
-            # may_post keeps the posting profile the user held until rights_withdrawn_on (the
-            # document types of the entries keyed before it); posting_rights says it is withdrawn
-            row.update(role=new_role, department=new_dept, posting_rights=False, approval_limit=0.0,
-                       rights_withdrawn_on=str(ended))
-            report.append((str(ended), f"{name} ({uid}) moved from {role}, {dept} to {new_role}, {new_dept} on "
-                                       f"{ended}; posting rights withdrawn with effect from that date."))
-            kind = "rights_withdrawn"
-        added.append(row)
+        row, change = _changed_user(b, uid, name, role, dept, limit, str(ended))
+        b.users.append(row)
+        b.claim("JE-4", entries=idxs.tolist(), rows=[("users", uid)])
+        changes.append(change)
+        kind = "termination" if isinstance(change, Left) else "rights_withdrawn"
         for idx in idxs:
-            e["preparer"][idx] = uid
+            c.preparer[idx] = uid
             facts = [uid, str(ended), b.date_str(keyed[idx]), b.date_str(post[idx])]
+            assert USER_MAY_POST.check(row, facts[2], facts[3]).ok is not is_defect
             if is_defect:
                 b.add_defect(int(idx), f"posted_after_{kind}", "UNAUTHORISED_USER", ["master:users"], facts=facts)
             else:
                 b.add_decoy(int(idx), f"posted_before_{kind}", ["master:users"], facts=facts)
-
-    b.users.extend(added)
     for u in b.users:
         # empty text, not None: builder/_hash.py fills nulls of a text column with 0 and raises
         u["termination_date"] = u["termination_date"] or ""
         u.setdefault("rights_withdrawn_on", "")
-    b.add_document(
-        "memo", REPORT_TITLE,
-        "Changes to finance staff in FY2025 notified by HR to IT for access changes (effective date, change):\n"
-        + "\n".join(f"{d}  {text}" for d, text in sorted(report))
-        + "\nIT is asked to remove ERP posting access on the effective date. The user master is authoritative.",
-        "2025-12-31",
-    )
+    report = Lines(tuple(REPORT.in_order(changes)))  # by effective date, then by the line's text
+    b.claim("JE-4", documents=[b.add_document("memo", REPORT_TITLE, REPORT.render(report), "2025-12-31")])
+
+
+def _changed_user(b: WorldBuilder, uid: str, name: str, role: str, dept: str, limit: int,
+                  ended: str) -> tuple[dict[str, Any], Left | Moved]:
+    """The user master row of a user whose rights ended on ``ended`` (a leaver or a transfer, drawn),
+    and the line of HR's report stating it."""
+    rng = b.rng
+    leaver = rng.random() < LEAVER_SHARE
+    row = {"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
+           "may_post": ", ".join(ROLE_POSTS[role]), "approval_limit": float(limit), "status": "active",
+           "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
+           "termination_date": "", "bank_account": b.bank_account(), "rights_withdrawn_on": ""}
+    if leaver:
+        row.update(status="terminated", termination_date=ended)
+        return row, Left(ended, name, uid, role, dept)
+    new_role, new_dept = NEW_ROLES[int(rng.integers(0, len(NEW_ROLES)))]
+    # may_post keeps the posting profile the user held until rights_withdrawn_on (the document types
+    # of the entries keyed before it); posting_rights says it is withdrawn
+    row.update(role=new_role, department=new_dept, posting_rights=False, approval_limit=0.0, rights_withdrawn_on=ended)
+    return row, Moved(ended, name, uid, role, dept, new_role, new_dept)
 
 
 # ----------------------------------------------------------------- strategies
-def _suspects(users: list[dict]) -> dict[str, dict]:
-    """Users the red-flag rule looks at: no posting rights, or terminated."""
-    return {u["user_id"]: u for u in users if not u.get("posting_rights") or u.get("status") == "terminated"}
-
-
-def _entries_by(kit: Kit, user_ids: list[str]):
-    if not user_ids:
+def _suspect_entries(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """The entries prepared by users the rule looks at (no posting rights, or terminated), each
+    with its preparer's user master row under ``user``."""
+    users = yield from kit.master("users")
+    sus = {u["user_id"]: u for u in users if USER_MAY_POST.suspect(u)}
+    if not sus:
         return {}
     rows = yield from kit.ledger(
-        filters=[{"column": "preparer", "op": "in", "value": user_ids}],
+        filters=[{"column": "preparer", "op": "in", "value": sorted(sus)}],
         columns=["entry_id", "posting_date", "entry_timestamp", "preparer", "debit", "description"],
     )
-    return entries_of(rows)
+    return {eid: {**v, "user": sus[v["preparer"]]} for eid, v in entries_of(rows).items()}
 
 
-def naive(kit: Kit):
-    """Flags every entry prepared by a user without posting rights or marked terminated, without
-    comparing the posting date with the date the rights ended."""
-    users = yield from kit.master("users")
-    bad = _suspects(users)
-    ents = yield from _entries_by(kit, sorted(bad))
-    for eid in sorted(ents):
-        if kit.calls_left <= 1:
-            break
-        p = ents[eid]["preparer"]
-        yield from kit.flag(eid, "UNAUTHORISED_USER", ["master:users"],
-                            f"Entry {eid} was prepared by {p}, who has no posting rights or is terminated.")
-    yield from kit.submit(f"Flagged {len(ents)} entries by users without posting rights or terminated.")
+RULE = SurfaceRule("the preparer has no posting rights or is terminated", "UNAUTHORISED_USER", _suspect_entries,
+                   "Entry {entry_id} was prepared by {preparer}, who has no posting rights or is terminated.",
+                   "Flagged {n} entries by users without posting rights or terminated.", ("master:users",))
+naive = surface_naive(RULE)
 
 
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the user master, then checks every entry by a user without rights or terminated
     against the date the rights ended: flags entries keyed and posted after it, clears those keyed
     and posted before it."""
-    users = yield from kit.master("users")
-    sus = _suspects(users)
-    ents = yield from _entries_by(kit, sorted(sus))
+    ents = yield from _suspect_entries(kit)
     flags, clears = [], []
     for eid in sorted(ents):
         v = ents[eid]
-        u = sus[v["preparer"]]
-        posted, keyed = str(v["posting_date"])[:10], str(v["entry_timestamp"])[:10]
-        if u.get("status") == "terminated":
-            end, what = u.get("termination_date") or "", "was terminated on"
+        verdict = USER_MAY_POST.check(v["user"], str(v["entry_timestamp"])[:10], str(v["posting_date"])[:10])
+        usd = f"Entry {eid} (USD {v['total_debit']:.2f})"
+        if verdict.ok:
+            clears.append(clear(eid, ["master:users"], f"{usd} is authorised: {verdict.why} (master:users)."))
         else:
-            end, what = u.get("rights_withdrawn_on") or "", "had posting rights withdrawn on"
-        if not end:
-            flags.append((eid, f"{u['user_id']} ({u.get('role')}) holds no posting rights in master:users and no date "
-                               "shows the user ever held them"))
-        elif max(posted, keyed) > end:
-            flags.append((eid, f"{u['user_id']} {what} {end}, before the entry was keyed on {keyed} and posted on "
-                               f"{posted}"))
-        else:
-            clears.append((eid, f"{u['user_id']} {what} {end} only, after the entry was keyed on {keyed} and posted on "
-                                f"{posted}; the user held posting rights at the time"))
-    for eid, why in flags:
-        if kit.calls_left <= 1:
-            break
-        v = ents[eid]
-        yield from kit.flag(eid, "UNAUTHORISED_USER", ["master:users"],
-                            f"Entry {eid} (USD {v['total_debit']:.2f}) is unauthorised: {why} (master:users).")
-    for eid, why in clears:
-        if kit.calls_left <= 1:
-            break
-        v = ents[eid]
-        yield from kit.clear(eid, ["master:users"],
-                             f"Entry {eid} (USD {v['total_debit']:.2f}) is authorised: {why} (master:users).")
+            flags.append(flag(eid, "UNAUTHORISED_USER", ["master:users"],
+                              f"{usd} is unauthorised: {verdict.why} (master:users)."))
+    yield from dispose(kit, flags + clears)
     yield from kit.submit(f"Checked {len(ents)} entries by users without rights or terminated: flagged "
                           f"{len(flags)}, cleared {len(clears)}.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, rules=(USER_MAY_POST,),
+            decisive="the date the preparer's posting rights ended (termination_date or rights_withdrawn_on in "
+                     "master:users) against the dates the entry was keyed and posted")

@@ -45,13 +45,19 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import calendar as cal, master as md
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
+from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, POSTING_WINDOW, TOKEN, Disposition, Form, Many, SurfaceRule,
+                                     Task, clear, flag, hhmm, read_while, review, surface_naive, tally)
 
 SPEC = spec(
     "JE-6",
@@ -111,52 +117,71 @@ _MONTH = ("January", "February", "March", "April", "May", "June", "July", "Augus
           "November", "December")
 
 
-def hhmm(s: int) -> str:
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}"
+# ---------------------------------------------------------------------------- documents
+@dataclass(frozen=True)
+class Policy:
+    """Policy FIN-11: the business hours manual entries may be keyed in."""
+    start: int
+    end: int
 
 
-def off_hours(day: np.ndarray, time_s: np.ndarray, holidays: np.ndarray, start: int, end: int) -> np.ndarray:
-    """The rule (vectorised): a weekend, a public holiday, or a time outside [start, end)."""
-    day = np.asarray(day, dtype="datetime64[D]")
-    weekend = ~np.is_busday(day)
-    holiday = np.isin(day, np.asarray(holidays, dtype="datetime64[D]"))
-    return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
+@dataclass(frozen=True)
+class AuthorisedUser:
+    """A user a close-work memo names."""
+    name: str
+    user_id: str
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A day a close-work memo covers, and the hours on it."""
+    weekday: str
+    date: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Memo:
+    """The Controller's authorisation of close work outside business hours for one period's close."""
+    period: str
+    users: tuple[AuthorisedUser, ...]
+    slots: tuple[Slot, ...]
+
+
+POLICY = Form(Policy, (
+    "Policy FIN-11 Posting window for manual journal entries. Effective 2024-01-01. Owner: Controller.\n\n"
+    "1. Business hours. Manual journal entries may be keyed and posted only on business days, Monday to "
+    "Friday, from {start} to {end} (local time).\n"
+    "2. Weekends and public holidays. No manual entries may be keyed on Saturdays, Sundays or on the public "
+    "holidays listed in the company calendar (master data: calendar, kind 'holiday').\n"
+    "3. The time that counts is the entry timestamp recorded by the ERP system when the entry is keyed, "
+    "not the posting date chosen for the entry.\n"
+    "4. Close work. During a period close the Controller may authorise named users in a written memo to key "
+    "manual entries outside business hours on named dates, up to the close date of the period in the company "
+    "calendar (master data: calendar, kind 'period_close'), within stated hours. The memo lists the users, "
+    "the dates and the hours covered. Entries by other users, on other dates or outside those hours are not "
+    "covered and fall under sections 1 and 2.\n"
+    "5. Scope. This policy applies to manual entries only. Automated postings by system users "
+    "(SYS_BATCH, SYS_INTERFACE) run as scheduled night jobs and are outside this policy."), start=HHMM, end=HHMM)
+USER = Form(AuthorisedUser, "{name} ({user_id})", name=NAME, user_id=TOKEN)
+SLOT = Form(Slot, "    {weekday} {date}, {start} to {end}", weekday=NAME, date=DATE, start=HHMM, end=HHMM)
+MEMO = Form(Memo, (
+    "To: General Ledger and Accounts Payable teams\n"
+    "From: Isabel Brown, Controller\n"
+    "Subject: " + MEMO_TITLE + " - {period} close\n\n"
+    "To complete the {period} close on schedule, I authorise the users below to key and post manual journal "
+    "entries outside normal business hours, under section 4 of the posting window policy.\n"
+    "  Authorised users: {users}\n"
+    "  Dates and hours covered:\n{slots}\n"
+    "Entries keyed under this authorisation follow the normal approval workflow. The authorisation does "
+    "not extend to any other user, date or time."), period=NAME, users=Many((USER,), ", "), slots=Many((SLOT,)))
 
 
 # ---------------------------------------------------------------------------- planting
-def _policy_body(start: int, end: int) -> str:
-    return (
-        "Policy FIN-11 Posting window for manual journal entries. Effective 2024-01-01. Owner: Controller.\n\n"
-        f"1. Business hours. Manual journal entries may be keyed and posted only on business days, Monday to "
-        f"Friday, from {hhmm(start)} to {hhmm(end)} (local time).\n"
-        "2. Weekends and public holidays. No manual entries may be keyed on Saturdays, Sundays or on the public "
-        "holidays listed in the company calendar (master data: calendar, kind 'holiday').\n"
-        "3. The time that counts is the entry timestamp recorded by the ERP system when the entry is keyed, "
-        "not the posting date chosen for the entry.\n"
-        "4. Close work. During a period close the Controller may authorise named users in a written memo to key "
-        "manual entries outside business hours on named dates, up to the close date of the period in the company "
-        "calendar (master data: calendar, kind 'period_close'), within stated hours. The memo lists the users, "
-        "the dates and the hours covered. Entries by other users, on other dates or outside those hours are not "
-        "covered and fall under sections 1 and 2.\n"
-        "5. Scope. This policy applies to manual entries only. Automated postings by system users "
-        "(SYS_BATCH, SYS_INTERFACE) run as scheduled night jobs and are outside this policy."
-    )
-
-
-def _memo_body(users: list[str], slots: list[tuple[np.datetime64, int, int]], period: str) -> str:
-    who = ", ".join(f"{_NAMES[u]} ({u})" for u in users)
-    days = "\n".join(f"    {dt.date.fromisoformat(str(d)):%A} {d}, {hhmm(w0)} to {hhmm(w1)}" for d, w0, w1 in slots)
-    return (
-        "To: General Ledger and Accounts Payable teams\n"
-        "From: Isabel Brown, Controller\n"
-        f"Subject: {MEMO_TITLE} - {period} close\n\n"
-        f"To complete the {period} close on schedule, I authorise the users below to key and post manual journal "
-        "entries outside normal business hours, under section 4 of the posting window policy.\n"
-        f"  Authorised users: {who}\n"
-        f"  Dates and hours covered:\n{days}\n"
-        "Entries keyed under this authorisation follow the normal approval workflow. The authorisation does "
-        "not extend to any other user, date or time."
-    )
+def _memo(users: list[str], slots: list[tuple[np.datetime64, int, int]], period: str) -> str:
+    return MEMO.render(Memo(period, tuple(AuthorisedUser(_NAMES[u], u) for u in users),
+                            tuple(Slot(f"{dt.date.fromisoformat(str(d)):%A}", str(d), w0, w1) for d, w0, w1 in slots)))
 
 
 def close_window(month: int) -> np.ndarray:
@@ -166,14 +191,14 @@ def close_window(month: int) -> np.ndarray:
     return np.arange(first, close + 1, dtype="datetime64[D]")
 
 
-def _window_hours(day: np.datetime64, end: int) -> tuple[int, int]:
+def _window_hours(day: Any, end: int) -> tuple[int, int]:
     """The hours a close memo grants on ``day``: daytime on weekends and holidays, the evening otherwise."""
     if not cal.is_business_day(day):
         return 8 * 3600, 20 * 3600
     return end, 23 * 3600 + 1800
 
 
-def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
+def _draw_time(rng: np.random.Generator, day: Any, end: int) -> tuple[np.datetime64, int]:
     """A keying time on ``day``: 08:30-19:30 on a weekend or holiday, else at least an hour after business hours."""
     if not cal.is_business_day(day):
         return day, int(rng.integers(8 * 3600 + 1800, 19 * 3600 + 1800))
@@ -184,19 +209,20 @@ def _draw_time(rng, day: np.datetime64, end: int) -> tuple[np.datetime64, int]:
 CLOSE_TYPES = ("AC", "AL", "BC", "BI")
 
 
-def _close_entries(b, months) -> np.ndarray:
+def _close_entries(b: WorldBuilder, months: list[int]) -> np.ndarray:
     """Month-end close entries of ``months`` (accruals, allowance reviews, bank charges and interest)."""
-    e = b.e
-    month = e["post_date"].astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1
-    return (e["manual"] & np.isin(e["doc_code"], CLOSE_TYPES) & (e["post_date"] == cal.last_day_of_month(e["post_date"]))
-            & (e["entry_date"] > e["post_date"]) & np.isin(month, list(months)))
+    col = b.cols
+    month = col.post_date.astype("datetime64[M]").astype(np.int64) - (2025 - 1970) * 12 + 1
+    return (col.manual & np.isin(col.doc_code, CLOSE_TYPES) & (col.post_date == cal.last_day_of_month(col.post_date))
+            & (col.entry_date > col.post_date) & np.isin(month, list(months)))
 
 
-def plant(b) -> None:
-    rng = b.rng
-    e = b.e
+def plant(b: WorldBuilder) -> None:
+    """State the posting window; move some closes' month-end entries to off-hours keying times; write
+    one close-work memo per close covering its decoys' users and days, and not its defects'."""
+    rng, col = b.rng, b.cols
     start, end = HOUR_OPTIONS[int(rng.integers(0, len(HOUR_OPTIONS)))]
-    policy = b.add_document("policy", POLICY_TITLE, _policy_body(start, end), "2023-12-12")
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(Policy(start, end)), "2023-12-12")
     n = b.n_defects + b.n_decoys
     months = [int(m) for m in rng.permutation(np.arange(1, 12))]
     n_periods = min(len(months), max(2, math.ceil(n / 4))) if n else 0
@@ -209,7 +235,7 @@ def plant(b) -> None:
     idxs = b.pick(n, pool, what="month-end close entries (accruals, allowance, bank charges and interest)")
     cands = []
     for idx in idxs.tolist():
-        month = int(str(e["post_date"][idx])[5:7])
+        month = int(str(col.post_date[idx])[5:7])
         win = close_window(month)
         busy = cal.is_business_day(win)
         off = win[~busy]
@@ -217,7 +243,7 @@ def plant(b) -> None:
         day = off[int(rng.integers(0, len(off)))] if len(off) and (rng.random() < 0.5 or not len(on)) \
             else on[int(rng.integers(0, len(on)))]
         day, t = _draw_time(rng, day, end)
-        cands.append({"idx": idx, "month": month, "day": day, "t": t, "user": str(e["preparer"][idx])})
+        cands.append({"idx": idx, "month": month, "day": day, "t": t, "user": str(col.preparer[idx])})
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
 
@@ -259,65 +285,67 @@ def plant(b) -> None:
         period = f"{_MONTH[month - 1]} 2025"
         # issued before the close starts, so that no entry of the close was keyed before its memo
         issued = str(np.datetime64(f"2025-{month + 1:02d}-01", "D") - int(rng.integers(2, 7)))
-        ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo_body(ev["users"], slots, period), issued)
+        ev["doc"] = b.add_document("memo", f"{MEMO_TITLE} - {period} close", _memo(ev["users"], slots, period), issued)
 
+    # every planted keying time, defect or decoy, is outside the window (the memo decides)
+    assert not cands or POSTING_WINDOW.outside([c["day"] for c in cands], [c["t"] for c in cands], cal.HOLIDAY_DATES,
+                                               start, end).all()
     # 3. plant: the close entry keeps its posting date (the month end) and is keyed at the drawn time;
     # an accrual's reversal (recorded by the batch the night the accrual is keyed) follows it
     reversal = _reversals(b)
     for c, d in zip(cands, is_defect):
         ev = events[c["month"]]
         idx = c["idx"]
-        e["entry_date"][idx] = c["day"]
-        e["time_s"][idx] = c["t"]
-        rv = reversal.get(int(e["books_doc"][idx]))
+        col.entry_date[idx] = c["day"]
+        col.time_s[idx] = c["t"]
+        rv = reversal.get(int(col.books_doc[idx]))
+        b.claim("JE-6", entries=[idx] + ([rv] if rv is not None else []), documents=[policy, ev["doc"]])
         if rv is not None:
-            e["entry_date"][rv] = c["day"]
-            e["time_s"][rv] = max(int(e["time_s"][rv]), min(c["t"] + 60, 24 * 3600 - 1))
+            col.entry_date[rv] = c["day"]
+            col.time_s[rv] = max(int(col.time_s[rv]), min(c["t"] + 60, 24 * 3600 - 1))
         day = str(c["day"])
         if not d:
             b.add_decoy(idx, "authorised_close_work", [policy, ev["doc"], "master:calendar", "entry"],
-                        facts=[f"{{D:{ev['doc']}}}", c["user"], day, dict(cal.month_close_dates())[f"2025-{c['month']:02d}"]])
+                        facts=[f"{{D:{ev['doc']}}}", c["user"], day,
+                               dict(cal.month_close_dates())[f"2025-{c['month']:02d}"]])
             continue
         kind = ("date_not_authorised" if day not in ev["days"] else
                 "user_not_authorised" if c["user"] not in ev["users"] else "hours_not_authorised")
-        b.add_defect(idx, kind, "OFF_HOURS", [policy, "master:calendar", ev["doc"], "entry"], int(e["debit_cents"][idx]),
+        b.add_defect(idx, kind, "OFF_HOURS", [policy, "master:calendar", ev["doc"], "entry"], int(col.debit_cents[idx]),
                      facts=[c["user"], day, f"{{D:{ev['doc']}}}"])
 
 
-def _reversals(b) -> dict[int, int]:
+def _reversals(b: WorldBuilder) -> dict[int, int]:
     """{books document of an accrual: the entry of its reversal} (reversals are linked to what they reverse)."""
-    e = b.e
-    rv = np.flatnonzero(e["doc_code"] == "RV")
-    parent = b.books.docs.parent[e["books_doc"][rv]]
+    col = b.cols
+    rv = np.flatnonzero(col.doc_code == "RV")
+    parent = b.books.docs.parent[col.books_doc[rv]]
     return dict(zip(parent.tolist(), rv.tolist()))
 
 
 
 # ---------------------------------------------------------------------------- strategies
-_HOURS = re.compile(r"Friday, from (\d\d):(\d\d) to (\d\d):(\d\d)")
-
-
-def _find(docs: list[dict], doc_type: str, words: str) -> list[str]:
+def _find(docs: list[dict[str, Any]], doc_type: str, words: str) -> list[str]:
     return [d["doc_id"] for d in docs if d["doc_type"] == doc_type and words in d["title"].lower()]
 
 
-def _rules(kit: Kit):
+def _rules(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], str | None, int, int, list[str],
+                                                     dict[str, str]]]:
     """(documents, policy id, start, end, holidays, {period: close date}) from the support pack and the calendar."""
     docs = yield from kit.documents()
     pol = _find(docs, "policy", "posting window")
     start, end = cal.BUSINESS_HOURS
     if pol:
-        m = _HOURS.search((yield from kit.open(pol[0])).get("body", ""))
-        if m:
-            h0, m0, h1, m1 = (int(x) for x in m.groups())
-            start, end = h0 * 3600 + m0 * 60, h1 * 3600 + m1 * 60
+        stated = POLICY.parse((yield from kit.open(pol[0])).get("body", ""))
+        if stated:
+            start, end = stated.start, stated.end
     cal_rows = yield from kit.master("calendar")
     holidays = sorted(r["date"] for r in cal_rows if r.get("kind") == "holiday")
     closes = {r["description"].split()[-1]: r["date"] for r in cal_rows if r.get("kind") == "period_close"}
     return docs, (pol[0] if pol else None), start, end, holidays, closes
 
 
-def _candidates(kit: Kit, start: int, end: int, holidays: list[str]):
+def _candidates(kit: Kit, start: int, end: int, holidays: list[str]) -> Generator[Action, str, list[dict[str, Any]]]:
     rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
                                           {"column": "line_no", "op": "eq", "value": 1}],
                                  columns=["entry_id", "entry_timestamp", "posting_date", "preparer"])
@@ -325,7 +353,7 @@ def _candidates(kit: Kit, start: int, end: int, holidays: list[str]):
         return []
     day = np.array([r["entry_timestamp"][:10] for r in rows], dtype="datetime64[D]")
     t = np.array([_secs(r["entry_timestamp"]) for r in rows])
-    hit = off_hours(day, t, np.array(holidays, dtype="datetime64[D]"), start, end)
+    hit = POSTING_WINDOW.outside(day, t, np.array(holidays, dtype="datetime64[D]"), start, end)
     return [rows[i] for i in np.flatnonzero(hit)]
 
 
@@ -343,92 +371,79 @@ def _why(ts: str, start: int, end: int, holidays: list[str]) -> str:
     return f"keyed at {ts[11:16]} on {d:%A} {ts[:10]}, outside business hours {hhmm(start)}-{hhmm(end)}"
 
 
-def naive(kit: Kit):
-    """Flags every manual entry keyed on a weekend, a holiday or after hours, reading no memo."""
+def _off_window(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """Manual entries keyed outside the posting window, in ledger order, with why and the policy's id."""
     _docs, pol, start, end, holidays, _closes = yield from _rules(kit)
     cands = yield from _candidates(kit, start, end, holidays)
-    ev = [x for x in (pol, "master:calendar") if x]
-    for r in cands:
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(r["entry_id"], "OFF_HOURS", ev,
-                            f"Manual entry {r['entry_id']} by {r['preparer']} was "
-                            f"{_why(r['entry_timestamp'], start, end, holidays)}.")
-    yield from kit.submit(f"Flagged {len(cands)} manual entries keyed outside the posting window.")
+    return {r["entry_id"]: {**r, "why": _why(r["entry_timestamp"], start, end, holidays), "policy": pol or ""}
+            for r in cands}
 
 
-_USERS = re.compile(r"Authorised users: (.*)")
-_SLOT = re.compile(r"(\d{4}-\d\d-\d\d), (\d\d):(\d\d) to (\d\d):(\d\d)")
+RULE = SurfaceRule("a manual entry keyed on a weekend, a holiday or after hours", "OFF_HOURS", _off_window,
+                   "Manual entry {entry_id} by {preparer} was {why}.",
+                   "Flagged {n} manual entries keyed outside the posting window.", ("{policy}", "master:calendar"),
+                   in_order=False)
+naive = surface_naive(RULE)
 
 
-def _parse_memo(body: str) -> dict:
-    """Users and ``{date: (start, end)}`` of a close-work memo."""
-    users = _USERS.search(body)
-    return {
-        "users": set(re.findall(r"\(([A-Z_]+)\)", users.group(1))) if users else set(),
-        "slots": {d: (int(h0) * 3600 + int(m0) * 60, int(h1) * 3600 + int(m1) * 60)
-                  for d, h0, m0, h1, m1 in _SLOT.findall(body)},
-    }
-
-
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the policy hours, the calendar (holidays, close dates) and the close-work memos, opens
     each manual entry keyed outside the window, clears those a memo covers (user named, day listed,
     time within that day's hours, on or before the period's close date) and flags the rest, citing
     the memo of the entry's close."""
     docs, pol, start, end, holidays, closes = yield from _rules(kit)
     cands = yield from _candidates(kit, start, end, holidays)
-    memos: dict[str, dict] = {}
     titles = {d["doc_id"]: d["title"] for d in docs}
-    periods = {r["posting_date"][:7] for r in cands}
-    for d in docs:
-        if d["doc_type"] != "memo" or "authorisation of close work" not in d["title"].lower():
-            continue
-        # only the memos of the closes the candidates were posted into
-        if not any(dt.date.fromisoformat(p + "-01").strftime("%B %Y") in d["title"] for p in periods):
-            continue
-        if kit.calls_left <= 2 * len(cands) + 2:
-            break
-        memos[d["doc_id"]] = _parse_memo((yield from kit.open(d["doc_id"])).get("body", ""))
-    n_flag = n_clear = 0
-    for r in cands:
-        if kit.calls_left <= 3:
-            break
-        eid = r["entry_id"]
-        entry = yield from kit.call("get_entry", entry_id=eid)
-        ts = str(entry.get("entry_timestamp") or r["entry_timestamp"])
-        prep = entry.get("preparer", r["preparer"])
-        posted = str(entry.get("posting_date") or r["posting_date"])
-        day, t = ts[:10], _secs(ts)
-        close = closes.get(posted[:7], "")
-        month = dt.date.fromisoformat(posted[:7] + "-01").strftime("%B %Y")
-        memo = next((k for k in memos if month in titles[k]), None)
-        m = memos.get(memo) if memo else None
-        slot = m["slots"].get(day) if m else None
-        if m and slot and prep in m["users"] and slot[0] <= t < slot[1] and close and day <= close:
-            yield from kit.clear(
-                eid, [x for x in (pol, memo, "master:calendar", eid) if x],
-                f"Entry {eid} by {prep} was keyed at {ts[11:16]} on {day}, outside business hours, and posted to "
-                f"{posted}; {memo} authorises {prep} to post on {day} from {hhmm(slot[0])} to {hhmm(slot[1])} for "
-                f"the {month} close, and {day} is on or before that period's close date {close} in master:calendar "
-                f"(policy {pol} section 4).")
-            n_clear += 1
-            continue
-        why = _why(ts, start, end, holidays)
-        if m is None:
-            scope = "no close-work memo covers that close"
-        elif not slot:
-            scope = f"{memo}, the close-work memo for {month}, does not list {day}"
-        elif prep not in m["users"]:
-            scope = f"{memo} lists {day} but names only {', '.join(sorted(m['users']))}, not {prep}"
-        elif not (close and day <= close):
-            scope = f"{day} is after the period close date {close}"
-        else:
-            scope = f"{memo} covers {day} only from {hhmm(slot[0])} to {hhmm(slot[1])}, not {ts[11:16]}"
-        yield from kit.flag(
-            eid, "OFF_HOURS", [x for x in (pol, "master:calendar", memo, eid) if x],
-            f"Manual entry {eid} by {prep} was {why}, against the posting window policy {pol} "
-            f"(business days {hhmm(start)}-{hhmm(end)}); {scope}.")
-        n_flag += 1
-    yield from kit.submit(f"Reviewed {len(cands)} manual entries keyed outside the posting window: flagged {n_flag} "
-                          f"without authorisation, cleared {n_clear} covered by close-work memos.")
+    months = {dt.date.fromisoformat(r["posting_date"][:7] + "-01").strftime("%B %Y") for r in cands}
+    # only the memos of the closes the candidates were posted into
+    ids = [d["doc_id"] for d in docs if d["doc_type"] == "memo" and "authorisation of close work" in d["title"].lower()
+           and any(m in d["title"] for m in months)]
+    memos = {k: MEMO.parse(body) for k, body in (yield from read_while(kit, ids, reserve=2 * len(cands) + 2)).items()}
+
+    def decide(r: dict[str, Any]) -> Generator[Action, str, Disposition]:
+        entry = yield from kit.call("get_entry", entry_id=r["entry_id"])
+        return _judge(r, entry, pol, start, end, holidays, closes, memos, titles)
+
+    flags, clears = tally((yield from review(kit, cands, decide, reserve=3)))
+    yield from kit.submit(f"Reviewed {len(cands)} manual entries keyed outside the posting window: flagged {flags} "
+                          f"without authorisation, cleared {clears} covered by close-work memos.")
+
+
+def _judge(r: dict[str, Any], entry: dict[str, Any], pol: str | None, start: int, end: int, holidays: list[str],
+           closes: dict[str, str], memos: dict[str, Memo | None], titles: dict[str, str]) -> Disposition:
+    """Whether a close-work memo covers entry ``r`` keyed outside the window (clear) or none does (flag)."""
+    eid = r["entry_id"]
+    ts = str(entry.get("entry_timestamp") or r["entry_timestamp"])
+    prep = entry.get("preparer", r["preparer"])
+    posted = str(entry.get("posting_date") or r["posting_date"])
+    day, t = ts[:10], _secs(ts)
+    close = closes.get(posted[:7], "")
+    month = dt.date.fromisoformat(posted[:7] + "-01").strftime("%B %Y")
+    memo = next((k for k in memos if month in titles[k]), None)
+    m = memos.get(memo) if memo else None
+    users = {u.user_id for u in m.users} if m else set()
+    slot = next(((s.start, s.end) for s in m.slots if s.date == day), None) if m else None
+    if memo is not None and slot and prep in users and slot[0] <= t < slot[1] and close and day <= close:
+        return clear(eid, [x for x in (pol, memo, "master:calendar", eid) if x],
+                     f"Entry {eid} by {prep} was keyed at {ts[11:16]} on {day}, outside business hours, and posted to "
+                     f"{posted}; {memo} authorises {prep} to post on {day} from {hhmm(slot[0])} to {hhmm(slot[1])} "
+                     f"for the {month} close, and {day} is on or before that period's close date {close} in "
+                     f"master:calendar (policy {pol} section 4).")
+    if memo is None:
+        scope = "no close-work memo covers that close"
+    elif not slot:
+        scope = f"{memo}, the close-work memo for {month}, does not list {day}"
+    elif prep not in users:
+        scope = f"{memo} lists {day} but names only {', '.join(sorted(users))}, not {prep}"
+    elif not (close and day <= close):
+        scope = f"{day} is after the period close date {close}"
+    else:
+        scope = f"{memo} covers {day} only from {hhmm(slot[0])} to {hhmm(slot[1])}, not {ts[11:16]}"
+    return flag(eid, "OFF_HOURS", [x for x in (pol, "master:calendar", memo, eid) if x],
+                f"Manual entry {eid} by {prep} was {_why(ts, start, end, holidays)}, against the posting window policy "
+                f"{pol} (business days {hhmm(start)}-{hhmm(end)}); {scope}.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(POSTING_WINDOW,),
+            decisive="the entry timestamp against the posting window (policy hours, master:calendar holidays and "
+                     "close dates) and the close-work memo of its period (users, dates, hours)")

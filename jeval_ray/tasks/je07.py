@@ -37,14 +37,20 @@ earlier invoice; an auditor dismisses them from the ledger (another month's bill
 """
 from __future__ import annotations
 
-import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import calendar as cal, master as md
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS, BUSINESS_HOURS, PERIOD_END, PERIOD_START, business_days
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
+from jeval_ray.tasks.taskkit import (DATE, EMPTY, INT, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule, Task, clear,
+                                     flag, parse_any, review, surface_naive)
 
 SPEC = spec(
     "JE-7",
@@ -83,11 +89,6 @@ KEY_RATIONALE = (
 )
 
 
-def _usd(cents: int) -> str:
-    """An amount as documents print it: ``USD 1,234.56``."""
-    return f"USD {cents / 100:,.2f}"
-
-
 # ------------------------------------------------------------------ world
 #: vendors whose invoices are planted on: billed one invoice per order or purchase, without a goods
 #: receipt (monthly service bills and recurring fees are billed once a month by nature)
@@ -100,7 +101,7 @@ _DELIVERY = ("Denver plant, 1200 Industrial Way, Denver, CO", "Warehouse Unit 7,
              "Sales office, 95 Pearl Street, Boulder, CO")
 
 
-def _keyed_variant(rng, number: int) -> int:
+def _keyed_variant(rng: np.random.Generator, number: int) -> int:
     """A vendor invoice number differing from ``number`` in its last digit only: how a clerk's slip
     reads, and how the vendor's next invoice of the series reads, alike."""
     last = number % 10
@@ -108,155 +109,228 @@ def _keyed_variant(rng, number: int) -> int:
     return number - last + int(other[int(rng.integers(0, len(other)))])
 
 
-def _invoice_text(vendor: str, vid: str, inv_no: int, inv_date: str, po: str, site: str, what: str, cents: int) -> str:
-    lines = [f"{vendor} (vendor {vid})", "INVOICE", f"Invoice number: {inv_no}", f"Invoice date: {inv_date}"]
-    if po:
-        lines.append(f"Purchase order: {po}")
-    lines += [f"Deliver to: {site}", f"Description: {what}", f"Amount due: {_usd(cents)}",
-              "Payment terms as agreed. Please quote the invoice number with your remittance."]
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class VoucherTitle:
+    """An AP voucher's title: the entry's reference and the vendor."""
+    ref: str
+    vendor: str
 
 
-def _voucher(b, ref: str, post: str, keyed: int, preparer: str, approver: str, approved: str, channel: str,
-             vendor: str, invoice: str) -> int:
-    """The AP voucher of entry ``ref`` and the scanned vendor document filed with it."""
-    prep, appr = b.user(preparer), b.user(approver)
-    return b.add_document(
-        "invoice", f"AP voucher {ref} - {vendor}",
-        f"AP voucher {ref}, posted {post}. Vendor invoice number as keyed: {keyed}. Keyed by {prep['name']} "
-        f"({preparer}); approved by {appr['name']} ({approver}) on {approved}.\n"
-        f"Scanned vendor document filed with the voucher (received by {channel}):\n{invoice}",
-        post,
-    )
+@dataclass(frozen=True)
+class Voucher:
+    """An AP voucher and the vendor document scanned with it (``po`` empty: the invoice names no order)."""
+    ref: str
+    post: str
+    keyed: int
+    preparer_name: str
+    preparer: str
+    approver_name: str
+    approver: str
+    approved: str
+    channel: str
+    vendor: str
+    vendor_id: str
+    invoice_no: int
+    invoice_date: str
+    po: str
+    site: str
+    what: str
+    amount: int
 
 
-def _next_thursday(d: np.datetime64) -> np.datetime64:
+@dataclass(frozen=True)
+class VoucherNoOrder(Voucher):
+    """A voucher whose vendor document names no purchase order."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The AP policy's duplicate payment prevention sections (fixed text)."""
+
+
+POLICY_TITLE = "Accounts payable policy - duplicate payment prevention"
+POLICY = Form(Policy, (
+    "Section 3.4 Each vendor invoice is recorded once. An invoice is identified by the vendor and the vendor's "
+    "invoice number as printed on it, not by its amount: vendors may issue several invoices of the same amount "
+    "on the same day for separate orders or deliveries, and fixed monthly fees recur at the same amount. The ERP "
+    "rejects a second invoice with the vendor and invoice number already keyed; AP clerks check the vendor and "
+    "the printed invoice number against open and paid items before posting. Section 3.5 Every invoice is "
+    "scanned and filed with the AP voucher under which it is posted; invoices may arrive by e-mail, by post or "
+    "through the supplier portal, and a copy received through a second channel is not posted again."))
+TITLE = Form(VoucherTitle, "AP voucher {ref} - {vendor}", ref=TOKEN)
+_VOUCHER = ("AP voucher {ref}, posted {post}. Vendor invoice number as keyed: {keyed}. Keyed by {preparer_name} "
+            "({preparer}); approved by {approver_name} ({approver}) on {approved}.\nScanned vendor document filed "
+            "with the voucher (received by {channel}):\n{vendor} (vendor {vendor_id})\nINVOICE\nInvoice number: "
+            "{invoice_no}\nInvoice date: {invoice_date}\n")
+_INVOICE_END = ("Deliver to: {site}\nDescription: {what}\nAmount due: USD {amount}\nPayment terms as agreed. Please "
+                "quote the invoice number with your remittance.")
+_KINDS: dict[str, Any] = dict(ref=TOKEN, post=DATE, keyed=INT, preparer_name=NAME, preparer=TOKEN, approver_name=NAME,
+                              approver=TOKEN, approved=DATE, vendor_id=TOKEN, invoice_no=INT, invoice_date=DATE,
+                              amount=MONEY)
+VOUCHER = Form(Voucher, _VOUCHER + "Purchase order: {po}\n" + _INVOICE_END, po=TOKEN, **_KINDS)
+VOUCHER_NO_ORDER = Form(VoucherNoOrder, _VOUCHER + "{po}" + _INVOICE_END, po=EMPTY, **_KINDS)
+def _voucher(b: WorldBuilder, v: Voucher) -> int:
+    """Add the AP voucher ``v`` of an entry and the scanned vendor document filed with it."""
+    text = VOUCHER.render(v) if v.po else VOUCHER_NO_ORDER.render(VoucherNoOrder(**vars(v)))
+    return b.add_document("invoice", TITLE.render(VoucherTitle(v.ref, v.vendor)), text, v.post)
+
+
+def _voucher_of(b: WorldBuilder, i: int, ref: str, post: str, keyed: int, preparer: str, approver: str, approved: str,
+                channel: str, invoice_no: int, po: str, site: str) -> Voucher:
+    """The voucher of a posting of vendor invoice entry ``i`` (its vendor, date, amount and kind of purchase)."""
+    c = b.cols
+    vid = str(c.vendor_id[i])
+    vendor = next(v for v in b.vendors if v["vendor_id"] == vid)
+    return Voucher(ref=ref, post=post, keyed=keyed, preparer_name=b.user(preparer)["name"], preparer=preparer,
+                   approver_name=b.user(approver)["name"], approver=approver, approved=approved, channel=channel,
+                   vendor=vendor["name"], vendor_id=vid, invoice_no=invoice_no, invoice_date=b.date_str(c.doc_date[i]),
+                   po=po, site=site, what=f"{md.CATEGORIES[md.CATEGORY[vendor['category']]].what}",
+                   amount=int(c.credit_cents[i]))
+
+
+def _next_thursday(d: Any) -> np.datetime64:
     """The payment run on or after ``d`` (the books pay on Thursdays)."""
     return d + int((3 - cal.weekday(d)) % 7)
 
 
-def plant(b) -> None:
-    """Plant second postings of ordinary vendor invoices (each a defect or a decoy), their vouchers,
-    the vouchers of some ordinary invoices and the AP policy."""
-    rng = b.rng
-    e = b.e
-    d = b.books.docs
-    vendor_names = {v["vendor_id"]: v["name"] for v in b.vendors}
-    category = {v["vendor_id"]: v["category"] for v in b.vendors}
-    bdays = business_days(PERIOD_START, PERIOD_END)
-    n = b.n_defects + b.n_decoys
-    invoice = np.isin(e["doc_code"], ["VI", "VN"])
+def _originals(b: WorldBuilder, n: int) -> np.ndarray:
+    """Pick ``n`` ordinary vendor invoices to post a second time: each the only invoice of its vendor
+    and total, billed without a goods receipt, early enough for a second posting within the year."""
+    c, d = b.cols, b.books.docs
+    invoice = np.isin(c.doc_code, ["VI", "VN"])
     # (vendor, invoice total) of every invoice: an original must be the only invoice of its vendor and total
     # integer vendor codes from the books (string keys cost seconds on a million entries)
-    partner = np.where(e["vendor_id"] != "", d.partner[e["books_doc"]], -1)
-    key = ((partner + 1).astype(np.int64) << 40) | e["credit_cents"]
+    partner = np.where(c.vendor_id != "", d.partner[c.books_doc], -1)
+    key = ((partner + 1).astype(np.int64) << 40) | c.credit_cents
     keys, counts = np.unique(key[invoice], return_counts=True)
     unique = np.isin(key, keys[counts == 1])
     cat_of = b.books.master.vendor_category[np.maximum(partner, 0)]
-    base = (invoice & (e["doc_code"] == "VN") & unique & (partner >= 0)
-            & (e["post_date"] >= PERIOD_START) & (e["post_date"] <= PERIOD_END - np.timedelta64(12, "D")))
-    ok = base & np.isin(cat_of, [md.CATEGORY[c] for c in CATEGORIES])
+    base = (invoice & (c.doc_code == "VN") & unique & (partner >= 0)
+            & (c.post_date >= PERIOD_START) & (c.post_date <= PERIOD_END - np.timedelta64(12, "D")))
+    ok = base & np.isin(cat_of, [md.CATEGORY[k] for k in CATEGORIES])
     if int((ok & ~b.used).sum()) < n:
         # a small year with few such invoices: the monthly service bills too
-        ok = base & np.isin(cat_of, [md.CATEGORY[c] for c in CATEGORIES + MORE_CATEGORIES])
-    originals = b.pick(n, ok, what="vendor invoices without a goods receipt to post a second time")
+        ok = base & np.isin(cat_of, [md.CATEGORY[k] for k in CATEGORIES + MORE_CATEGORIES])
+    return b.pick(n, ok, what="vendor invoices without a goods receipt to post a second time")
+
+
+@dataclass
+class _Second:
+    """What a second posting changes on its copy of the original."""
+    idx: int
+    post: np.datetime64
+    time_s: int
+    reference: str
+    description: str
+    preparer: str = ""
+    approver: str = ""
+
+
+def plant(b: WorldBuilder) -> None:
+    """Plant second postings of ordinary vendor invoices (each a defect or a decoy), their vouchers,
+    the vouchers of some ordinary invoices and the AP policy."""
+    rng, c, d = b.rng, b.cols, b.books.docs
+    bdays = business_days(PERIOD_START, PERIOD_END)
+    n = b.n_defects + b.n_decoys
+    originals = _originals(b, n)
     is_defect = np.zeros(n, dtype=bool)
     is_defect[rng.permutation(n)[: b.n_defects]] = True
-    payments = _payments(b, e["books_doc"][originals])
+    payments = _payments(b, c.books_doc[originals])
     # the second postings (and their payments) are copies appended in one go after this loop, at
     # these indices; what differs from the original is set on them then
     seconds = b.n + np.arange(n)
-    sets: list[tuple[str, int, object]] = []
+    changes: list[_Second] = []
     next_doc = len(d)
-    pay_jobs: list[tuple] = []
-    for k, (o, c) in enumerate(zip(originals.tolist(), seconds.tolist())):
-        vid = str(e["vendor_id"][o])
-        name = vendor_names[vid]
-        bd = int(e["books_doc"][o])
+    pay_jobs: list[tuple[int, np.datetime64, str, str]] = []
+    for k, (o, s) in enumerate(zip(originals.tolist(), seconds.tolist())):
+        bd = int(c.books_doc[o])
         number = int(d.ext_ref[bd])
         keyed = _keyed_variant(rng, number)
         printed = number if is_defect[k] else keyed
         # the second posting: keyed by an AP clerk 1-9 days later under its own voucher
         ref2 = f"VN-{next_doc:07d}"
         next_doc += 1
-        post = bdays[min(int(np.searchsorted(bdays, e["post_date"][o] + int(rng.integers(1, 10)))), len(bdays) - 1)]
-        sets += [("post_date", c, post), ("entry_date", c, post),
-                 ("time_s", c, int(rng.integers(BUSINESS_HOURS[0] + 1800, BUSINESS_HOURS[1] - 1800))),
-                 ("reference", c, ref2),
-                 ("description", c, str(e["description"][o]).replace(f"Invoice {number} ", f"Invoice {keyed} ", 1))]
-        prep = AP_KEYERS[int(rng.integers(0, len(AP_KEYERS)))]
-        cents = int(e["credit_cents"][o])
-        appr = next(a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents)
-        sets += [("preparer", c, prep), ("approver", c, appr)]
-        approved2 = str(max(e["doc_date"][o], post - int(rng.integers(0, 3))))
+        post = bdays[min(int(np.searchsorted(bdays, c.post_date[o] + int(rng.integers(1, 10)))), len(bdays) - 1)]
+        sec = _Second(s, post, int(rng.integers(BUSINESS_HOURS[0] + 1800, BUSINESS_HOURS[1] - 1800)), ref2,
+                      str(c.description[o]).replace(f"Invoice {number} ", f"Invoice {keyed} ", 1))
+        sec.preparer = AP_KEYERS[int(rng.integers(0, len(AP_KEYERS)))]
+        cents = int(c.credit_cents[o])
+        sec.approver = next(a for a in APPROVERS if a != sec.preparer and b.user(a)["approval_limit"] * 100 >= cents)
+        changes.append(sec)
+        approved2 = str(max(c.doc_date[o], post - int(rng.integers(0, 3))))
         # its payment: the run after it was keyed, when that is within the year
         for p in payments.get(bd, []):
-            run = _next_thursday(max(e["post_date"][p], post + 2))
+            run = _next_thursday(max(c.post_date[p], post + 2))
             if run <= PERIOD_END:
-                pay_jobs.append((p, run, str(e["reference"][o]), ref2))
+                pay_jobs.append((p, run, str(c.reference[o]), ref2))
         po1 = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
         po2 = po1 if is_defect[k] or not po1 else f"PO-{next_doc:07d}"
         next_doc += 1
         site1 = _DELIVERY[int(rng.integers(0, len(_DELIVERY)))]
-        site2 = site1 if is_defect[k] else _DELIVERY[(_DELIVERY.index(site1) + 1 + int(rng.integers(0, 2))) % len(_DELIVERY)]
-        what = f"{md.CATEGORIES[md.CATEGORY[category[vid]]].what}"
-        inv_date = b.date_str(e["doc_date"][o])
+        site2 = site1
+        if not is_defect[k]:  # a separate invoice: another delivery address
+            site2 = _DELIVERY[(_DELIVERY.index(site1) + 1 + int(rng.integers(0, 2))) % len(_DELIVERY)]
         ch = rng.permutation(len(_CHANNELS))[:2]
-        doc_o = _voucher(b, str(e["reference"][o]), b.date_str(e["post_date"][o]), number, str(e["preparer"][o]),
-                         str(e["approver"][o]), md.iso(d.approved_on[bd]), _CHANNELS[int(ch[0])], name,
-                         _invoice_text(name, vid, number, inv_date, po1, site1, what, cents))
-        doc_c = _voucher(b, ref2, b.date_str(post), keyed, prep, appr, approved2, _CHANNELS[int(ch[1])], name,
-                         _invoice_text(name, vid, printed, inv_date, po2, site2, what, cents))
+        doc_o = _voucher(b, _voucher_of(b, o, str(c.reference[o]), b.date_str(c.post_date[o]), number,
+                                        str(c.preparer[o]), str(c.approver[o]), md.iso(d.approved_on[bd]),
+                                        _CHANNELS[int(ch[0])], number, po1, site1))
+        doc_c = _voucher(b, _voucher_of(b, o, ref2, b.date_str(post), keyed, sec.preparer, sec.approver, approved2,
+                                        _CHANNELS[int(ch[1])], printed, po2, site2))
+        b.claim("JE-7", entries=[o, s], documents=[doc_o, doc_c])
         if is_defect[k]:
-            b.add_defect(c, "duplicate_invoice_posting", "DUPLICATE", [doc_c, doc_o], cents,
+            b.add_defect(s, "duplicate_invoice_posting", "DUPLICATE", [doc_c, doc_o], cents,
                          facts=[str(number), f"{{E:{o}}}", cents / 100])
         else:
-            b.add_decoy(c, "same_day_separate_invoice", [doc_c, doc_o], facts=[str(printed), str(number)])
+            b.add_decoy(s, "same_day_separate_invoice", [doc_c, doc_o], facts=[str(printed), str(number)])
+    _copy(b, originals, changes, pay_jobs, next_doc)
+    _ordinary_vouchers(b, n)
+    b.add_document("policy", POLICY_TITLE, POLICY.render(Policy()), "2024-11-20")
 
-    # the copies: the second postings, then their payments (copies of the originals' payments in a later run)
+
+def _copy(b: WorldBuilder, originals: np.ndarray, changes: list[_Second],
+          pay_jobs: list[tuple[int, np.datetime64, str, str]], next_doc: int) -> None:
+    """The copies: the second postings, then their payments (copies of the originals' payments in a later run)."""
+    c = b.cols
     new = b.copy_entries(np.concatenate([originals, np.array([j[0] for j in pay_jobs], dtype=np.int64)]))
-    assert new[0] == seconds[0]
-    for col, i, v in sets:
-        e[col][i] = v
-    for (p, run, ref1, ref2), q in zip(pay_jobs, new[n:].tolist()):
-        e["post_date"][q] = e["doc_date"][q] = e["entry_date"][q] = run
-        e["description"][q] = str(e["description"][p]).replace(ref1, ref2)
-        e["reference"][q] = f"VP-{next_doc:07d}"
+    assert new[0] == changes[0].idx
+    for sec in changes:
+        i = sec.idx
+        c.post_date[i] = sec.post
+        c.entry_date[i] = sec.post
+        c.time_s[i] = sec.time_s
+        c.reference[i] = sec.reference
+        c.description[i] = sec.description
+        c.preparer[i] = sec.preparer
+        c.approver[i] = sec.approver
+    for (p, run, ref1, ref2), q in zip(pay_jobs, new[len(originals):].tolist()):
+        c.post_date[q] = c.doc_date[q] = c.entry_date[q] = run
+        c.description[q] = str(c.description[p]).replace(ref1, ref2)
+        c.reference[q] = f"VP-{next_doc:07d}"
         next_doc += 1
+        b.claim("JE-7", entries=[q])
 
-    # ---- vouchers of ordinary invoices in the pack, so that a voucher alone points at nothing
-    pool = np.flatnonzero((e["doc_code"] == "VN") & ~b.used & (e["post_date"] >= PERIOD_START))
+
+def _ordinary_vouchers(b: WorldBuilder, n: int) -> None:
+    """Vouchers of ordinary invoices in the pack, so that a voucher alone points at nothing."""
+    rng, c, d = b.rng, b.cols, b.books.docs
+    pool = np.flatnonzero((c.doc_code == "VN") & ~b.used & (c.post_date >= PERIOD_START))
     k = min(len(pool), max(4, n // 2 + int(rng.integers(2, 6))))
     for i in np.sort(rng.choice(pool, size=k, replace=False)).tolist():
-        vid = str(e["vendor_id"][i])
-        name = vendor_names[vid]
-        bd = int(e["books_doc"][i])
+        bd = int(c.books_doc[i])
         po = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
-        _voucher(b, str(e["reference"][i]), b.date_str(e["post_date"][i]), int(d.ext_ref[bd]), str(e["preparer"][i]),
-                 str(e["approver"][i]), md.iso(d.approved_on[bd]), _CHANNELS[int(rng.integers(0, len(_CHANNELS)))], name,
-                 _invoice_text(name, vid, int(d.ext_ref[bd]), b.date_str(e["doc_date"][i]), po,
-                               _DELIVERY[int(rng.integers(0, len(_DELIVERY)))],
-                               md.CATEGORIES[md.CATEGORY[category[vid]]].what, int(e["credit_cents"][i])))
-    b.add_document(
-        "policy", "Accounts payable policy - duplicate payment prevention",
-        "Section 3.4 Each vendor invoice is recorded once. An invoice is identified by the vendor and the vendor's "
-        "invoice number as printed on it, not by its amount: vendors may issue several invoices of the same amount "
-        "on the same day for separate orders or deliveries, and fixed monthly fees recur at the same amount. The ERP "
-        "rejects a second invoice with the vendor and invoice number already keyed; AP clerks check the vendor and "
-        "the printed invoice number against open and paid items before posting. Section 3.5 Every invoice is "
-        "scanned and filed with the AP voucher under which it is posted; invoices may arrive by e-mail, by post or "
-        "through the supplier portal, and a copy received through a second channel is not posted again.",
-        "2024-11-20",
-    )
+        channel = _CHANNELS[int(rng.integers(0, len(_CHANNELS)))]
+        _voucher(b, _voucher_of(b, i, str(c.reference[i]), b.date_str(c.post_date[i]), int(d.ext_ref[bd]),
+                                str(c.preparer[i]), str(c.approver[i]), md.iso(d.approved_on[bd]), channel,
+                                int(d.ext_ref[bd]), po, _DELIVERY[int(rng.integers(0, len(_DELIVERY)))]))
 
 
-def _payments(b, invoices: np.ndarray) -> dict[int, list[int]]:
+def _payments(b: WorldBuilder, invoices: np.ndarray) -> dict[int, list[int]]:
     """{books document of each of ``invoices``: the entries of its payments} (a payment names its invoice)."""
-    e = b.e
-    vp = np.flatnonzero(e["doc_code"] == "VP")
-    vp = vp[np.isin(b.books.docs.parent[e["books_doc"][vp]], invoices)]
+    c = b.cols
+    vp = np.flatnonzero(c.doc_code == "VP")
+    vp = vp[np.isin(b.books.docs.parent[c.books_doc[vp]], invoices)]
     out: dict[int, list[int]] = {}
-    for p, inv in zip(vp.tolist(), b.books.docs.parent[e["books_doc"][vp]].tolist()):
+    for p, inv in zip(vp.tolist(), b.books.docs.parent[c.books_doc[vp]].tolist()):
         out.setdefault(int(inv), []).append(p)
     return out
 
@@ -265,7 +339,7 @@ def _payments(b, invoices: np.ndarray) -> dict[int, list[int]]:
 _COLS = ["entry_id", "posting_date", "document_date", "vendor_id", "credit", "reference", "description"]
 
 
-def _groups(kit: Kit):
+def _groups(kit: Kit) -> Generator[Action, str, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
     """Vendor invoices grouped by (vendor, invoice total: the credit to accounts payable); returns
     {later invoice: the first one} and the rows."""
     rows = yield from kit.ledger(filters=[{"column": "document_type", "op": "in", "value": ["VI", "VN"]},
@@ -285,68 +359,67 @@ def _groups(kit: Kit):
     return later, by_id
 
 
-def naive(kit: Kit):
-    """Flags every vendor invoice that repeats an earlier invoice's vendor and amount, reading no documents."""
+def _repeats(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """The invoices repeating an earlier one's vendor and amount, each with the earlier one (``orig``)."""
     later, rows = yield from _groups(kit)
-    for eid, orig in sorted(later.items()):
-        if kit.calls_left <= 1:
-            break
-        r = rows[eid]
-        yield from kit.flag(eid, "DUPLICATE", [], f"Entry {eid}: same vendor {r['vendor_id']} and amount "
-                                                   f"{float(r['credit']):,.2f} as entry {orig}; posted twice.")
-    yield from kit.submit(f"Flagged {len(later)} invoices that repeat an earlier vendor and amount.")
+    return {eid: {**rows[eid], "orig": orig, "credit": float(rows[eid]["credit"])} for eid, orig in later.items()}
 
 
-_INV_NO = re.compile(r"Invoice number: (\S+)")
-_PO = re.compile(r"Purchase order: (\S+)")
+RULE = SurfaceRule("a vendor invoice repeats an earlier invoice's vendor and amount", "DUPLICATE", _repeats,
+                   "Entry {entry_id}: same vendor {vendor_id} and amount {credit:,.2f} as entry {orig}; posted twice.",
+                   "Flagged {n} invoices that repeat an earlier vendor and amount.")
+naive = surface_naive(RULE)
 
 
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Groups vendor invoices by vendor and amount. A repeat with its own invoice date is another
     invoice (a monthly fee, a fixed fee billed again); for a repeat dated the same day as the
     earlier invoice it reads the vendor document scanned with each AP voucher, flags the posting
     when both are the same printed invoice and clears it when they are two invoices."""
     later, rows = yield from _groups(kit)
     same_day = {e: o for e, o in later.items() if rows[e]["document_date"] == rows[o]["document_date"]}
-    docs = (yield from kit.documents()) if same_day else []
-    voucher = {}
-    for d in docs:
-        m = re.match(r"AP voucher (\S+) - ", d["title"])
-        if m:
-            voucher.setdefault(m.group(1), d["doc_id"])
-    read: dict[str, dict] = {}
-    n_flag = n_clear = 0
-    for eid in sorted(same_day):
-        if kit.calls_left <= 4:
-            break
-        orig = same_day[eid]
-        r, o = rows[eid], rows[orig]
-        ids = [voucher.get(r["reference"]), voucher.get(o["reference"])]
+    voucher: dict[str, str] = {}
+    for d in ((yield from kit.documents()) if same_day else []):
+        title = TITLE.parse(d["title"])
+        if title:
+            voucher.setdefault(title.ref, d["doc_id"])
+    read: dict[str, dict[str, str | None]] = {}
+
+    def decide(eid: str) -> Generator[Action, str, Disposition]:
+        ids = [voucher.get(rows[eid]["reference"]), voucher.get(rows[same_day[eid]]["reference"])]
         for doc_id in ids:
             if doc_id and doc_id not in read:
-                body = (yield from kit.open(doc_id)).get("body", "")
-                inv, po = _INV_NO.search(body), _PO.search(body)
-                read[doc_id] = {"inv": inv.group(1) if inv else None, "po": po.group(1) if po else None}
-        mine, theirs = (read.get(x) if x else None for x in ids)
-        amt = float(r["credit"])
-        if mine and theirs and mine["inv"] and mine["inv"] != theirs["inv"]:
-            yield from kit.clear(
-                eid, ids,
-                f"Entry {eid} ({r['posting_date']}, {amt:,.2f}) is filed with vendor invoice {mine['inv']} "
-                f"({ids[0]}), a different printed invoice from {theirs['inv']} ({ids[1]}) recorded by entry {orig}: "
-                f"two invoices of the same amount issued the same day, not a duplicate.")
-            n_clear += 1
-            continue
-        cited = [x for x in ids if x]
-        inv = (mine or theirs or {}).get("inv")
-        what = (f"vendor invoice {inv}, the same printed invoice already recorded by entry {orig} under voucher "
-                f"{o['reference']}" if mine and theirs else
-                f"no separate vendor invoice is filed for it; entry {orig} already records this vendor, amount and date")
-        yield from kit.flag(
-            eid, "DUPLICATE", cited,
-            f"Entry {eid} (posted {r['posting_date']}, voucher {r['reference']}, {amt:,.2f}) records {what} "
-            f"({', '.join(cited)}): the invoice was posted twice.")
-        n_flag += 1
+                v = parse_any((yield from kit.open(doc_id)).get("body", ""), (VOUCHER, VOUCHER_NO_ORDER))
+                read[doc_id] = {"inv": str(v.invoice_no) if v else None}
+        return _judge(eid, same_day[eid], rows, ids, read)
+
+    done = yield from review(kit, sorted(same_day), decide, reserve=4)
+    n_flag, n_clear = sum(d.flag for d in done), sum(not d.flag for d in done)
     yield from kit.submit(f"{len(later)} invoices repeat an earlier vendor and amount; {len(later) - len(same_day)} "
                           f"carry their own invoice date (recurring or separately billed fees). Of the rest, {n_flag} "
                           f"duplicate postings flagged and {n_clear} cleared as separate vendor invoices.")
+
+
+def _judge(eid: str, orig: str, rows: dict[str, dict[str, Any]], ids: list[str | None],
+           read: dict[str, dict[str, str | None]]) -> Disposition:
+    """A same-day repeat ``eid`` of ``orig``: the same printed invoice (flag) or two invoices (clear)."""
+    r, o = rows[eid], rows[orig]
+    mine, theirs = (read.get(x) if x else None for x in ids)
+    amt = float(r["credit"])
+    if mine and theirs and mine["inv"] and mine["inv"] != theirs["inv"]:
+        return clear(eid, [str(x) for x in ids],
+                     f"Entry {eid} ({r['posting_date']}, {amt:,.2f}) is filed with vendor invoice {mine['inv']} "
+                     f"({ids[0]}), a different printed invoice from {theirs['inv']} ({ids[1]}) recorded by entry "
+                     f"{orig}: two invoices of the same amount issued the same day, not a duplicate.")
+    cited = [x for x in ids if x]
+    inv = (mine or theirs or {}).get("inv")
+    what = (f"vendor invoice {inv}, the same printed invoice already recorded by entry {orig} under voucher "
+            f"{o['reference']}" if mine and theirs else
+            f"no separate vendor invoice is filed for it; entry {orig} already records this vendor, amount and date")
+    return flag(eid, "DUPLICATE", cited, f"Entry {eid} (posted {r['posting_date']}, voucher {r['reference']}, "
+                f"{amt:,.2f}) records {what} ({', '.join(cited)}): the invoice was posted twice.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+            decisive="for a same-day repeat of a vendor and amount, the printed invoice numbers of the vendor "
+                     "documents scanned with the two AP vouchers (AP policy section 3.4)")

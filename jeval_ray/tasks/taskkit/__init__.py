@@ -1,0 +1,33 @@
+"""The task kit: the vocabulary task modules share (docs/adding_a_task.md walks through it).
+
+* ``forms``: one ``Form`` per document kind, rendering a document from typed fields and parsing
+  the same fields back from the text the agent sees (the regular expressions live here,
+  generated from the template).
+* ``draws``: one pool, roles assigned after (``roles``, ``grouped_roles``, ``split_in_groups``).
+* ``rules``: the audit rules a policy states, one version each (``ACCOUNT_OPEN``,
+  ``USER_MAY_POST``, ``ROUNDING_LIMIT``, ``POSTING_WINDOW``), read by the plant, the careful solver and the docs.
+* ``solver``: the budgeted loop (``dispose``, ``review``, ``Disposition``) and the generic naive
+  of a stated surface rule (``SurfaceRule``, ``surface_naive``).
+* ``task``: the typed ``Task`` value a task module ends with.
+
+Plants claim what they change with ``WorldBuilder.claim`` (``jeval_ray.builder``); typed entry
+columns are ``WorldBuilder.cols`` (``cols.post_date`` instead of ``e["post_date"]``).
+The kit sits inside the ``tasks`` layer: it imports the builder and the protocol, never a task.
+"""
+
+from jeval_ray.tasks.taskkit.draws import grouped_roles, roles, split_in_groups
+from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, HHMM, INT, LINE, MONEY, NAME, REF, TOKEN, WORD, Form, Kind,
+                                          Lines, LinesForm, Many, doc_ref, entry_ref, fixed, hhmm, parse_any)
+from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST, AccountOpen,
+                                          PostingWindow, RoundingLimit, UserMayPost, Verdict)
+from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, clear, dispose, flag, read_while, review,
+                                           surface_naive, tally)
+from jeval_ray.tasks.taskkit.task import Task
+
+__all__ = [
+    "ACCOUNT_OPEN", "DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "POSTING_WINDOW", "REF",
+    "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST", "WORD", "AccountOpen", "Disposition", "Form", "Kind", "Lines",
+    "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "clear",
+    "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while",
+    "review", "roles", "split_in_groups", "surface_naive", "tally",
+]

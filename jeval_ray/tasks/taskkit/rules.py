@@ -1,0 +1,150 @@
+"""Rules: the audit rules a policy states, one version each, as values.
+
+A rule is read by everything that needs it: the task's policy or master data say it
+(``statement``), the plant draws defects that break it and decoys that keep it (and checks its
+draw with ``check``), and the careful solver decides with the same ``check``. ``docs/tasks.md``
+quotes ``statement``. A rule's ``check`` returns a ``Verdict``: whether the rule holds and the
+sentence that says why (the rationale's core).
+
+The key audits (``tests/test_key_audit_je*.py``) deliberately keep their own statement of each
+rule: a wrong rule shared by the planter, the solver and the audit would be invisible to all three.
+
+Rows are master-data rows as the agent reads them (``get_master_data``: dicts of the table's
+columns); dates are ISO text, compared as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's answer for one case: ``ok`` (the rule holds) and ``why`` (the sentence saying so)."""
+
+    ok: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class AccountOpen:
+    """An account may be posted to on a date within its validity in the chart of accounts: its
+    status is active or closed, it opened on or before the date, and if closed, on or after it.
+    ``blocked_on`` is not part of this version (no task plants it)."""
+
+    statement: str = ("the posting date must fall within the account's validity in the chart of accounts "
+                      "(opened on or before it; if closed, closed on or after it)")
+    #: the date every account of the standing chart opened (an account opened later is a change)
+    standing_since: str = "2025-01-01"
+
+    def check(self, acct: Row | None, posted: str) -> Verdict:
+        """Whether ``acct`` (a ``master:accounts`` row, ``None`` when missing) was open for postings
+        dated ``posted``."""
+        if acct is None:
+            return Verdict(False, "the account does not exist in the chart of accounts")
+        if acct.get("status") not in ("active", "closed"):
+            return Verdict(False, f"the account's status is {acct.get('status')}")
+        if acct.get("opened") and posted < acct["opened"]:
+            return Verdict(False, f"the account was opened only on {acct['opened']}, after the posting date {posted}")
+        if acct.get("closed") and posted > acct["closed"]:
+            return Verdict(False, f"the account was closed on {acct['closed']}, before the posting date {posted}")
+        if acct.get("closed"):
+            return Verdict(True, f"the account was closed only on {acct['closed']}, after the posting date {posted}")
+        return Verdict(True, f"the account was opened on {acct['opened']}, on or before the posting date {posted}")
+
+    def standing(self, acct: Row | None) -> bool:
+        """A plain active account unchanged during the year (what a surface rule trusts)."""
+        return bool(acct) and acct is not None and acct.get("status") == "active" \
+            and (acct.get("opened") or "") < self.standing_since and not acct.get("closed")
+
+
+@dataclass(frozen=True)
+class UserMayPost:
+    """A user may post an entry only while holding posting rights: an entry keyed and posted on or
+    before the date the user's rights ended (termination, or withdrawal on transfer) is authorised;
+    one keyed or posted after it is not. The user master is authoritative."""
+
+    statement: str = ("an entry may be keyed and posted only by a user holding posting rights on both dates "
+                      "(the user master: termination_date, rights_withdrawn_on)")
+
+    def suspect(self, user: Row) -> bool:
+        """A user the surface rule looks at: no posting rights, or terminated."""
+        return not user.get("posting_rights") or user.get("status") == "terminated"
+
+    def ended(self, user: Row) -> tuple[str, str]:
+        """(the date the user's posting rights ended, '' while they last; the words for how they ended)."""
+        if user.get("status") == "terminated":
+            return user.get("termination_date") or "", "was terminated on"
+        return user.get("rights_withdrawn_on") or "", "had posting rights withdrawn on"
+
+    def check(self, user: Row, keyed: str, posted: str) -> Verdict:
+        """Whether ``user`` could post an entry keyed on ``keyed`` and posted on ``posted`` (ISO dates)."""
+        end, what = self.ended(user)
+        uid = user["user_id"]
+        if not self.suspect(user):
+            return Verdict(True, f"{uid} holds posting rights in master:users")
+        if not end:
+            return Verdict(False, f"{uid} ({user.get('role')}) holds no posting rights in master:users and no date "
+                                  "shows the user ever held them")
+        if max(posted, keyed) > end:
+            return Verdict(False, f"{uid} {what} {end}, before the entry was keyed on {keyed} and posted on {posted}")
+        return Verdict(True, f"{uid} {what} {end} only, after the entry was keyed on {keyed} and posted on {posted}; "
+                             "the user held posting rights at the time")
+
+
+@dataclass(frozen=True)
+class RoundingLimit:
+    """An unbalanced upload is acceptable only as allocation rounding: an allocated file (never a
+    keyed one) may differ by at most ``per_line_mills`` thousandths of a currency unit per rounded
+    line, and never by more than the upload tool's tolerance."""
+
+    per_line_mills: int = 5
+    statement: str = ("the only accepted difference is allocation rounding: at most half a cent per rounded line "
+                      "of an allocated file, within the upload tool's tolerance")
+
+    def limit_cents(self, lines: int) -> float:
+        """The most rounding ``lines`` rounded lines can add, in cents."""
+        return lines * self.per_line_mills / 10
+
+    def check(self, basis: str, lines: int, diff_cents: int, tol_cents: int | None) -> Verdict:
+        """Whether a difference of ``diff_cents`` on a file of ``basis`` over ``lines`` lines is
+        acceptable (``tol_cents``: the tool's tolerance, ``None`` when unknown)."""
+        if basis != "allocation":
+            return Verdict(False, "keyed")
+        if diff_cents > self.limit_cents(lines) + 1e-7 or (tol_cents and diff_cents > tol_cents):
+            return Verdict(False, "over the limit")
+        return Verdict(True, "rounding")
+
+
+@dataclass(frozen=True)
+class PostingWindow:
+    """Manual entries may be keyed only on business days (not on a weekend or a public holiday of
+    the company calendar) within the policy's business hours [start, end); the entry timestamp (when
+    it was keyed) counts, not the posting date. Close work a memo authorises is the policy's
+    exception, which the task judges from the memo."""
+
+    statement: str = ("a manual entry may be keyed only on a business day, not on a weekend or a public holiday, "
+                      "within the business hours the posting window policy states; the entry timestamp counts")
+
+    def outside(self, day: Any, time_s: Any, holidays: Any, start: int, end: int) -> np.ndarray:
+        """Per entry (vectorised over ``day``, datetime64[D], and ``time_s``, seconds after midnight):
+        whether it was keyed outside the window (a weekend, a holiday, or a time outside [start, end))."""
+        day = np.asarray(day, dtype="datetime64[D]")
+        weekend = ~np.is_busday(day)
+        holiday = np.isin(day, np.asarray(holidays, dtype="datetime64[D]"))
+        return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
+
+
+ACCOUNT_OPEN = AccountOpen()
+POSTING_WINDOW = PostingWindow()
+USER_MAY_POST = UserMayPost()
+ROUNDING_LIMIT = RoundingLimit()
+
+__all__ = ["ACCOUNT_OPEN", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "PostingWindow",
+           "RoundingLimit", "UserMayPost", "Verdict"]

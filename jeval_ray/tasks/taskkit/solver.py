@@ -1,0 +1,153 @@
+"""The budgeted solver loop: selection, reading, dispositions within the step budget, the summary.
+
+A task's ``careful`` strategy states only its procedure: what it selects, what it reads, and the
+``Disposition`` it reaches for each selected entry. The kit issues the dispositions while the
+step budget lasts (``reserve`` calls are kept back for ``submit``) and submits the summary, so no
+task module reads ``kit.calls_left``.
+
+Two shapes of procedure:
+
+* decide everything first, then dispose: ``yield from dispose(kit, decisions)`` issues a list of
+  dispositions in order until the budget runs out;
+* read as you go: ``yield from review(kit, items, decide)`` calls the generator ``decide(item)``
+  (which may open documents) for each item and issues its disposition, stopping when the budget
+  leaves only ``reserve`` calls.
+
+A task's ``naive`` strategy is its stated surface rule (``SurfaceRule``: the selection and the words
+of a flag) applied with no further evidence: ``naive = surface_naive(RULE)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, Strategy
+
+I = TypeVar("I")
+Steps = Generator[Action, str, Any]
+#: a selection: a generator of tool calls returning the selected entries by entry id
+Selection = Callable[[Kit], Generator[Action, str, Mapping[str, Mapping[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Disposition:
+    """What the solver concludes for one entry: flag it (``criteria``) or clear it, with the
+    evidence cited and the rationale written."""
+
+    entry_id: str
+    flag: bool
+    evidence: tuple[str, ...]
+    rationale: str
+    criteria: str = ""
+    amount: float | None = None
+
+
+def flag(entry_id: str, criteria: str, evidence: Sequence[str], rationale: str,
+         amount: float | None = None) -> Disposition:
+    """A flag of ``entry_id`` under ``criteria``."""
+    return Disposition(entry_id, True, tuple(evidence), rationale, criteria, amount)
+
+
+def clear(entry_id: str, evidence: Sequence[str], rationale: str) -> Disposition:
+    """A clearance of ``entry_id``."""
+    return Disposition(entry_id, False, tuple(evidence), rationale)
+
+
+def issue(kit: Kit, d: Disposition) -> Steps:
+    """Issue one disposition (``flag_entry`` or ``clear_entry``)."""
+    if d.flag:
+        return (yield from kit.flag(d.entry_id, d.criteria, list(d.evidence), d.rationale, d.amount))
+    return (yield from kit.clear(d.entry_id, list(d.evidence), d.rationale))
+
+
+def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> Generator[Action, str, int]:
+    """Issue ``decisions`` in order while more than ``reserve`` calls are left; the number issued."""
+    done = 0
+    for d in decisions:
+        if kit.calls_left <= reserve:
+            break
+        yield from issue(kit, d)
+        done += 1
+    return done
+
+
+def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition]], *,
+           reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
+    """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
+    needs) and issue the disposition. The dispositions issued."""
+    out: list[Disposition] = []
+    for item in items:
+        if kit.calls_left <= reserve:
+            break
+        d = yield from decide(item)
+        yield from issue(kit, d)
+        out.append(d)
+    return out
+
+
+def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[Action, str, dict[str, str]]:
+    """Open each of ``doc_ids`` while more than ``reserve`` calls are left (the calls the procedure
+    still needs after reading); their bodies by id, in the order opened."""
+    out: dict[str, str] = {}
+    for doc_id in doc_ids:
+        if kit.calls_left <= reserve:
+            break
+        out[doc_id] = (yield from kit.open(doc_id)).get("body", "")
+    return out
+
+
+def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
+    """(flags, clears) among ``decisions``."""
+    ds = list(decisions)
+    flags = sum(d.flag for d in ds)
+    return flags, len(ds) - flags
+
+
+@dataclass(frozen=True)
+class SurfaceRule:
+    """A task's stated red-flag rule, as a naive auditor applies it: ``select`` the entries it
+    catches (a generator of tool calls returning them by entry id), flag each under ``criteria``
+    citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
+    format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
+    {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
+    ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
+    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words."""
+
+    statement: str
+    criteria: str
+    select: Selection
+    because: str
+    summary: str
+    evidence: tuple[str, ...] = ()
+    in_order: bool = True
+
+    def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
+        """The rationale of the flag of one caught entry."""
+        return self.because.format_map({**entry, "entry_id": entry_id})
+
+    def evidence_of(self, entry_id: str, entry: Mapping[str, Any]) -> list[str]:
+        """The evidence the flag of one caught entry cites."""
+        items = (e.format_map({**entry, "entry_id": entry_id}) for e in self.evidence)
+        return [x for x in items if x]
+
+
+def surface_naive(rule: SurfaceRule) -> Strategy:
+    """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
+    the budget lasts, then submit."""
+
+    def naive(kit: Kit) -> Generator[Action, str, None]:
+        hits = yield from rule.select(kit)
+        ids = sorted(hits) if rule.in_order else list(hits)
+        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
+                                      rule.rationale(eid, hits[eid])) for eid in ids))
+        yield from kit.submit(rule.summary.format(n=len(hits)))
+
+    naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
+    return naive
+
+
+__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "read_while", "review",
+           "surface_naive", "tally"]
