@@ -30,11 +30,12 @@ def ray_local():
 
 @pytest.fixture(scope="module")
 def worlds(request) -> dict:
-    """The worlds of a task test module: ``{seed: World}`` for its ``TASK`` over its ``SEEDS`` (default 0-4)."""
-    from jeval_ray.world import generate_world
+    """The worlds of a task test module: ``{seed: World}`` for its ``TASK`` over its ``SEEDS`` (default 0-4),
+    from the process-wide cache ``support.worlds`` (shared with the task contract and other modules)."""
+    from support.worlds import world
 
     task = request.module.TASK
-    return {s: generate_world(task, s) for s in getattr(request.module, "SEEDS", range(5))}
+    return {s: world(task, s) for s in getattr(request.module, "SEEDS", range(5))}
 
 
 def tiny_config(tmp_path: Path, **over) -> dict:
