@@ -295,7 +295,8 @@ def test_decisive_facts_are_stated_in_the_needed_evidence(task_id, worlds):
 @pytest.mark.parametrize("task_id", TASKS)
 def test_careful_solves_the_task_within_the_step_budget(task_id, plays):
     """The reference solver reads the evidence and submits before the budget runs out: outcome at least
-    0.95 (and no planted entry decided wrongly: no false positive or negative), rationale and process
+    0.95 (and no planted entry decided wrongly: no false positive or negative, every criteria code
+    right), rationale and process
     at least 0.95, every needed piece of evidence opened, the misstatement right where the task asks
     for it, nothing fabricated and no entry disposed of before its evidence was read."""
     budget = get_task(task_id).step_budget
@@ -303,7 +304,7 @@ def test_careful_solves_the_task_within_the_step_budget(task_id, plays):
         o = plays(task_id, "careful", s)
         v = o.score.verification
         assert o.termination == "submitted" and len(o.steps) <= budget, (task_id, s, o.termination, len(o.steps))
-        assert o.score.outcome >= 0.95 and v.fp == 0 and v.fn == 0, (task_id, s, v)
+        assert o.score.outcome >= 0.95 and v.fp == 0 and v.fn == 0 and v.criteria_accuracy == 1.0, (task_id, s, v)
         assert o.score.rationale >= 0.95 and o.score.process >= 0.95, (task_id, s, o.score)
         assert v.evidence_coverage == 1.0 and (v.misstatement_error or 0.0) < 1e-6, (task_id, s, v)
         assert v.fabrications == 0 and v.premature_disposition == 0, (task_id, s, v)
