@@ -49,7 +49,7 @@ WITHHELD_SEEDS = (1, 500)
 #: words that name the key, nowhere an agent can read (a defect or decoy type's own name is checked too) ...
 TELLTALES = re.compile(r"decoy|defect|planted|red.flag|held.out", re.I)
 #: ... and words of an auditor's verdict, which the brief may use but no document, listing row or master row may
-VERDICTS = re.compile(r"exception|anomal|fraud|mismatch|unsupported|\bshell\b", re.I)
+VERDICTS = re.compile(r"exception|anomal|fraud|mismatch|unsupported|shell", re.I)
 #: listing features compared between defects and decoys: categorical (total variation distance) and ordered (rank AUC)
 MAX_TVD = 0.25
 AUC_BAND = (0.35, 0.65)
