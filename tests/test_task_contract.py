@@ -35,7 +35,7 @@ from jeval_ray.scoring.judge import fact_stated
 from jeval_ray.scoring.verifier import needed_evidence
 from jeval_ray.tasks import available_tasks, get_task, task_module
 from jeval_ray.world import generate_world
-from support.worlds import world
+from support.worlds import world as cached_world
 
 TASKS = [t.id for t in available_tasks()]
 #: worlds whose text and key are checked one by one
@@ -69,7 +69,7 @@ class _Worlds:
     which the per-task modules read too); a parity sweep's other seeds are not kept."""
 
     def __call__(self, task_id: str, seed: int, knobs: dict | None = None, *, keep: bool = True):
-        return world(task_id, seed, knobs, keep=keep)
+        return cached_world(task_id, seed, knobs, keep=keep)
 
 
 @pytest.fixture(scope="module")
@@ -312,8 +312,10 @@ def test_careful_solves_the_task_within_the_step_budget(task_id, plays):
 
 @pytest.mark.parametrize("task_id", TASKS)
 def test_careful_beats_the_naive_surface_rule(task_id, plays):
-    """On every seed careful scores at least 0.15 above naive, whose flagged decoys hold its outcome
-    to at most 0.6 (random < naive < careful is tests/test_adversarial.py's)."""
+    """The task states both procedures, and on every seed careful scores at least 0.15 above naive,
+    whose flagged decoys hold its outcome to at most 0.6 (random < naive < careful is
+    tests/test_adversarial.py's)."""
+    assert callable(task(task_id).careful) and callable(task(task_id).naive), task_id
     for s in PLAY_SEEDS:
         careful, naive = plays(task_id, "careful", s).score, plays(task_id, "naive", s).score
         assert careful.score - naive.score >= 0.15, (task_id, s, careful.score, naive.score)
@@ -333,4 +335,3 @@ def test_the_withheld_variant_removes_its_tools_and_careful_still_solves(task_id
         assert not {st.tool for st in o.steps} & set(withheld), (task_id, s)
         assert o.termination == "submitted" and len(o.steps) <= spec.step_budget, (task_id, s)
         assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95, (task_id, s, o.score)
-    assert callable(task(task_id).careful) and callable(task(task_id).naive)
