@@ -71,8 +71,8 @@ def check_naive_flags_only_the_key(task: str, worlds: dict) -> None:
     """Where a task's surface rule selects exactly the key: ``naive`` flags every planted entry (recall 1,
     as tests/test_task_contract.py checks for every task) and nothing else (every decoy and nothing
     more a false positive). ``worlds``: ``{seed: World}`` (the ``worlds`` fixture)."""
-    from jeval_ray.episode import play
+    from support.worlds import played
 
     for seed, w in worlds.items():
-        v = play(task, "naive", seed, world=(w, False)).score.verification
+        v = played(task, "naive", seed).score.verification
         assert v.recall == 1.0 and v.fp == len(w.decoys), (task, seed, v)

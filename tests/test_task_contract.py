@@ -14,12 +14,12 @@ registering it. Per-task files (``test_task_jeNN.py``) keep only what is specifi
 * the withheld variant: the withheld tools are gone and careful still solves the task.
 
 Worlds are generated once per (task, seed) and every episode is played once, in process, with the
-episode API (``play_episode``) on the cached world.
+episode API (``play_episode``) on the cached world (``tests/support/worlds.py``, shared with the
+per-task modules).
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import math
 import re
@@ -28,14 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.agents import make_agent
 from jeval_ray.env import JEEnv
-from jeval_ray.episode import play_episode
 from jeval_ray.scoring.judge import fact_stated
 from jeval_ray.scoring.verifier import needed_evidence
 from jeval_ray.tasks import available_tasks, get_task, task_module
 from jeval_ray.world import generate_world
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 TASKS = [t.id for t in available_tasks()]
 #: worlds whose text and key are checked one by one
@@ -64,38 +62,18 @@ def task(task_id: str):
 
 
 # ---------------------------------------------------------------------------- shared worlds and plays
-class _Worlds:
+@pytest.fixture(scope="module")
+def worlds():
     """(task, seed, knobs) -> World, each generated once (the process-wide ``support.worlds`` cache,
-    which the per-task modules read too); a parity sweep's other seeds are not kept."""
-
-    def __call__(self, task_id: str, seed: int, knobs: dict | None = None, *, keep: bool = True):
-        return cached_world(task_id, seed, knobs, keep=keep)
+    which the per-task modules read too); ``keep=False`` for a parity sweep's other seeds."""
+    return cached_world
 
 
 @pytest.fixture(scope="module")
-def worlds() -> _Worlds:
-    return _Worlds()
-
-
-class _Plays(dict):
-    """(task, agent, seed, withheld) -> EpisodeOutcome, each played once, in process, on the cached world."""
-
-    def __init__(self, worlds: _Worlds):
-        super().__init__()
-        self.worlds = worlds
-
-    def __call__(self, task_id: str, agent: str, seed: int, withheld: tuple[str, ...] = ()):
-        key = (task_id, agent, seed, withheld)
-        if key not in self:
-            env = JEEnv(task_id, tools_withheld=withheld)
-            self[key] = asyncio.run(play_episode(env, make_agent(agent, seed), seed,
-                                                 world=(self.worlds(task_id, seed), False)))
-        return self[key]
-
-
-@pytest.fixture(scope="module")
-def plays(worlds) -> _Plays:
-    return _Plays(worlds)
+def plays():
+    """(task, agent, seed, withheld) -> EpisodeOutcome, each played once, in process, with the episode
+    API on the cached world (``support.worlds.played``, shared with the per-task modules)."""
+    return played
 
 
 def _planted(world) -> dict[str, bool]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 
 from jeval_ray.agents import entries_of
-from jeval_ray.episode import play
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 TASK = "JE-3"
 SEEDS = range(5)
@@ -98,7 +97,6 @@ def test_decoys_and_defects_post_to_the_same_changed_accounts():
 def test_naive_flags_every_changed_account(seed):
     """naive flags every posting to a changed account: the key, the transfers out of closed accounts
     and the year-end closing entry (which closes the accounts opened in the year)."""
-    w = cached_world(TASK, seed)
-    naive = play(TASK, "naive", seed, world=(w, False))
+    w, naive = cached_world(TASK, seed), played(TASK, "naive", seed)
     transfers = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
     assert naive.score.outcome == pytest.approx(len(w.defects) / (len(w.defects) + len(w.decoys) + transfers + 1))

@@ -12,9 +12,8 @@ import statistics
 
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -153,5 +152,5 @@ def test_defects_and_decoys_share_one_surface():
 def test_naive_flags_every_repeat_of_a_vendor_and_amount(world):
     """naive flags every repeat (recall 1, as the task contract checks): every decoy and every honest
     recurring fee is a false positive."""
-    v = play("JE-7", "naive", world.seed, world=(world, False)).score.verification
+    v = played("JE-7", "naive", world.seed).score.verification
     assert v.recall == 1.0 and v.fp == len(_later_postings(_invoices(world))) - len(world.defects), world.seed

@@ -12,9 +12,8 @@ from collections import Counter
 import pyarrow.compute as pc
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -173,7 +172,7 @@ def test_near_miss_traps_do_not_support():
 def test_naive_flags_every_round_manual_entry(world):
     """naive flags every round manual entry (recall 1, as the task contract checks): every decoy and
     every honest round invoice is a false positive."""
-    v = play("JE-8", "naive", world.seed, world=(world, False)).score.verification
+    v = played("JE-8", "naive", world.seed).score.verification
     heads = _heads(world)
     rule = {e for e, r in heads.items() if r["source"] == "manual" and _round(r)}
     assert v.recall == 1.0 and v.fp == len(rule) - len(world.defects), world.seed

@@ -14,10 +14,9 @@ import pytest
 import pyarrow.compute as pc
 
 from jeval_ray.tools._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
-from jeval_ray.episode import play
 from jeval_ray.tasks import get_task, je12
 from jeval_ray.world import WorldBuilder, generate_world
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 #: worlds checked one by one (the key itself is audited over 20 seeds in tests/test_key_audit_je12.py)
@@ -115,7 +114,7 @@ def test_plan_document_states_the_method(world):
 
 @pytest.fixture(scope="module")
 def results():
-    return {(a, s): play("JE-12", a, s, world=(cached_world("JE-12", s), False)) for a in ("naive", "careful") for s in SEEDS}
+    return {(a, s): played("JE-12", a, s) for a in ("naive", "careful") for s in SEEDS}
 
 
 def test_careful_computes_its_baseline_first_and_naive_flags_the_genuine_outliers(results):
@@ -134,5 +133,5 @@ def test_careful_computes_its_baseline_first_and_naive_flags_the_genuine_outlier
 def test_without_compute_stats_careful_computes_no_baseline_first():
     """The withheld variant (careful still solves it: the task contract) costs process: no baseline
     before the first claim."""
-    o = play("JE-12", "careful", 1, tools_withheld=("compute_stats",), world=(cached_world("JE-12", 1), False))
+    o = played("JE-12", "careful", 1, tools_withheld=("compute_stats",))
     assert o.score.verification.baseline_before_claim is False

@@ -14,7 +14,7 @@ from jeval_ray.env import JEEnv
 from jeval_ray.tools._tools import digit_test
 from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST, SCHEME_USERS, Z_SELECT, digit_z
 from jeval_ray.world import generate_world
-from support.worlds import world as cached_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -136,7 +136,5 @@ def test_the_planted_entries_are_one_clerks_spike_below_the_threshold(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_careful_runs_the_digit_test_before_any_claim(seed):
     """The rest of what the agents promise is tests/test_task_contract.py."""
-    from jeval_ray.episode import play
-
-    o = play("JE-13", "careful", seed, world=(cached_world("JE-13", seed), False))
+    o = played("JE-13", "careful", seed)
     assert o.score.verification.baseline_before_claim is True

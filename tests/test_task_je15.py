@@ -197,9 +197,9 @@ def test_decisive_facts_are_in_the_evidence(worlds):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_careful_names_the_scheme_user(seed, worlds):
+def test_careful_names_the_scheme_user(seed):
     """The rest of what the agents promise is tests/test_task_contract.py."""
-    from jeval_ray.episode import play
+    from support.worlds import played
 
-    o = play(TASK, "careful", seed, world=(worlds[seed], False))
+    o = played(TASK, "careful", seed)
     assert o.score.verification.extra["scheme_user_named"] is True
