@@ -260,7 +260,7 @@ def test_decisive_facts_are_stated_in_the_needed_evidence(task_id, worlds):
         listing = set(w.entry_ids)
         for rec in _records(w):
             assert rec.facts, (task_id, s, rec.entry_id)
-            evidence = [e for e in needed_evidence(w, rec.entry_id)]
+            evidence = list(needed_evidence(w, rec.entry_id))
             if rec.entry_id in listing:
                 evidence.append(rec.entry_id)
             text = "\n".join(_read(env, e, w) for e in dict.fromkeys(evidence))
