@@ -30,11 +30,12 @@ def ray_local():
 
 @pytest.fixture(scope="module")
 def worlds(request) -> dict:
-    """The worlds of a task test module: ``{seed: World}`` for its ``TASK`` over its ``SEEDS`` (default 0-4)."""
-    from jeval_ray.world import generate_world
+    """The worlds of a task test module: ``{seed: World}`` for its ``TASK`` over its ``SEEDS`` (default 0-4),
+    from the process-wide cache ``support.worlds`` (shared with the task contract and other modules)."""
+    from support.worlds import world
 
     task = request.module.TASK
-    return {s: generate_world(task, s) for s in getattr(request.module, "SEEDS", range(5))}
+    return {s: world(task, s) for s in getattr(request.module, "SEEDS", range(5))}
 
 
 def tiny_config(tmp_path: Path, **over) -> dict:
@@ -66,23 +67,12 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 300, cwd: Path
                           timeout=timeout, env=e, cwd=str(cwd or ROOT))
 
 
-def check_naive_and_careful(task: str, seeds=range(500, 504), withheld_seeds=range(0)) -> None:
-    """The task's built-in agents as its tests expect them: ``naive`` flags every candidate its
-    surface rule selects (recall 1, every decoy a false positive); ``careful`` reads the evidence
-    (outcome ≥ 0.95 and rationale ≥ 0.9, also with the withheld-tool variant on ``withheld_seeds``)
-    and beats naive by at least 0.15."""
-    import statistics
+def check_naive_flags_only_the_key(task: str, worlds: dict) -> None:
+    """Where a task's surface rule selects exactly the key: ``naive`` flags every planted entry (recall 1,
+    as tests/test_task_contract.py checks for every task) and nothing else (every decoy and nothing
+    more a false positive). ``worlds``: ``{seed: World}`` (the ``worlds`` fixture)."""
+    from support.worlds import played
 
-    from jeval_ray.episode import play
-    from jeval_ray.tasks import get_task
-    from jeval_ray.world import generate_world
-
-    naive = [play(task, "naive", seed=s) for s in seeds]
-    careful = [play(task, "careful", seed=s) for s in seeds]
-    withheld = [play(task, "careful", seed=s, tools_withheld=get_task(task).withheld_variant) for s in withheld_seeds]
-    for o in naive:
-        v = o.score.verification
-        assert v.recall == 1.0 and v.fp == len(generate_world(task, o.seed).decoys), (task, o.seed)
-    for o in careful + withheld:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9, (task, o.seed)
-    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15
+    for seed, w in worlds.items():
+        v = played(task, "naive", seed).score.verification
+        assert v.recall == 1.0 and v.fp == len(w.decoys), (task, seed, v)

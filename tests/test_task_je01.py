@@ -1,4 +1,5 @@
-"""JE-1 (unbalanced entries): the key an auditor would reach, surface parity, and the built-in agents.
+"""JE-1 (unbalanced entries): the key an auditor would reach and the extent of the naive rule (what every
+task promises is tests/test_task_contract.py).
 
 The checks read the visible world only (ledger lines, the policy, the upload files), independently
 of the task module, so a planting bug cannot hide behind the same code in the test.
@@ -7,17 +8,13 @@ of the task module, so a planting bug cannot hide behind the same code in the te
 from __future__ import annotations
 
 import re
-import statistics
 
-import pytest
 
 from jeval_ray.agents import entries_of
-from jeval_ray.episode import play
-from jeval_ray.world import generate_world
+from conftest import check_naive_flags_only_the_key
 
 TASK = "JE-1"
 SEEDS = range(5)
-PARITY_SEEDS = range(100, 140)
 
 
 def unbalanced(world) -> dict[str, dict]:
@@ -42,13 +39,16 @@ def upload_file(world, record) -> tuple[str, int, str]:
 
 
 def test_the_filter_catches_exactly_the_planted_entries_all_within_the_tools_tolerance(worlds):
+    templates = set()
     for w in worlds.values():
         tol, _ = policy_terms(w)
         ents = unbalanced(w)
         assert set(ents) == w.defect_ids | {d.entry_id for d in w.decoys}
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
+        templates |= {v["reference"].split("-")[0] for v in ents.values()}
         for v in ents.values():
             assert 0.03 - 1e-9 <= abs(v["total_debit"] - v["total_credit"]) <= tol + 1e-9
+    assert templates == {"AC", "TS"}, "defects and decoys are accruals and top-side entries alike"
 
 
 def test_the_key_follows_from_the_policy_and_the_upload_files(worlds):
@@ -81,28 +81,5 @@ def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
                 assert float(r.facts[3]) == n
 
 
-def test_decoys_and_defects_share_one_surface():
-    """Same pool of journals, same difference distribution (relative to the tolerance), same text."""
-    stats = {0: [], 1: []}
-    templates = {0: set(), 1: set()}
-    for s in PARITY_SEEDS:
-        w = generate_world(TASK, s)
-        tol, _ = policy_terms(w)
-        ents = unbalanced(w)
-        for label, recs in ((1, w.defects), (0, w.decoys)):
-            for r in recs:
-                v = ents[r.entry_id]
-                stats[label].append(abs(v["total_debit"] - v["total_credit"]) / tol)
-                templates[label].add(v["reference"].split("-")[0])
-    assert templates[0] == templates[1] == {"AC", "TS"}
-    # one draw for both (about 230 of each over these seeds: a standard error near 0.02 on the mean)
-    assert abs(statistics.fmean(stats[0]) - statistics.fmean(stats[1])) < 0.06
-    assert abs(statistics.median(stats[0]) - statistics.median(stats[1])) < 0.1
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_careful_reads_the_files_and_naive_flags_every_difference(seed):
-    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
-    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    assert naive.score.outcome == pytest.approx(0.5)
-    assert naive.score.score < careful.score.score - 0.15
+def test_naive_flags_nothing_but_the_key(worlds):
+    check_naive_flags_only_the_key(TASK, worlds)

@@ -1,4 +1,5 @@
-"""JE-2 (self-approved manual entries): the key an auditor would reach, surface parity, and the agents.
+"""JE-2 (self-approved manual entries): the key an auditor would reach and the extent of the naive rule
+(what every task promises is tests/test_task_contract.py).
 
 The checks read the visible world only (ledger lines, ``master:users``, the vouchers), independently
 of the task module, so a planting bug cannot hide behind the same code in the test.
@@ -7,17 +8,14 @@ of the task module, so a planting bug cannot hide behind the same code in the te
 from __future__ import annotations
 
 import re
-import statistics
 
 import pyarrow.compute as pc
-import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
+from conftest import check_naive_flags_only_the_key
 
 TASK = "JE-2"
 SEEDS = range(5)
-PARITY_SEEDS = range(100, 140)
 _SIGNED = re.compile(r"Approved by: ([A-Z_]+) \(.*?\), signed (\d{4}-\d\d-\d\d)")
 
 
@@ -66,6 +64,7 @@ def test_the_key_follows_from_the_vouchers_and_the_user_master(worlds):
             assert len(policy) == 1 and set(d.clearing_evidence) == {doc.doc_id, policy[0], "master:users"}
         for d in w.defects:
             assert not valid(d.entry_id, voucher(w, d)) and d.criteria == "SELF_APPROVAL"
+            assert h[d.entry_id]["reference"] in voucher(w, d).title  # a voucher each, decoy or defect
             kinds.add(d.defect_type)
     assert kinds == {"no_independent_approval", "approved_after_posting", "approver_limit_below_amount"}
 
@@ -126,28 +125,5 @@ def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
                     assert f in doc.body or f == str(h[r.entry_id]["entry_timestamp"].date()), (r, f)
 
 
-def test_decoys_and_defects_share_one_surface():
-    """One pool of manual entries: the same preparers, templates, amounts and a voucher each."""
-    amounts, refs, preparers = {0: [], 1: []}, {0: set(), 1: set()}, {0: set(), 1: set()}
-    for s in PARITY_SEEDS:
-        w = generate_world(TASK, s)
-        h = headers(w)
-        titles = " ".join(d.title for d in w.documents)
-        for label, recs in ((1, w.defects), (0, w.decoys)):
-            for r in recs:
-                row = h[r.entry_id]
-                amounts[label].append(row["debit"])
-                refs[label].add(row["reference"].split("-")[0])
-                preparers[label].add(row["preparer"])
-                assert row["reference"] in titles
-    assert refs[0] == refs[1] and preparers[0] == preparers[1]
-    ratio = statistics.median(amounts[0]) / statistics.median(amounts[1])
-    assert 0.75 < ratio < 1.33
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_careful_reads_the_vouchers_and_naive_flags_every_self_release(seed):
-    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
-    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    assert naive.score.outcome == pytest.approx(0.5)
-    assert naive.score.score < careful.score.score - 0.15
+def test_naive_flags_nothing_but_the_key(worlds):
+    check_naive_flags_only_the_key(TASK, worlds)

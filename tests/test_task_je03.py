@@ -1,4 +1,5 @@
-"""JE-3 (postings to accounts not open at the posting date): the key, surface parity, and the agents.
+"""JE-3 (postings to accounts not open at the posting date): the key, the changed accounts decoys share
+with defects, and the extent of the naive rule (what every task promises is tests/test_task_contract.py).
 
 The checks read the visible world only (ledger lines, ``master:accounts``, ``master:calendar``),
 independently of the task module, so a planting bug cannot hide behind the same code in the test.
@@ -6,15 +7,10 @@ independently of the task module, so a planting bug cannot hide behind the same 
 
 from __future__ import annotations
 
-import statistics
-
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.agents import entries_of
-from jeval_ray.episode import play
-from jeval_ray.world import generate_world
+from support.worlds import played, world as cached_world
 
 TASK = "JE-3"
 SEEDS = range(5)
@@ -25,19 +21,6 @@ def entries(world) -> dict[str, dict]:
     rows = [{**r, "posting_date": str(r["posting_date"]), "keyed": str(r["entry_timestamp"].date())}
             for r in world.ledger.to_pylist()]
     return entries_of(rows)
-
-
-def planted_heads(world) -> dict[str, dict]:
-    """The debit lines of the planted entries (fast: no whole-ledger conversion)."""
-    ids = pa.array(sorted(world.defect_ids | {d.entry_id for d in world.decoys}))
-    led = world.ledger
-    t = led.filter(pc.is_in(led["entry_id"], value_set=ids))
-    heads: dict[str, dict] = {}
-    for r in t.select(["entry_id", "account", "debit", "posting_date", "entry_timestamp", "reference"]).to_pylist():
-        h = heads.setdefault(r["entry_id"], {**r, "debit": 0.0, "accounts": []})
-        h["debit"] += r["debit"]
-        h["accounts"].append(r["account"])
-    return heads
 
 
 def chart(world) -> dict[str, dict]:
@@ -99,34 +82,21 @@ def test_decisive_facts_are_the_account_its_date_and_the_posting_date(worlds):
             assert when in (ch[code]["opened"], ch[code]["closed"])
 
 
-def test_decoys_and_defects_share_one_surface():
-    """The same posting months, keying lags, amounts, templates and (per seed) account codes."""
-    months, lags, amounts = ({0: [], 1: []} for _ in range(3))
-    refs, codes = ({0: set(), 1: set()} for _ in range(2))
+def test_decoys_and_defects_post_to_the_same_changed_accounts():
+    """Over many worlds the accounts opened or closed in the year that defects post to are the ones
+    decoys post to (the listing's other columns: tests/test_task_contract.py)."""
+    codes = {0: set(), 1: set()}
     for s in PARITY_SEEDS:
-        w = generate_world(TASK, s)
-        heads = planted_heads(w)
+        w = cached_world(TASK, s, keep=False)
         for label, recs in ((1, w.defects), (0, w.decoys)):
-            for r in recs:
-                e = heads[r.entry_id]
-                months[label].append(e["posting_date"].month)
-                lags[label].append((e["entry_timestamp"].date() - e["posting_date"]).days)
-                amounts[label].append(e["debit"])
-                refs[label].add(e["reference"].split("-")[0])
-                codes[label].add(r.facts[0])
-    assert refs[0] == refs[1] and codes[0] == codes[1]
-    assert abs(statistics.fmean(months[0]) - statistics.fmean(months[1])) < 0.6
-    assert abs(statistics.fmean(lags[0]) - statistics.fmean(lags[1])) < 0.6
-    assert 0.75 < statistics.median(amounts[0]) / statistics.median(amounts[1]) < 1.33
+            codes[label] |= {r.facts[0] for r in recs}
+    assert codes[0] == codes[1]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_careful_reads_the_chart_dates_and_naive_flags_every_changed_account(seed):
-    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
-    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    # naive flags every posting to a changed account: the key, the transfers out of closed accounts and
-    # the year-end closing entry (which closes the accounts opened in the year)
-    w = generate_world(TASK, seed)
+def test_naive_flags_every_changed_account(seed):
+    """naive flags every posting to a changed account: the key, the transfers out of closed accounts
+    and the year-end closing entry (which closes the accounts opened in the year)."""
+    w, naive = cached_world(TASK, seed), played(TASK, "naive", seed)
     transfers = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
     assert naive.score.outcome == pytest.approx(len(w.defects) / (len(w.defects) + len(w.decoys) + transfers + 1))
-    assert naive.score.score < careful.score.score - 0.15

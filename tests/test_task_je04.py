@@ -1,4 +1,5 @@
-"""JE-4 (unauthorised posters): the key an auditor would reach, surface parity, and the built-in agents.
+"""JE-4 (unauthorised posters): the key an auditor would reach, the users decoys share with defects, and the
+extent of the naive rule (what every task promises is tests/test_task_contract.py).
 
 The checks read the visible world only (ledger lines, ``master:users``), independently of the task
 module, so a planting bug cannot hide behind the same code in the test.
@@ -6,13 +7,10 @@ module, so a planting bug cannot hide behind the same code in the test.
 
 from __future__ import annotations
 
-import statistics
-
 import pyarrow.compute as pc
-import pytest
 
-from jeval_ray.episode import play
-from jeval_ray.world import generate_world
+from support.worlds import world as cached_world
+from conftest import check_naive_flags_only_the_key
 
 TASK = "JE-4"
 SEEDS = range(5)
@@ -83,27 +81,18 @@ def test_decisive_facts_are_the_user_the_date_rights_ended_and_the_entry_dates(w
             assert f"({uid})" in report and end in report
 
 
-def test_decoys_and_defects_share_one_surface():
-    """The same users (drawn per seed), posting dates, amounts and document types for both."""
-    months, amounts, refs, preparers = {0: [], 1: []}, {0: [], 1: []}, {0: set(), 1: set()}, {0: set(), 1: set()}
+def test_decoys_and_defects_share_the_users_and_document_types():
+    """The users (drawn per seed) and the document types of defects and decoys are the same over many
+    worlds (the distributions of the listing's columns: tests/test_task_contract.py)."""
+    refs, preparers = {0: set(), 1: set()}, {0: set(), 1: set()}
     for s in PARITY_SEEDS:
-        w = generate_world(TASK, s)
+        w = cached_world(TASK, s, keep=False)
         h = headers(w)
         for label, recs in ((1, w.defects), (0, w.decoys)):
-            for r in recs:
-                row = h[r.entry_id]
-                months[label].append(int(row["posting_date"][5:7]))
-                amounts[label].append(row["debit"])
-                refs[label].add(row["reference"].split("-")[0])
-                preparers[label].add(row["preparer"])
+            refs[label] |= {h[r.entry_id]["reference"].split("-")[0] for r in recs}
+            preparers[label] |= {h[r.entry_id]["preparer"] for r in recs}
     assert refs[0] == refs[1] and preparers[0] == preparers[1]
-    assert abs(statistics.fmean(months[0]) - statistics.fmean(months[1])) < 0.5
-    assert 0.75 < statistics.median(amounts[0]) / statistics.median(amounts[1]) < 1.33
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_careful_compares_dates_and_naive_flags_every_changed_user(seed):
-    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
-    assert careful.score.outcome == 1.0 and careful.score.rationale >= 0.95 and careful.score.process >= 0.95
-    assert naive.score.outcome == pytest.approx(0.5)
-    assert naive.score.score < careful.score.score - 0.15
+def test_naive_flags_nothing_but_the_key(worlds):
+    check_naive_flags_only_the_key(TASK, worlds)

@@ -1,5 +1,5 @@
-"""JE-5 (approval-limit avoidance): planting on the books, surface parity, the rule's hits, and the
-built-in agents.
+"""JE-5 (approval-limit avoidance): planting on the books, surface parity of the runs, and the rule's hits
+(what every task promises, the built-in agents included, is tests/test_task_contract.py).
 
 The rule is re-implemented here from the visible world only (ledger lines and ``master:users``),
 independently of the task module, so a planting bug cannot hide behind the same code in the test.
@@ -17,7 +17,6 @@ import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.books import calendar as cal
-from jeval_ray.episode import play
 from jeval_ray.world import generate_world
 
 TASK = "JE-5"
@@ -137,15 +136,6 @@ def test_the_rule_catches_the_key_and_only_documented_lookalikes(knobs):
             total = sum(inv[e]["total"] for e in g)
             if min(lim[inv[e]["approver"]] for e in g) < total:
                 assert all(f" {inv[e]['reference']} - " in titles for e in g), (s, g)
-
-
-@pytest.mark.parametrize("seed", range(500, 504))
-def test_naive_flags_every_run_and_careful_vouches_them(seed):
-    careful, naive = play(TASK, "careful", seed), play(TASK, "naive", seed)
-    w = generate_world(TASK, seed)
-    assert naive.score.verification.recall == 1.0 and naive.score.verification.fp >= len(w.decoys)
-    assert careful.score.outcome >= 0.95 and careful.score.rationale >= 0.9 and careful.score.process >= 0.9
-    assert naive.score.score < careful.score.score - 0.15
 
 
 def test_the_run_rule_is_the_rule_as_written():

@@ -1,4 +1,5 @@
-"""JE-6 (off-hours manual postings): planting, the clean base, surface parity and the built-in agents.
+"""JE-6 (off-hours manual postings): planting, the clean base, surface parity of the close work and the
+extent of the naive rule (what every task promises is tests/test_task_contract.py).
 
 The rule and the memo coverage are re-implemented here from the visible world only (ledger lines,
 ``master:calendar``, the posting-window policy and the close-work memos), independently of the
@@ -15,7 +16,7 @@ from collections import Counter
 import pytest
 
 from jeval_ray.world import generate_world
-from conftest import check_naive_and_careful
+from conftest import check_naive_flags_only_the_key
 
 TASK = "JE-6"
 MONTHS = r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
@@ -177,5 +178,5 @@ def test_base_population_never_trips_the_rule(knobs):
         assert any(r["source"] == "automated" and r["entry_timestamp"].hour < 6 for r in w.ledger.to_pylist())
 
 
-def test_naive_is_the_surface_rule_and_careful_reads_the_memos():
-    check_naive_and_careful(TASK)
+def test_naive_flags_nothing_but_the_key(worlds):
+    check_naive_flags_only_the_key(TASK, worlds)

@@ -1,4 +1,5 @@
-"""JE-7 (duplicate postings): the planted world, the honest look-alikes, surface parity and the agents.
+"""JE-7 (duplicate postings): the planted world, the honest look-alikes, surface parity of the repeats and
+the extent of the naive rule (what every task promises is tests/test_task_contract.py).
 
 The rule and the decisive evidence are re-read here from the visible world (ledger lines and the
 AP vouchers' text), independently of the task module.
@@ -12,6 +13,7 @@ import statistics
 import pytest
 
 from jeval_ray.world import generate_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -56,7 +58,7 @@ def _keyed(description: str) -> str:
 
 @pytest.fixture(scope="module", params=list(SEEDS))
 def world(request):
-    return generate_world("JE-7", request.param)
+    return cached_world("JE-7", request.param)
 
 
 def test_rule_catches_the_planted_entries_and_honest_recurring_fees(world):
@@ -147,19 +149,8 @@ def test_defects_and_decoys_share_one_surface():
     assert abs(statistics.fmean(gaps["defect"]) - statistics.fmean(gaps["decoy"])) < 1.5
 
 
-def test_naive_is_the_surface_rule_and_careful_reads_the_vouchers():
-    """naive flags every repeat (recall 1; every decoy and every honest recurring fee a false
-    positive); careful reads the vouchers (outcome >= 0.95, rationale >= 0.9) and beats naive."""
-    from jeval_ray.episode import play
-    from jeval_ray.tasks import get_task
-
-    naive = [play("JE-7", "naive", seed=s) for s in range(500, 504)]
-    careful = [play("JE-7", "careful", seed=s) for s in range(500, 504)]
-    careful += [play("JE-7", "careful", seed=s, tools_withheld=get_task("JE-7").withheld_variant) for s in (500, 501)]
-    for o in naive:
-        w = generate_world("JE-7", o.seed)
-        v = o.score.verification
-        assert v.recall == 1.0 and v.fp == len(_later_postings(_invoices(w))) - len(w.defects), o.seed
-    for o in careful:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9, o.seed
-    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15
+def test_naive_flags_every_repeat_of_a_vendor_and_amount(world):
+    """naive flags every repeat (recall 1, as the task contract checks): every decoy and every honest
+    recurring fee is a false positive."""
+    v = played("JE-7", "naive", world.seed).score.verification
+    assert v.recall == 1.0 and v.fp == len(_later_postings(_invoices(world))) - len(world.defects), world.seed

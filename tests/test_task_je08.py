@@ -1,5 +1,6 @@
-"""JE-8 (unsupported round-amount entries): the planted world, the base population, surface parity
-and the agents. Support is re-read here from the visible world (ledger lines and document text)."""
+"""JE-8 (unsupported round-amount entries): the planted world, the base population, surface parity and
+the extent of the naive rule (what every task promises is tests/test_task_contract.py). Support is
+re-read here from the visible world (ledger lines and document text)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.world import generate_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -48,7 +50,7 @@ def _supports(doc, r: dict) -> bool:
 
 @pytest.fixture(scope="module", params=[0, 1, 2, 3, 4])
 def world(request):
-    return generate_world("JE-8", request.param)
+    return cached_world("JE-8", request.param)
 
 
 def test_rule_catches_the_planted_entries_and_honest_round_invoices(world):
@@ -167,21 +169,10 @@ def test_near_miss_traps_do_not_support():
     assert not any(_supports(doc, heads[d.entry_id]) for doc in traps for d in w.defects)
 
 
-def test_naive_is_the_surface_rule_and_careful_reads_the_support():
-    """naive flags every round manual entry (recall 1; every decoy and every honest round invoice a
-    false positive); careful reads the policy's scope and the support (outcome >= 0.95)."""
-    from jeval_ray.episode import play
-    from jeval_ray.tasks import get_task
-
-    naive = [play("JE-8", "naive", seed=s) for s in range(500, 504)]
-    careful = [play("JE-8", "careful", seed=s) for s in range(500, 504)]
-    careful += [play("JE-8", "careful", seed=s, tools_withheld=get_task("JE-8").withheld_variant) for s in (500, 501)]
-    for o in naive:
-        w = generate_world("JE-8", o.seed)
-        heads = _heads(w)
-        v = o.score.verification
-        rule = {e for e, r in heads.items() if r["source"] == "manual" and _round(r)}
-        assert v.recall == 1.0 and v.fp == len(rule) - len(w.defects), o.seed
-    for o in careful:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.9, o.seed
-    assert statistics.fmean(o.score.score for o in careful) - statistics.fmean(o.score.score for o in naive) >= 0.15
+def test_naive_flags_every_round_manual_entry(world):
+    """naive flags every round manual entry (recall 1, as the task contract checks): every decoy and
+    every honest round invoice is a false positive."""
+    v = played("JE-8", "naive", world.seed).score.verification
+    heads = _heads(world)
+    rule = {e for e, r in heads.items() if r["source"] == "manual" and _round(r)}
+    assert v.recall == 1.0 and v.fp == len(rule) - len(world.defects), world.seed

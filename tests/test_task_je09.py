@@ -1,5 +1,6 @@
 """JE-9 (year-end cut-off and close): planted on the year's books, defects and decoys share a
-surface per kind, the books are not sanitised, the built-in agents discriminate.
+surface per kind, the books are not sanitised (what every task promises, the built-in agents and
+the absence of labels included, is tests/test_task_contract.py).
 
 The answer key's facts are audited in tests/test_key_audit_je09.py."""
 
@@ -110,29 +111,6 @@ def test_the_books_are_not_sanitised():
         n += sum(1 for eid, h in _headers(w).items() if eid not in key and h["document_type"] != "YC"
                  and str(h["posting_date"])[:4] == "2025" and str(h["entry_timestamp"].date()) > YEAR_END)
     assert n >= 3 * len(SEEDS)
-
-
-def test_careful_solves_naive_is_fooled():
-    from jeval_ray.episode import play
-
-    res = {(a, s): play("JE-9", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
-    for s in SEEDS:
-        c = res[("careful", s)].score
-        assert c.outcome >= 0.95 and c.rationale >= 0.95 and c.verification.fabrications == 0, s
-        n = res[("naive", s)].score.verification
-        assert n.fn == 0 and n.fp >= len(generate_world("JE-9", s).decoys)  # flags every look-alike
-    mean = {a: statistics.fmean(res[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
-    assert play("JE-9", "careful", 7, tools_withheld=("search_documents",)).score.outcome >= 0.95
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_no_hidden_labels_in_visible_text(seed):
-    world = generate_world("JE-9", seed)
-    words = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
-    for d in world.documents:
-        assert not words.search(d.title + d.body), d.doc_id
-    assert not any(words.search(str(x)) for x in world.ledger.column("description").to_pylist())
 
 
 @pytest.mark.parametrize("seed", (0, 6, 8, 9, 11, 17))

@@ -1,15 +1,17 @@
 """JE-10 (three-way match): the sample is the books' own invoices, the planted entries are perturbations
-of them, and the built-in agents discriminate. The key's facts are audited in tests/test_key_audit_je10.py."""
+of them, and the naive rule selects exactly the key (what every task promises, the built-in agents
+included, is tests/test_task_contract.py). The key's facts are audited in tests/test_key_audit_je10.py."""
 
 from __future__ import annotations
 
 import math
-import re
 
 import pytest
 
 from jeval_ray.world import generate_world
+from conftest import check_naive_flags_only_the_key
 
+TASK = "JE-10"
 SEEDS = range(5)
 
 
@@ -54,13 +56,6 @@ def test_every_defect_and_decoy_type_occurs_and_the_bank_exposure_is_not_a_misst
     assert seen == {"price_over_po", "quantity_over_receipt", "bank_account_mismatch", "misclassified_account",
                     "price_variance_within_tolerance", "short_delivery_invoiced_as_received", "bank_change_verified",
                     "coded_per_po_assignment"}
-
-
-def test_no_hidden_labels_in_visible_text():
-    words = re.compile(r"decoy|defect|planted|red flag|exception|fraud|mismatch", re.I)
-    for seed in SEEDS:
-        for d in generate_world("JE-10", seed).documents:
-            assert not words.search(d.title + d.body), (seed, d.doc_id)
 
 
 def test_defects_and_decoys_share_one_listing_surface():
@@ -126,23 +121,7 @@ def test_the_catalogue_renders_the_key_rationale_of_every_type():
     assert "payment-diversion" in text and "Worked example (seed 7" in text
 
 
-def test_careful_vouches_and_naive_flags_every_face_disagreement():
-    import statistics
-
-    from jeval_ray.episode import play
-
-    res = {(a, s): play("JE-10", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
-    for s in SEEDS:
-        c = res[("careful", s)].score
-        assert c.outcome >= 0.95 and c.rationale >= 0.95 and c.verification.fabrications == 0, s
-        n = res[("naive", s)].score.verification
-        # it flags every invoice whose documents disagree on their face: every defect, and every decoy
-        assert n.tp == len(generate_world("JE-10", s).defects) and n.fp == len(generate_world("JE-10", s).decoys), s
-    mean = {a: statistics.fmean(res[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
-
-
-def test_careful_and_naive_on_held_out_seeds_and_without_search():
-    from conftest import check_naive_and_careful
-
-    check_naive_and_careful("JE-10", seeds=range(500, 504), withheld_seeds=range(2))
+def test_naive_flags_every_face_disagreement_and_nothing_else(worlds):
+    """naive flags every invoice whose documents disagree on their face: every defect and every decoy
+    (the contract checks the key is flagged), nothing more."""
+    check_naive_flags_only_the_key(TASK, worlds)

@@ -1,19 +1,18 @@
 """JE-11 (related parties and non-standard pairings): the planted world obeys the rule, the base is
-clean, the board minutes clear exactly the decoys, and the built-in agents discriminate."""
+clean, the board minutes clear exactly the decoys (what every task promises, the built-in agents
+included, is tests/test_task_contract.py)."""
 
 from __future__ import annotations
 
 import re
-import statistics
 
 import pytest
 
-from jeval_ray.episode import play
 from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
 from jeval_ray.world import generate_world
+from support.worlds import world as cached_world
 
-SEEDS = range(5)
-#: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
+#: the answer key is audited over more seeds than the task contract reads one by one (a world takes ~20 ms)
 KEY_SEEDS = range(16)
 
 
@@ -56,7 +55,7 @@ def _approved(item: str) -> bool:
 
 @pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
-    return generate_world("JE-11", request.param)
+    return cached_world("JE-11", request.param)
 
 
 def test_rule_hits_the_planted_entries_and_only_honest_lookalikes(world):
@@ -122,27 +121,9 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_the_entry(world
             assert f"Debit {c.facts[2]}" in text and f"Credit {c.facts[3]}" in text
 
 
-def test_documents_do_not_give_the_game_away(world):
-    for d in world.documents:
-        assert not re.search(r"decoy|defect|planted|red flag|exception", d.title + d.body, re.I)
+def test_board_minutes_are_dated_in_the_years_around_the_audit(world):
     minutes = [d for d in world.documents if d.doc_type == "board_minutes"]
     assert all(d.date[:4] in ("2024", "2025", "2026") for d in minutes)
-
-
-@pytest.fixture(scope="module")
-def results():
-    return {(a, s): play("JE-11", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
-
-
-def test_careful_solves_every_seed_and_naive_is_fooled(results):
-    for s in SEEDS:
-        c = results[("careful", s)]
-        assert c.score.outcome >= 0.95, (s, c.score.verification)
-        assert c.termination == "submitted" and c.score.verification.fabrications == 0
-        assert c.score.verification.premature_disposition == 0
-        assert results[("naive", s)].score.outcome < 0.9
-    mean = {a: statistics.fmean(results[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
-    assert mean["random"] < mean["naive"] < mean["careful"], mean
 
 
 def test_defects_and_decoys_share_one_listing_surface():
@@ -165,13 +146,3 @@ def test_defects_and_decoys_share_one_listing_surface():
     assert abs(share[True] - share[False]) < 0.2, share  # about 3.5 standard errors at this sample size
     lag = {bad: mean([r[2] for r in rows if r[0] == bad and r[1]]) for bad in (True, False)}
     assert abs(lag[True] - lag[False]) < 3.0, lag
-
-
-def test_careful_states_the_decisive_facts(results):
-    for s in SEEDS:
-        assert results[("careful", s)].score.rationale >= 0.95, s
-
-
-def test_careful_without_search_documents():
-    o = play("JE-11", "careful", 2, tools_withheld=("search_documents",))
-    assert o.score.outcome >= 0.95

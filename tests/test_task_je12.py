@@ -1,12 +1,11 @@
 """JE-12 (population outliers, selected and vouched): the analytics plan's tests select every planted
 entry (and genuine outliers of the books) by the baseline the agent sees, the listing does not
-separate defects from decoys, and the built-in agents discriminate (the careful solver computes its
-baseline before any claim). What vouching shows is audited in tests/test_key_audit_je12.py."""
+separate defects from decoys, and the careful solver computes its baseline before any claim (what
+every task promises, the built-in agents included, is tests/test_task_contract.py). What vouching shows is audited in tests/test_key_audit_je12.py."""
 
 from __future__ import annotations
 
 import re
-import statistics
 from collections import Counter
 
 import numpy as np
@@ -15,9 +14,9 @@ import pytest
 import pyarrow.compute as pc
 
 from jeval_ray.tools._tools import ComputeStatsArgs, EpisodeState, Filter, compute_stats
-from jeval_ray.episode import play
 from jeval_ray.tasks import get_task, je12
 from jeval_ray.world import WorldBuilder, generate_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 #: worlds checked one by one (the key itself is audited over 20 seeds in tests/test_key_audit_je12.py)
@@ -49,7 +48,7 @@ def _hit(z: float, single: bool) -> bool:
 
 @pytest.fixture(scope="module", params=list(KEY_SEEDS))
 def world(request):
-    return generate_world("JE-12", request.param)
+    return cached_world("JE-12", request.param)
 
 
 def _planted(world) -> set[str]:
@@ -111,34 +110,28 @@ def test_plan_document_states_the_method(world):
     assert "1.4826" in plan.body and "median absolute deviation" in plan.body and "manual" in plan.body
     assert je12._thresholds(plan.body) == {"amount_z": je12.AMOUNT_Z, "min_pop": je12.MIN_POP,
                                            "min_user": je12.MIN_USER, "flow_z": je12.FLOW_Z}
-    for d in world.documents:
-        assert not re.search(r"decoy|defect|planted|red flag|exception", d.title + d.body, re.I)
 
 
 @pytest.fixture(scope="module")
 def results():
-    return {(a, s): play("JE-12", a, s) for a in ("random", "naive", "careful") for s in SEEDS}
+    return {(a, s): played("JE-12", a, s) for a in ("naive", "careful") for s in SEEDS}
 
 
-def test_careful_solves_every_seed_with_a_baseline_first(results):
+def test_careful_computes_its_baseline_first_and_naive_flags_the_genuine_outliers(results):
+    """careful computes the baseline before any claim and states it (median and MAD) in every flag;
+    naive flags every selected entry: the planted decoys and at least three genuine outliers of the
+    books (the rest of what the agents promise is tests/test_task_contract.py)."""
     for s in SEEDS:
         c = results[("careful", s)]
-        v = c.score.verification
-        assert c.score.outcome >= 0.95, (s, v)
-        assert c.termination == "submitted" and v.fabrications == 0 and v.premature_disposition == 0
-        assert v.baseline_before_claim is True
+        assert c.score.verification.baseline_before_claim is True, s
         flags = [d for d in c.dispositions if d["decision"] == "flag"]
         assert all("median" in d["rationale"] and "MAD" in d["rationale"] for d in flags)
-        assert c.score.rationale >= 0.95
         n = results[("naive", s)].score.verification
-        w = generate_world("JE-12", s)
-        # flags every selected entry: the planted decoys and the books' genuine outliers
-        assert n.fn == 0 and n.fp >= len(w.decoys) + 3
-    mean = {a: statistics.fmean(results[(a, s)].score.score for s in SEEDS) for a in ("random", "naive", "careful")}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
+        assert n.fn == 0 and n.fp >= len(cached_world("JE-12", s).decoys) + 3, s
 
 
-def test_careful_without_compute_stats_still_finds_the_outliers():
-    o = play("JE-12", "careful", 1, tools_withheld=("compute_stats",))
-    assert o.score.outcome >= 0.95
-    assert o.score.verification.baseline_before_claim is False  # the withheld condition costs process
+def test_without_compute_stats_careful_computes_no_baseline_first():
+    """The withheld variant (careful still solves it: the task contract) costs process: no baseline
+    before the first claim."""
+    o = played("JE-12", "careful", 1, tools_withheld=("compute_stats",))
+    assert o.score.verification.baseline_before_claim is False

@@ -1,4 +1,5 @@
-"""JE-13 (digit-pattern anomalies): the digit test itself, the planted world, and the built-in agents.
+"""JE-13 (digit-pattern anomalies): the digit test itself, the planted world, and the careful solver's
+order of work (what every task promises, the built-in agents included, is tests/test_task_contract.py).
 What vouching the selection shows is audited in tests/test_key_audit_je13.py."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from jeval_ray.env import JEEnv
 from jeval_ray.tools._tools import digit_test
 from jeval_ray.tasks.je13 import MIN_SELECTED, MIN_TEST, SCHEME_USERS, Z_SELECT, digit_z
 from jeval_ray.world import generate_world
+from support.worlds import played, world as cached_world
 
 SEEDS = range(5)
 
@@ -112,7 +114,7 @@ def _first(a: float) -> int:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_planted_entries_are_one_clerks_spike_below_the_threshold(seed):
-    w = generate_world("JE-13", seed)
+    w = cached_world("JE-13", seed)
     by_user = _manual_by_user(w)
     planted = w.defect_ids | {d.entry_id for d in w.decoys}
     users = {r["preparer"] for rows in by_user.values() for r in rows if r["entry_id"] in planted}
@@ -130,52 +132,9 @@ def test_the_planted_entries_are_one_clerks_spike_below_the_threshold(seed):
     assert all(d.criteria == "DIGIT_ANOMALY" and "master:users" in d.required_evidence for d in w.defects)
 
 
-def test_selected_defects_and_decoys_share_one_surface():
-    """Amounts of the planted entries are drawn before each is made a defect or a decoy: over many
-    seeds their amounts overlap (rank AUC near 0.5)."""
-    dfx, dcx = [], []
-    for s in range(300, 316):
-        w = generate_world("JE-13", s)
-        first = w.ledger.filter(pc.equal(w.ledger.column("line_no"), 1))
-        amount = dict(zip(first.column("entry_id").to_pylist(), first.column("debit").to_pylist()))
-        dfx += [amount[d.entry_id] for d in w.defects]
-        dcx += [amount[d.entry_id] for d in w.decoys]
-    auc = sum((a > b) + 0.5 * (a == b) for a in dfx for b in dcx) / (len(dfx) * len(dcx))
-    assert 0.4 <= auc <= 0.6, auc
-
-
-def test_documents_say_nothing_about_the_answer_key():
-    w = generate_world("JE-13", 1)
-    text = " ".join(f"{d.title} {d.body}" for d in w.documents).lower()
-    for word in ("decoy", "defect", "planted", "red flag", "exception", "anomal"):
-        assert word not in text
-
-
 # ---------------------------------------------------------------------------- the built-in agents
-@pytest.fixture(scope="module")
-def runs():
-    from jeval_ray.episode import play
-
-    return {a: [play("JE-13", a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
-
-
-def test_careful_vouches_the_selection_and_states_the_facts(runs):
-    for o in runs["careful"]:
-        assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95 and o.score.process >= 0.95, (o.seed, o.score)
-        assert o.score.verification.baseline_before_claim is True
-
-
-def test_naive_flags_the_whole_selection(runs):
-    for o in runs["naive"]:
-        v = o.score.verification
-        w = generate_world("JE-13", o.seed)
-        assert v.recall == 1.0 and v.fp >= len(w.decoys), (o.seed, v)
-    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
-
-
-def test_careful_tests_digits_by_hand_when_compute_stats_is_withheld():
-    from jeval_ray.episode import play
-
-    o = play("JE-13", "careful", 1, tools_withheld=("compute_stats",))
-    assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95, o.score
+@pytest.mark.parametrize("seed", SEEDS)
+def test_careful_runs_the_digit_test_before_any_claim(seed):
+    """The rest of what the agents promise is tests/test_task_contract.py."""
+    o = played("JE-13", "careful", seed)
+    assert o.score.verification.baseline_before_claim is True

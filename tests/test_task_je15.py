@@ -1,9 +1,9 @@
 """JE-15 (shell-vendor scheme): the planted scheme obeys the rule, decoys are cleared by their
-documents, the base is clean, the scoring hook rewards naming the user, and the agents discriminate."""
+documents, the base is clean, the scoring hook rewards naming the user, and careful names him or her
+(what every task promises, the built-in agents included, is tests/test_task_contract.py)."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -13,7 +13,6 @@ from jeval_ray.tasks.je15 import outcome_adjust
 
 TASK = "JE-15"
 SEEDS = range(5)
-LEAK = re.compile(r"decoy|defect|planted|red flag|exception|shell", re.I)
 
 
 def heads(world) -> dict[str, dict]:
@@ -109,13 +108,6 @@ def test_base_population_does_not_trip_the_rule(worlds):
             assert v["created_on"] < "2025-01-01", eid
 
 
-def test_no_hidden_labels_in_visible_text(worlds):
-    for w in worlds.values():
-        for d in w.documents:
-            assert not LEAK.search(d.title + d.body), d.doc_id
-        assert not any(LEAK.search(str(x)) for x in w.ledger.column("description").to_pylist())
-
-
 def _state(world, summary: str, flags: list[tuple[str, str]]) -> EpisodeState:
     st = EpisodeState(world=world, criteria_codes=("SHELL_VENDOR",), step_idx=len(flags) + 1)
     st.summary = summary
@@ -204,23 +196,10 @@ def test_decisive_facts_are_in_the_evidence(worlds):
             assert form in d.clearing_evidence and word in w.document(form).body
 
 
-@pytest.fixture(scope="module")
-def runs():
-    from jeval_ray.episode import play
+@pytest.mark.parametrize("seed", SEEDS)
+def test_careful_names_the_scheme_user(seed):
+    """The rest of what the agents promise is tests/test_task_contract.py."""
+    from support.worlds import played
 
-    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
-
-
-def test_careful_finds_the_scheme_names_the_user_and_states_the_facts(runs):
-    for o in runs["careful"]:
-        s = o.score
-        assert s.outcome >= 0.95 and s.rationale >= 0.95 and s.process >= 0.95, (o.seed, s)
-        assert s.verification.extra["scheme_user_named"] is True
-
-
-def test_naive_flags_every_new_vendor_invoice(runs):
-    for o in runs["naive"]:
-        v = o.score.verification
-        assert v.recall == 1.0 and v.fp > 0, (o.seed, v)
-    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
+    o = played(TASK, "careful", seed)
+    assert o.score.verification.extra["scheme_user_named"] is True

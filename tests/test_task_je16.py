@@ -1,10 +1,10 @@
 """JE-16 (mixed engagement with completeness): every criterion's exceptions obey their rule, decoys
 are cleared by their evidence, the missing entry shows in the numbering and the roll-forward, the
-base is clean, premature dispositions cost, and the agents discriminate."""
+base is clean and premature dispositions cost (what every task promises, the built-in agents
+included, is tests/test_task_contract.py)."""
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
@@ -12,17 +12,17 @@ import pytest
 from jeval_ray.tasks import get_task
 from jeval_ray.tasks.je16 import KINDS
 from jeval_ray.world import generate_world
-from support.je16 import check_decoys, check_defects, entries, master, rule_hits
+from support.je16 import check_decoys, check_defects, entries, rule_hits
+from support.worlds import world as cached_world
 
 TASK = "JE-16"
 SEEDS = range(5)
-LEAK = re.compile(r"decoy|defect|planted|red flag|exception", re.I)
 
 
 @pytest.fixture(scope="module")
 def big():
     """Enough exceptions and decoys that every kind and variant appears."""
-    return generate_world(TASK, 1, {"n_entries": 3000, "n_defects": 30, "n_decoys": 30, "near_miss": 1.0})
+    return cached_world(TASK, 1, {"n_entries": 3000, "n_defects": 30, "n_decoys": 30, "near_miss": 1.0})
 
 
 def test_spec_scores_premature_dispositions():
@@ -77,38 +77,6 @@ def test_base_population_does_not_trip_the_rules(worlds):
             assert set(ids) <= planted, (crit, sorted(set(ids) - planted))
 
 
-def test_no_hidden_labels_in_visible_text(worlds):
-    for w in worlds.values():
-        for d in w.documents:
-            assert not LEAK.search(d.title + d.body), d.doc_id
-        assert not any(LEAK.search(str(x)) for x in w.ledger.column("description").to_pylist())
-
-
-def test_decisive_facts_are_stated_in_the_evidence(worlds):
-    """Every fact of the key is a figure, date or id the entry's evidence (or the entry) shows."""
-    for w in worlds.values():
-        ents = entries(w)
-        for rec in (*w.defects, *w.decoys):
-            if rec.entry_id in w.hidden_entries:
-                continue  # the missing entry's facts are the roll-forward's (test_missing_entry_shows_...)
-            ev = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
-            text = " ".join(w.document(x).body for x in ev if x.startswith("DOC-"))
-            text += " " + " ".join(str(w.master[x.split(":")[1]].to_pylist()) for x in ev if x.startswith("master:"))
-            text += " " + " ".join(ev)
-            if rec.entry_id in ents:
-                h = ents[rec.entry_id]
-                text += (f" {h['total_debit']:.2f} {h['total_credit']:.2f} {abs(h['total_debit'] - h['total_credit']):.2f} "
-                         f"{h['posting_date']} {h['entry_timestamp']} {h['preparer']} {' '.join(h['accounts'])}")
-            else:
-                text += f" {rec.entry_id}"
-            for f in rec.facts:
-                if re.fullmatch(r"-?[\d.]+", f) and "." in f:
-                    assert any(abs(float(x.replace(",", "")) - float(f)) < 0.005 for x in re.findall(r"\d[\d,]*\.\d+", text)) \
-                        or f"{float(f):.2f}" in text or str(float(f)) in text, (rec, f)
-                elif f != "does not exist":  # the conclusion the chart's silence supports
-                    assert f in text, (rec, f)
-
-
 def test_listing_cannot_tell_decoys_from_defects_per_criterion():
     """Within each criterion, the listing fields the rule reads come from one distribution for
     defects and decoys: over many worlds the imbalance, the time of day and the recording lag overlap
@@ -144,25 +112,3 @@ def rule_hits_cache(w):
     if key not in _HITS:
         _HITS[key] = rule_hits(w)
     return _HITS[key]
-
-
-@pytest.fixture(scope="module")
-def runs():
-    from jeval_ray.episode import play
-
-    return {a: [play(TASK, a, s) for s in SEEDS] for a in ("random", "naive", "careful")}
-
-
-def test_careful_reads_the_evidence_and_states_the_facts(runs):
-    for o in runs["careful"]:
-        s = o.score
-        assert s.outcome >= 0.95 and s.rationale >= 0.95 and s.process >= 0.95, (o.seed, s)
-        assert s.verification.premature_disposition == 0
-
-
-def test_naive_flags_every_rule_hit(runs):
-    for o in runs["naive"]:
-        v = o.score.verification
-        assert v.recall >= 0.95 and v.fp >= len(generate_world(TASK, o.seed).decoys), (o.seed, v)
-    mean = {a: sum(o.score.score for o in rs) / len(rs) for a, rs in runs.items()}
-    assert mean["random"] < mean["naive"] < mean["careful"] - 0.15, mean
