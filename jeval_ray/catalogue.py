@@ -11,7 +11,7 @@ import inspect
 import pyarrow.compute as pc
 
 from jeval_ray.env import JEEnv
-from jeval_ray.tasks import all_tasks, task_module, task_value
+from jeval_ray.tasks import all_tasks, task_value
 from jeval_ray.world import generate_world, world_version
 
 INTRO = """# Task catalogue
@@ -127,7 +127,7 @@ def _entry_lines(w, entry_id: str) -> list[str]:
 def catalogue_markdown() -> str:
     parts = [INTRO]
     for t in all_tasks():
-        mod = task_module(t.id)
+        task = task_value(t.id)
         w = t.weights
         parts.append(f"\n## {t.id} ({t.tier}): {t.title}\n")
         parts.append(f"- **Status:** {'available' if t.available else 'not yet available'}")
@@ -142,20 +142,18 @@ def catalogue_markdown() -> str:
                      f"{w.outcome:.2f}/{w.process:.2f}/{w.rationale:.2f}; judges per episode {t.judges_per_episode}"
                      + ("; flags must state the misstatement `amount`" if t.asks_amount else "")
                      + (f"; {t.premature_penalty} process penalty per premature disposition" if t.premature_penalty else ""))
-        kit_task = task_value(t.id)
-        if kit_task is not None:
-            parts.append(f"- **Decisive comparison:** {kit_task.decisive}")
-            for rule in kit_task.rules:
-                parts.append(f"- **Rule ({type(rule).__name__}):** {rule.statement}")
-        if hasattr(mod, "outcome_adjust"):
-            parts.append(f"- **Task-specific outcome:** {inspect.getdoc(mod.outcome_adjust).splitlines()[0]}")
-        doc = inspect.getdoc(mod) or ""
-        body = doc.split("\n", 1)[1].strip() if "\n" in doc else ""
+        if task.decisive:
+            parts.append(f"- **Decisive comparison:** {task.decisive}")
+        for rule in task.rules:
+            parts.append(f"- **Rule ({type(rule).__name__}):** {rule.statement}")
+        if task.outcome_adjust is not None:
+            parts.append(f"- **Task-specific outcome:** {(inspect.getdoc(task.outcome_adjust) or '').splitlines()[0]}")
+        body = task.doc.split("\n", 1)[1].strip() if "\n" in task.doc else ""
         if body:
             parts.append("\n" + body)
-        rationale = getattr(mod, "KEY_RATIONALE", ())
-        if rationale:
-            parts.append(key_rationale_markdown(t.id, rationale, getattr(mod, "WORKED_SEED", WORKED_SEED)))
+        if task.key_rationale:
+            seed = task.worked_seed if task.worked_seed is not None else WORKED_SEED
+            parts.append(key_rationale_markdown(t.id, task.key_rationale, seed))
         if t.available:
             env = JEEnv(t.id)
             brief, _ = env.reset(seed=0)

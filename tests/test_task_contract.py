@@ -31,11 +31,14 @@ import pytest
 from jeval_ray.env import JEEnv
 from jeval_ray.scoring.judge import fact_stated
 from jeval_ray.scoring.verifier import needed_evidence
-from jeval_ray.tasks import available_tasks, get_task, task_module
+from jeval_ray.tasks import available_tasks, get_task, register, task_value
 from jeval_ray.world import generate_world
+from support import demo_task
 from support.worlds import played, world as cached_world
 
-TASKS = [t.id for t in available_tasks()]
+#: every available task of the catalogue, and the kit's acceptance task (tests/support/demo_task.py: a task
+#: written with the task kit alone, registered here), which must pass the same contract
+TASKS = [t.id for t in available_tasks()] + [register(demo_task.TASK).id]
 #: worlds whose text and key are checked one by one
 WORLD_SEEDS = range(5)
 #: worlds pooled for the surface-parity statistics (about 170 defects and as many decoys a task)
@@ -56,9 +59,8 @@ AMOUNT_AUC_BAND = (0.4, 0.6)
 
 
 def task(task_id: str):
-    """The task as this suite reads it (its module today: ``SPEC``, ``plant``, ``naive``, ``careful``,
-    ``KEY_RATIONALE``). The one place to switch when the registry hands out ``Task`` values."""
-    return task_module(task_id)
+    """The task as this suite reads it: its registered ``Task`` value."""
+    return task_value(task_id)
 
 
 # ---------------------------------------------------------------------------- shared worlds and plays

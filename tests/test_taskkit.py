@@ -8,6 +8,8 @@ statements, written again below (as the key audits do), not against the kit's co
 
 from __future__ import annotations
 
+import inspect
+
 import dataclasses
 import datetime as dt
 from types import ModuleType
@@ -161,10 +163,11 @@ def test_plants_cannot_claim_what_another_plant_changed():
 def test_tasks_on_the_kit_are_registered_once_with_their_module_names():
     for tid, task in tasks.KIT_TASKS.items():
         mod = tasks.task_module(tid)
-        assert tasks.task_value(tid) is task and task.id == tid
-        assert (task.spec, task.plant, task.careful, task.naive, task.key_rationale) == (
+        value = tasks.task_value(tid)  # the module's TASK, with the module's docstring as its page
+        assert value.id == task.id == tid and value.decisive == task.decisive and task.decisive
+        assert (value.spec, value.plant, value.careful, value.naive, value.key_rationale) == (
             mod.SPEC, mod.plant, mod.careful, mod.naive, mod.KEY_RATIONALE)
-        assert task.decisive
+        assert value.doc == (task.doc or inspect.getdoc(mod))
     assert "JE-4" in tasks.KIT_TASKS
 
 

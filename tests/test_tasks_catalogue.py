@@ -40,10 +40,12 @@ def test_task_ids_are_normalised():
 
 
 def test_playing_an_unavailable_task_says_so(monkeypatch):
-    from jeval_ray.tasks import task_module
+    import dataclasses
 
-    mod = task_module("JE-16")
-    monkeypatch.setattr(mod, "SPEC", mod.SPEC.model_copy(update={"available": False}))
+    from jeval_ray import tasks
+
+    task = tasks.task_value("JE-16")  # the registry's value, as if the task were catalogued but not yet available
+    monkeypatch.setitem(tasks._TASKS, "JE-16", dataclasses.replace(task, spec=task.spec.model_copy(update={"available": False})))
     with pytest.raises(TaskNotAvailableError, match="JE-16 .* not yet available"):
         get_task("JE-16", require_available=True)
     assert get_task("JE-16").id == "JE-16"

@@ -11,14 +11,14 @@ from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.agents._script import Kit, ScriptedAgent, entries_of
 from jeval_ray.agents.random_agent import random_strategy
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks import task_module
+from jeval_ray.tasks import task_value
 
 BUILTIN_AGENTS: tuple[str, ...] = ("random", "naive", "careful")
 
 
 def _task_strategy(kind: str):
     def pick(task_id: str):
-        return getattr(task_module(task_id), kind)
+        return getattr(task_value(task_id), kind)
 
     return pick
 

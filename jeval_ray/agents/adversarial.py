@@ -30,7 +30,7 @@ from typing import Any
 from jeval_ray.protocol import Action, Agent
 from jeval_ray.agents._script import Kit, ScriptedAgent, Strategy
 from jeval_ray.errors import ConfigError
-from jeval_ray.tasks import task_module
+from jeval_ray.tasks import task_value
 
 ADVERSARIES: tuple[str, ...] = ("submit_now", "farmer", "never_flag", "laundered_naive", "surface_rule", "flag_key")
 
@@ -149,7 +149,7 @@ def _flag_to_clear(kit: Kit, action: Action, opened: list[str], disposed: set[st
 
 
 def _naive(kit: Kit):
-    return task_module(kit.task_id).naive(kit)
+    return task_value(kit.task_id).naive(kit)
 
 
 laundered_naive: Strategy = _wrap(_naive, _launder, launder=True, extra_clears=True)

@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from jeval_ray.tools._tools import Disposition, EpisodeState
 from jeval_ray.tasks import TaskSpec
-from jeval_ray.tasks import task_module as _task_module
+from jeval_ray.tasks import task_value
 from jeval_ray.world import World
 
 UNUSUAL_CRITERIA = {"OUTLIER", "DIGIT_ANOMALY"}
@@ -268,7 +268,7 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
         process *= 0.5
     process = max(0.0, process - spec.premature_penalty * premature)
     extra: dict = {}
-    adjust = getattr(_task_module(spec.id), "outcome_adjust", None)
+    adjust = task_value(spec.id).outcome_adjust
     if adjust is not None:
         # a task may refine its outcome (e.g. JE-15 rewards naming the scheme's user)
         outcome, extra = adjust(world, state, outcome, final)

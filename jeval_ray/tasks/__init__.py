@@ -1,15 +1,22 @@
-"""The task catalogue JE-1 … JE-16: one module per task (``je01`` … ``je16``).
+"""The task catalogue JE-1 … JE-16: one module per task (``je01`` … ``je16``), and the registry.
 
 A task module defines ``SPEC`` (a ``TaskSpec``). An *available* task also defines
 ``plant(builder)`` (what it plants into the simulated year's books, ``jeval_ray.world.WorldBuilder``) and the built-in
 agents' strategies ``naive(kit)`` and ``careful(kit)``, which see only the agent's tool interface.
-Adding a task is adding one module. A task written with the task kit (``jeval_ray.tasks.taskkit``,
-docs/adding_a_task.md) also ends with ``TASK``, its typed ``Task`` value, registered here once
-(``task_value``).
+A task written with the task kit (``jeval_ray.tasks.taskkit``, docs/adding_a_task.md) ends with ``TASK``,
+its typed ``Task`` value.
+
+The registry holds one ``Task`` value per task, made once here (``task_value``): the package reads
+every task through it (the environment its spec, world generation its plant, the built-in agents its
+strategies, the scorer its outcome refinement, the catalogue its page). ``register(task)`` adds a task
+outside the catalogue (a test's own task, or a user's) under an id of its own; such a task can be
+played and scored like any other, but is not in ``TASK_IDS``, ``all_tasks()`` or the golden.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from types import ModuleType
 
 from pydantic import ValidationError
@@ -44,12 +51,56 @@ KIT_TASKS: dict[str, Task] = {tid: mod.TASK for tid, mod in _MODULES.items()
                               if isinstance(getattr(mod, "TASK", None), Task)}
 
 
-def task_value(task_id: str) -> Task | None:
-    """The typed ``Task`` value of ``task_id`` (``None`` while the task is not yet on the task kit)."""
-    return KIT_TASKS.get(task_module(task_id).SPEC.id)
+def _task_of(mod: ModuleType) -> Task:
+    """A catalogue module's ``Task``: its ``TASK`` (on the kit) or one made of its names (not yet on the
+    kit; a catalogued task that is not available has only its ``SPEC``), with the module's docstring as
+    its page and its ``outcome_adjust`` and ``WORKED_SEED`` where the value does not carry them."""
+    task = getattr(mod, "TASK", None)
+    if not isinstance(task, Task):
+        task = Task(mod.SPEC, getattr(mod, "plant", _unavailable), getattr(mod, "careful", _unavailable),
+                    getattr(mod, "naive", _unavailable), tuple(getattr(mod, "KEY_RATIONALE", ())), decisive="")
+    return dataclasses.replace(
+        task, doc=task.doc or inspect.getdoc(mod) or "",
+        outcome_adjust=task.outcome_adjust or getattr(mod, "outcome_adjust", None),
+        worked_seed=task.worked_seed if task.worked_seed is not None else getattr(mod, "WORKED_SEED", None))
+
+
+def _unavailable(*_args, **_kwargs):
+    raise TaskNotAvailableError("this task is catalogued but not yet available to play")
+
+
+#: the registry: one ``Task`` value per task, the catalogue's and any registered
+_TASKS: dict[str, Task] = {tid: _task_of(mod) for tid, mod in _MODULES.items()}
+
+
+def register(task: Task) -> Task:
+    """Add ``task`` to the registry under its spec's id, so it can be generated, played and scored by id
+    (``generate_world``, ``JEEnv``, the built-in agents). The id must not be one of the catalogue's;
+    registering the same value again is a no-op; another task under a registered id is an error."""
+    if not isinstance(task, Task):
+        raise TypeError(f"register() takes a Task value, got {type(task).__name__}")
+    tid = task.spec.id
+    if tid in _MODULES:
+        raise ValueError(f"{tid} is a catalogue task; a registered task needs an id of its own")
+    if _TASKS.get(tid, task) is not task:
+        raise ValueError(f"another task is already registered as {tid}")
+    _TASKS[tid] = dataclasses.replace(task, doc=task.doc or inspect.getdoc(inspect.getmodule(task.plant)) or "") \
+        if not task.doc else task
+    return _TASKS[tid]
+
+
+def task_value(task_id: str) -> Task:
+    """The ``Task`` value of ``task_id`` (``JE-3``, ``je3`` and ``JE-03`` all work)."""
+    tid = _normalise(task_id)
+    if tid not in _TASKS:
+        raise UnknownTaskError(f"unknown task id {task_id!r}; known tasks are {', '.join(TASK_IDS)}"
+                               + (f" and the registered {', '.join(t for t in _TASKS if t not in _MODULES)}"
+                                  if len(_TASKS) > len(_MODULES) else ""))
+    return _TASKS[tid]
 
 
 def task_module(task_id: str) -> ModuleType:
+    """The module of a catalogue task (its constants, for tests and tools that read them)."""
     tid = _normalise(task_id)
     if tid not in _MODULES:
         raise UnknownTaskError(f"unknown task id {task_id!r}; known tasks are {', '.join(TASK_IDS)}")
@@ -58,8 +109,7 @@ def task_module(task_id: str) -> ModuleType:
 
 def get_task(task_id: str, *, require_available: bool = False) -> TaskSpec:
     """The ``TaskSpec`` of ``task_id`` (``JE-3``, ``je3`` and ``JE-03`` all work)."""
-    mod = task_module(task_id)
-    spec: TaskSpec = mod.SPEC
+    spec: TaskSpec = task_value(task_id).spec
     if require_available and not spec.available:
         raise TaskNotAvailableError(
             f"task {spec.id} ({spec.title}) is catalogued but not yet available to play; "
@@ -114,5 +164,6 @@ def parse_knob_args(pairs: list[str]) -> dict:
 
 __all__ = [
     "ALL_TOOLS", "ESSENTIAL_TOOLS", "KIT_TASKS", "TASK_IDS", "Criterion", "Knobs", "Task", "TaskSpec", "Weights",
-    "all_tasks", "available_tasks", "get_task", "parse_knob_args", "resolve_knobs", "task_module",
+    "all_tasks", "available_tasks", "get_task", "parse_knob_args", "register", "resolve_knobs", "task_module",
+    "task_value",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jeval_ray.builder import World, WorldBuilder, world_memory
-from jeval_ray.tasks import get_task, resolve_knobs, task_module
+from jeval_ray.tasks import get_task, resolve_knobs, task_value
 
 
 def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
@@ -12,5 +12,5 @@ def generate_world(task_id: str, seed: int, knobs: dict | None = None) -> World:
     resolved = resolve_knobs(spec.id, knobs)
     with world_memory():
         builder = WorldBuilder(spec, seed, resolved)
-        task_module(task_id).plant(builder)
+        task_value(task_id).plant(builder)
         return builder.build()

@@ -34,6 +34,13 @@ class Task:
     decisive: str
     policy: str = ""
     rules: tuple[Any, ...] = ()
+    #: the task's page in docs/tasks.md (the registry fills it from the module's docstring when empty)
+    doc: str = ""
+    #: ``outcome_adjust(world, state, outcome, final) -> (outcome, extra)``: a task's refinement of its
+    #: outcome, which the scorer applies (JE-15 rewards naming the scheme's user); ``None`` for most tasks
+    outcome_adjust: Callable[..., tuple[float, dict[str, Any]]] | None = None
+    #: the seed of the task's worked examples in docs/tasks.md (``None``: the catalogue's default)
+    worked_seed: int | None = None
 
     @property
     def id(self) -> str:
