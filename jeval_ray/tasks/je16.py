@@ -69,8 +69,8 @@ from jeval_ray.builder.spec import KeyRationale, key, spec
 from jeval_ray.errors import ConfigError
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.tasks.taskkit import (DATE, HHMM, INT, MONEY, NAME, SIGNED_MONEY, TOKEN,
-                                     Disposition, Form, Many, clear, dispose, doc_ref, entry_ref, flag,
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, HHMM, INT, MONEY, NAME, POSTING_WINDOW, SIGNED_MONEY, TOKEN,
+                                     USER_MAY_POST, Disposition, Form, Many, clear, dispose, doc_ref, entry_ref, flag,
                                      Task, hhmm, review)
 
 SPEC = spec(
@@ -388,8 +388,7 @@ def _assert_clean_base(b: WorldBuilder) -> None:
     if (manual & (c.approver == c.preparer)).any():
         raise RuntimeError("JE-16 base has self-approved manual entries")
     day = c.entry_date.astype("datetime64[D]")
-    off = manual & (~cal.is_business_day(day) | (c.time_s < BUSINESS_HOURS[0]) | (c.time_s >= BUSINESS_HOURS[1]))
-    if off.any():
+    if (manual & POSTING_WINDOW.outside(day, c.time_s, cal.HOLIDAY_DATES, *BUSINESS_HOURS)).any():
         raise RuntimeError("JE-16 base has manual entries outside the posting window")
     no_rights = [u["user_id"] for u in b.users if not u["posting_rights"] or u["status"] != "active"]
     if np.isin(c.preparer[manual], no_rights).any():
@@ -589,7 +588,7 @@ def _plant_accounts(b: WorldBuilder, n_def: int, n_dec: int) -> None:
     sub-account opened before the posting date; a defect is a month's bank charges keyed (as the books
     key them, a few business days after the month end) to a sub-account opened after the month end
     and back-dated to it: the ERP accepted the account because it existed when the entry was keyed,
-    but it was not open on the posting date. Two sub-accounts blocked or closed
+    but it was not open on the posting date (``ACCOUNT_OPEN``). Two sub-accounts blocked or closed
     before the year stand in the chart untouched (an ERP rejects postings to them)."""
     rng, c = b.rng, b.cols
     post = c.post_date.astype("datetime64[D]")
@@ -616,6 +615,7 @@ def _plant_accounts(b: WorldBuilder, n_def: int, n_dec: int) -> None:
             rows.append(_sub_account(code, name, opened=str(opened_on)))
             for idx in share:
                 c.debit_account[idx] = code
+                assert ACCOUNT_OPEN.check(rows[-1], str(post[idx])).ok
                 b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
                             facts=[code, str(opened_on), str(post[idx])])
     for idx in defects:
@@ -625,6 +625,7 @@ def _plant_accounts(b: WorldBuilder, n_def: int, n_dec: int) -> None:
         opened_on = post[idx] + int(rng.integers(1, span + 1))
         rows.append(_sub_account(code, name, opened=str(opened_on)))
         c.debit_account[idx] = code
+        assert not ACCOUNT_OPEN.check(rows[-1], str(post[idx])).ok
         b.add_defect(idx, "posting_to_not_yet_open_account", "INVALID_ACCOUNT", ["master:accounts"],
                      facts=[code, str(opened_on), str(post[idx])])
     blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 300)))
@@ -675,6 +676,7 @@ def _plant_users(b: WorldBuilder, n_def: int, n_dec: int) -> None:
                "termination_date": str(term), "bank_account": b.bank_account()}
         b.users.append(row)
         b.claim(PLANT, entries=idxs, rows=[("users", uid)])
+        assert all(USER_MAY_POST.check(row, str(c.entry_date[i]), str(post[i])).ok is not after for i in idxs)
 
 
 def _off_time(rng: np.random.Generator, day_kind: str) -> int:
@@ -783,6 +785,8 @@ def _plant_off_hours(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> 
     handles = _authorisations(b, memos, decoys)
     moved = decoys + list(kinds)
     b.claim(PLANT, entries=moved, documents=handles.values())
+    holidays = cal.HOLIDAY_DATES
+    assert not moved or POSTING_WINDOW.outside(c.entry_date[moved], c.time_s[moved], holidays, *BUSINESS_HOURS).all()
     for idx in decoys:
         day = c.entry_date[idx]
         b.add_decoy(idx, "authorised_out_of_hours_work", [handles[day], ctx.pol_close],
@@ -1000,37 +1004,12 @@ def _secs(ts: str) -> int:
 
 
 def _outside(ents: Listing, ids: list[str], books: _Books) -> set[str]:
-    """The entries among ``ids`` keyed outside the posting window: on a holiday, a weekend, or outside its hours."""
-    out = set()
-    for i in ids:
-        ts = ents[i]["entry_timestamp"]
-        t = int(ts[11:13]) * 3600 + int(ts[14:16]) * 60
-        if ts[:10] in books.holidays or not np.is_busday(np.datetime64(ts[:10])) or not books.hours[0] <= t < books.hours[1]:
-            out.add(i)
-    return out
-
-
-def _standing(acct: dict[str, Any] | None) -> bool:
-    """A plain active account, unchanged during FY2025."""
-    return bool(acct) and acct is not None and acct.get("status") == "active" \
-        and (acct.get("opened") or "") < "2025-01-01" and not acct.get("closed") and not acct.get("blocked_on")
-
-
-def _account_ok(acct: dict[str, Any] | None, posted: str) -> bool:
-    """Whether ``acct`` accepted postings on ``posted``."""
-    if acct is None:
-        return False
-    if acct.get("status") == "blocked" and (not acct.get("blocked_on") or posted >= acct["blocked_on"]):
-        return False
-    if (acct.get("opened") and posted < acct["opened"]) or (acct.get("closed") and posted > acct["closed"]):
-        return False
-    return acct.get("status") in ("active", "blocked", "closed")
-
-
-def _user_ok(user: dict[str, Any] | None, posted: str) -> bool:
-    """Whether ``user`` could post on ``posted``: posting rights, not terminated before it."""
-    return user is not None and bool(user.get("posting_rights")) \
-        and not (user.get("termination_date") and posted > user["termination_date"])
+    """The entries among ``ids`` keyed outside the posting window (``POSTING_WINDOW``)."""
+    if not ids:
+        return set()
+    ts = [ents[i]["entry_timestamp"] for i in ids]
+    out = POSTING_WINDOW.outside([t[:10] for t in ts], [_secs(t) for t in ts], books.holidays, *books.hours)
+    return {i for i, o in zip(ids, out.tolist()) if o}
 
 
 def _why_off(ts: str, books: _Books) -> str:
@@ -1054,10 +1033,10 @@ def _rules(ents: Listing, books: _Books) -> dict[str, list[str]]:
             out["UNBALANCED"].append(eid)
         if h.get("approver") and h["approver"] == h["preparer"]:
             out["SELF_APPROVAL"].append(eid)
-        if any(not _standing(books.chart.get(a)) for a in h["accounts"]):
+        if any(not ACCOUNT_OPEN.standing(books.chart.get(a)) for a in h["accounts"]):
             out["INVALID_ACCOUNT"].append(eid)
         u = books.users.get(h["preparer"])
-        if h["source"] == "manual" and (u is None or not u.get("posting_rights") or u.get("status") != "active"):
+        if h["source"] == "manual" and (u is None or USER_MAY_POST.suspect(u)):
             out["UNAUTHORISED_USER"].append(eid)
         if eid in off:
             out["OFF_HOURS"].append(eid)
@@ -1176,7 +1155,7 @@ def _judge_self_approval(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
 
 
 def _account_words(acct: dict[str, Any] | None, posted: str, ok: bool) -> str:
-    """The careful rationale's words for the account rule's verdict on ``acct``."""
+    """The careful rationale's words for ``ACCOUNT_OPEN``'s verdict on ``acct`` (the rule decides ``ok``)."""
     if ok and acct is not None:
         return f"was opened on {acct.get('opened')}, before the posting date"
     if acct is None:
@@ -1189,10 +1168,10 @@ def _account_words(acct: dict[str, Any] | None, posted: str, ok: bool) -> str:
 
 
 def _judge_account(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
-    """Flagged when an account it posts to was not open on the posting date."""
+    """Flagged when an account it posts to was not open on the posting date (``ACCOUNT_OPEN``)."""
     posted = h["posting_date"]
-    odd = [a for a in dict.fromkeys(h["accounts"]) if not _standing(p.chart.get(a))]
-    verdicts = [(a, _account_ok(p.chart.get(a), posted)) for a in odd]
+    odd = [a for a in dict.fromkeys(h["accounts"]) if not ACCOUNT_OPEN.standing(p.chart.get(a))]
+    verdicts = [(a, ACCOUNT_OPEN.check(p.chart.get(a), posted).ok) for a in odd]
     words = {a: _account_words(p.chart.get(a), posted, ok) for a, ok in verdicts}
     bad = [f"account {a} {words[a]}" for a, ok in verdicts if not ok]
     if bad:
@@ -1203,7 +1182,7 @@ def _judge_account(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
 
 
 def _user_words(user: dict[str, Any] | None, ok: bool) -> str:
-    """The careful rationale's words for the user rule's verdict on the preparer."""
+    """The careful rationale's words for ``USER_MAY_POST``'s verdict on the preparer (the rule decides ``ok``)."""
     if user is None:
         return "is not in the user master"
     if not user.get("posting_rights"):
@@ -1215,9 +1194,9 @@ def _user_words(user: dict[str, Any] | None, ok: bool) -> str:
 
 
 def _judge_user(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
-    """Flagged when its preparer could not post it (no posting rights, or terminated before the posting date)."""
+    """Flagged when its preparer could not post it (``USER_MAY_POST``: rights ended before it was keyed or posted)."""
     user, posted = p.users.get(h["preparer"]), h["posting_date"]
-    ok = _user_ok(user, posted)
+    ok = user is not None and USER_MAY_POST.check(user, h["entry_timestamp"][:10], posted).ok
     text = f"keyed on {posted} by {h['preparer']}, who {_user_words(user, ok)}"
     if ok:
         return _clear(eid, h, ["master:users"], text)
@@ -1334,6 +1313,7 @@ def _dispose_all(kit: Kit, flags: dict[str, Disposition], missing: list[Disposit
 
 
 TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=JE_POLICY.template + "\n\n" + CLOSE_POLICY.template,
+            rules=(ACCOUNT_OPEN, USER_MAY_POST, POSTING_WINDOW),
             decisive="per criterion, the evidence its rule hit is judged by: the upload's difference on the "
                      "interface's rounding report (within the policy's tolerance), the second sign-off on the "
                      "incident's approval log before posting, master:accounts (the account open at the posting "
