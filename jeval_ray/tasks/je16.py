@@ -1076,8 +1076,8 @@ def _read_documents(kit: Kit, books: _Books) -> Generator[Action, str, _Pack]:
     authorisations and the close calendar changes."""
     pack = _Pack(**vars(books))
     pol = yield from kit.documents("policy")
-    for ids, words in ((pack.je, "balancing and approval"), (pack.close, "period-close")):
-        ids += [d["doc_id"] for d in pol if words in d["title"].lower()][:1]
+    pack.je = [d["doc_id"] for d in pol if "balancing and approval" in d["title"].lower()][:1]
+    pack.close = [d["doc_id"] for d in pol if "period-close" in d["title"].lower()][:1]
     if pack.je:
         je = JE_POLICY.parse((yield from kit.open(pack.je[0])).get("body", ""))
         pack.tol = je.tolerance / 100 if je else 0.0
@@ -1094,13 +1094,14 @@ def _read_documents(kit: Kit, books: _Books) -> Generator[Action, str, _Pack]:
         if not any(w in title for w in ("approval log", "out-of-hours", "close calendar change")):
             continue
         body = (yield from kit.open(d["doc_id"])).get("body", "")
-        log, auth, ext = APPROVAL_LOG.parse(body), OUT_OF_HOURS.parse(body), CLOSE_CHANGE.parse(body)
-        if "approval log" in title and log:
-            pack.logs.append((d["doc_id"], log, {r.reference: r for r in log.rows}))
-        elif "approval log" not in title and "out-of-hours" in title and auth:
-            pack.auths.append((d["doc_id"], auth))
-        elif "approval log" not in title and "out-of-hours" not in title and ext and ext.issued <= ext.close:
-            pack.exts[ext.period] = (d["doc_id"], ext)  # issued by the original close date
+        if "approval log" in title:
+            log = APPROVAL_LOG.parse(body)
+            pack.logs += [(d["doc_id"], log, {r.reference: r for r in log.rows})] if log else []
+        elif "out-of-hours" in title:
+            auth = OUT_OF_HOURS.parse(body)
+            pack.auths += [(d["doc_id"], auth)] if auth else []
+        elif (ext := CLOSE_CHANGE.parse(body)) and ext.issued <= ext.close:  # issued by the original close date
+            pack.exts[ext.period] = (d["doc_id"], ext)
     return pack
 
 
