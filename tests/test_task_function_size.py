@@ -26,8 +26,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("je10.py", "careful"): _NOT_YET,
     ("je14.py", "plant"): _NOT_YET,
     ("je15.py", "plant"): _NOT_YET,
-    ("je16.py", "careful"): _NOT_YET,
-    ("je16.py", "_plant_off_hours"): _NOT_YET,
 }
 
 

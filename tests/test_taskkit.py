@@ -20,6 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
+from jeval_ray.tasks.taskkit import SIGNED_MONEY
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
                                      USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
 
@@ -89,6 +90,23 @@ def test_a_form_rejects_values_its_kinds_do_not_accept_and_texts_of_another_form
     with pytest.raises(ValueError):
         Form(_Note, "{user} {amount}")  # the template must use every field
     assert fixed(3).render(5) == "0.005" and INT.render(-4) == "-4"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Diff:
+    ref: str
+    diff: int
+
+
+@FAST
+@given(st.integers(-10**12, 10**12))
+def test_a_signed_amount_always_writes_its_sign_and_reads_back(cents):
+    text = SIGNED_MONEY.render(cents)
+    assert text[0] == ("-" if cents < 0 else "+") and text[1:] == MONEY.render(abs(cents))
+    assert SIGNED_MONEY.read(text) == cents
+    line = Form(_Diff, "{ref} | {diff}", ref=TOKEN, diff=SIGNED_MONEY)
+    assert SIGNED_MONEY.render(-5) == "-0.05" and line.render(_Diff("INV-1", 123456789)) == "INV-1 | +1,234,567.89"
+    assert line.parse("INV-1 | -0.05") == _Diff("INV-1", -5) and line.parse("INV-1 | 0.05") is None  # sign required
 
 
 @FAST

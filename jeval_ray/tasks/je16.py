@@ -54,16 +54,24 @@ account exception are February-November bank charges, so every sub-account is op
 
 from __future__ import annotations
 
-import re
+from collections import Counter
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import calendar as cal
 from jeval_ray.books.calendar import BUSINESS_HOURS, business_days, month_close_dates
-from jeval_ray.errors import ConfigError
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS, MONTH_ABBR, PREPARERS
+from jeval_ray.builder.spec import KeyRationale, key, spec
+from jeval_ray.errors import ConfigError
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, HHMM, INT, MONEY, NAME, POSTING_WINDOW, SIGNED_MONEY, TOKEN,
+                                     USER_MAY_POST, Disposition, Form, Many, clear, dispose, doc_ref, entry_ref, flag,
+                                     Task, hhmm, review)
 
 SPEC = spec(
     "JE-16",
@@ -95,7 +103,7 @@ _JE = "AS 2401.58-.62 (examining journal entries); ISA 240.32(a)"
 _LATE = "AS 2401.61 (characteristics of fraudulent entries: post-closing entries); ISA 240.A43; " + _JE
 
 
-def _k(kind: str, type_: str, evidence: str, facts: str, conclusion: str, standard: str = _JE):
+def _k(kind: str, type_: str, evidence: str, facts: str, conclusion: str, standard: str = _JE) -> KeyRationale:
     return key(kind, type_, evidence=evidence, facts=facts, conclusion=conclusion, standard=standard)
 
 
@@ -176,19 +184,169 @@ AR_TEMPLATES = ("customer_invoice", "customer_receipt")
 LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")),
            ("OBAKER", "Omar Baker", "GL Accountant", "General Ledger", 10_000, ("AC", "BC", "BI", "TX")),
            ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")))
-HOURS = (BUSINESS_HOURS[0] // 3600, BUSINESS_HOURS[1] // 3600)  # 08:00-18:00
-_MONTH_WORD = re.compile(r"\b(" + "|".join(MONTH_ABBR) + r")\b")
+PLANT = "JE-16"
+
+
+# ----------------------------------------------------------------------------- documents
+@dataclass(frozen=True)
+class JePolicy:
+    """FIN-POL-010: balancing (the interface rounding it tolerates, in cents) and approval."""
+    tolerance: int
+
+
+@dataclass(frozen=True)
+class ClosePolicy:
+    """FIN-POL-014: the posting window (business hours, seconds after midnight) and the period close."""
+    start: int
+    end: int
+    year_end_close: str
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """A line of the interface's rounding report: an upload and its difference (debits - credits, cents)."""
+    reference: str
+    difference: int
+
+
+@dataclass(frozen=True)
+class RoundingReport:
+    """The billing interface's rounding report of one period (``period``: YYYY-MM)."""
+    period: str
+    uploads: tuple[Rounding, ...]
+    count: int
+
+
+@dataclass(frozen=True)
+class SignOff:
+    """A line of a manual approval log: an entry keyed during the incident and its second sign-off."""
+    reference: str
+    amount: int
+    preparer: str
+    signer: str
+    signed: str
+
+
+@dataclass(frozen=True)
+class ApprovalLog:
+    """The manual approval log of a workflow incident (from ``start`` to ``end``)."""
+    incident: int
+    start: str
+    end: str
+    rows: tuple[SignOff, ...]
+
+
+@dataclass(frozen=True)
+class Ident:
+    """One id of a list (a user id, a period)."""
+    id: str
+
+
+@dataclass(frozen=True)
+class OutOfHours:
+    """An out-of-hours work authorisation: the users, the day and the hours (seconds after midnight)."""
+    issued: str
+    weekday: str
+    day: str
+    start: int
+    end: int
+    periods: tuple[Ident, ...]
+    users: tuple[Ident, ...]
+
+
+@dataclass(frozen=True)
+class CloseChange:
+    """A close calendar change: the close of ``period`` extended from ``close`` to ``new_close``."""
+    issued: str
+    period: str
+    close: str
+    new_close: str
+
+
+JE_POLICY = Form(JePolicy, (
+    "1. Scope. All journal entries posted to the general ledger of Northwind Components Inc.\n"
+    "2. Balancing. Every journal entry must balance: total debits must equal total credits. Entries uploaded by the "
+    "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface reports "
+    "each such difference, by upload reference, on its monthly rounding report. A difference on the report, as "
+    "reported, of up to USD {tolerance} per entry is tolerated and is cleared monthly to the suspense "
+    "account by the GL team. Any other difference (not on the report, not as reported, or larger) is a keying or "
+    "interface error and must be corrected before period close.\n"
+    "3. Approval. Every manual journal entry must be approved in the ERP workflow, before it is posted, by a user "
+    "other than its preparer whose approval limit covers the amount. A preparer may never approve his or her own "
+    "entry.\n"
+    "3a. Workflow outages. When the approval workflow fails, IT opens an incident and the ERP records the preparer "
+    "as approver of the entries posted meanwhile. Each such entry must be signed off before posting, on the "
+    "incident's manual approval log, by a second approver whose limit covers the amount. An entry recorded with "
+    "its preparer as approver and not so signed off is self-approved.\n"
+    "4. Posting rights. Only users with posting rights in the user master may post; access ends on the "
+    "termination date."), tolerance=MONEY)
+CLOSE_POLICY = Form(ClosePolicy, (
+    "1. Posting window. Manual journal entries are keyed on business days (Monday to Friday, excluding the "
+    "company holidays in the calendar master data) between {start} and {end} local time, "
+    "as shown by the entry timestamp.\n"
+    "2. Work outside the window (weekends, holidays, evenings and early mornings) requires a prior written "
+    "out-of-hours work authorisation from the Controller naming the users, the date and the hours. Entries keyed "
+    "outside the window by anyone not so authorised are to be investigated.\n"
+    "3. Automated postings by the system users run overnight on the batch schedule and are not subject to the "
+    "manual posting window.\n"
+    "4. Period close. Each monthly period is closed on the close date set in the financial close calendar "
+    "(calendar master data, kind period_close). Entries recorded up to and including the close date may still be "
+    "posted into the period being closed; this is normal close work. After the close date the period is locked "
+    "and entries may not be back-dated into it.\n"
+    "4a. Close extensions. The Controller may extend the close of a period by a written close calendar change "
+    "issued on or before the period's close date, stating the period and the new close date; entries recorded up "
+    "to and including the new close date may then be posted into that period.\n"
+    "5. The FY2025 year-end close date is {year_end_close}."), start=HHMM, end=HHMM, year_end_close=DATE)
+ROUNDING = Form(Rounding, "{reference} | {difference}", reference=TOKEN, difference=SIGNED_MONEY)
+ROUNDING_REPORT = Form(RoundingReport, (
+    "Billing interface (SYS_INTERFACE) - rounding report for period {period}.\n"
+    "Uploads whose credits differ from their debits by unit-price or tax rounding; the GL team clears the "
+    "total to the suspense account at month end.\nUpload reference | Difference USD (debits - credits)\n"
+    "{uploads}\n{count} upload(s) with a rounding difference."), period=TOKEN, uploads=Many((ROUNDING,)))
+SIGN_OFF = Form(SignOff, "{reference} | {amount} | {preparer} | {signer} | {signed}", reference=TOKEN, amount=MONEY,
+                preparer=TOKEN, signer=TOKEN, signed=DATE)
+APPROVAL_LOG = Form(ApprovalLog, (
+    "IT incident INC-{incident}: the ERP approval workflow failed intermittently from {start} to {end}. "
+    "Entries posted while it was failing were recorded with their preparer as approver. Under FIN-POL-010 3a "
+    "each of them was to be signed off on this log by a second approver before posting.\n"
+    "Reference | Amount USD | Preparer | Signed off by | Date signed\n{rows}"),
+    incident=INT, start=DATE, end=DATE, rows=Many((SIGN_OFF,)))
+IDENT = Form(Ident, "{id}", id=TOKEN)
+OUT_OF_HOURS = Form(OutOfHours, (
+    "From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {issued}\n\n"
+    "The following users are authorised to work on {weekday} {day}, between {start} and {end}, to key supplier "
+    "invoices and accruals of period {periods}, and to post them in the ERP on that day.\n"
+    "Authorised users: {users}\nEvery entry keyed during this window follows the normal approval workflow."),
+    issued=DATE, weekday=NAME, day=DATE, start=HHMM, end=HHMM, periods=Many((IDENT,), " and "),
+    users=Many((IDENT,), ", "))
+CLOSE_CHANGE = Form(CloseChange, (
+    "From: IBROWN (Controller)\nDate: {issued}\n\nThe close of period {period} is extended from {close} to "
+    "{new_close} to allow late supplier invoices and accruals of the period to be recorded. Entries recorded up to and "
+    "including {new_close} may be posted into period {period}; the period is locked after that date."),
+    issued=DATE, period=TOKEN, close=DATE, new_close=DATE)
 
 
 # ----------------------------------------------------------------------------- world
-def plant(b) -> None:
+@dataclass(frozen=True)
+class _Context:
+    """What every planting phase shares: the interface's tolerance (cents), the two policies' handles and the
+    periods' close dates."""
+    tol: int
+    pol_je: int
+    pol_close: int
+    closes: dict[str, str]
+
+
+def plant(b: WorldBuilder) -> None:
     """Plant the missing entry, the exceptions and look-alikes of every criterion, and their documents."""
     rng = b.rng
     _assert_clean_base(b)
     tol_cents = int(rng.choice([2_500, 5_000, 10_000, 25_000]))  # the interface rounding tolerance
     closes = dict(month_close_dates())
-    pol_je = b.add_document("policy", JE_POLICY_TITLE, _je_policy(b, tol_cents), "2024-11-20")
-    pol_close = b.add_document("policy", CLOSE_POLICY_TITLE, _close_policy(b), "2024-11-29")
+    pol_je = b.add_document("policy", JE_POLICY_TITLE, JE_POLICY.render(JePolicy(tol_cents)), "2024-11-20")
+    pol_close = b.add_document("policy", CLOSE_POLICY_TITLE, CLOSE_POLICY.render(
+        ClosePolicy(*BUSINESS_HOURS, b.facts["year_end_close"])), "2024-11-29")
+    b.claim(PLANT, documents=[pol_je, pol_close])
     b.facts["brief_notes"] = {
         "journal numbering": "the ERP numbers journal entries consecutively; report an entry missing from the listing by "
                              "flagging its entry id",
@@ -207,7 +365,7 @@ def plant(b) -> None:
 
     if b.n_defects >= 1:
         _plant_gap(b)
-    ctx = {"tol": tol_cents, "pol_je": pol_je, "pol_close": pol_close, "closes": closes}
+    ctx = _Context(tol_cents, pol_je, pol_close, closes)
     _plant_unbalanced(b, ctx, count(def_kinds, "UNBALANCED"), count(dec_kinds, "UNBALANCED"))
     _plant_self_approval(b, ctx, count(def_kinds, "SELF_APPROVAL"), count(dec_kinds, "SELF_APPROVAL"))
     _plant_accounts(b, count(def_kinds, "INVALID_ACCOUNT"), count(dec_kinds, "INVALID_ACCOUNT"))
@@ -219,24 +377,23 @@ def plant(b) -> None:
         u["termination_date"] = u["termination_date"] or ""
 
 
-def _assert_clean_base(b) -> None:
+def _assert_clean_base(b: WorldBuilder) -> None:
     """The properties of the books this task relies on (the rules must not fire on them): balanced
     entries, manual entries approved by someone else, keyed in office hours on business days by
     users with posting rights, within the close of the period they post to."""
-    e = b.e
-    manual = e["manual"]
-    if (e["debit_cents"] != e["credit_cents"]).any():
+    c = b.cols
+    manual = c.manual
+    if (c.debit_cents != c.credit_cents).any():
         raise RuntimeError("JE-16 base has unbalanced entries")
-    if (manual & (e["approver"] == e["preparer"])).any():
+    if (manual & (c.approver == c.preparer)).any():
         raise RuntimeError("JE-16 base has self-approved manual entries")
-    day = e["entry_date"].astype("datetime64[D]")
-    off = manual & (~cal.is_business_day(day) | (e["time_s"] < HOURS[0] * 3600) | (e["time_s"] >= HOURS[1] * 3600))
-    if off.any():
+    day = c.entry_date.astype("datetime64[D]")
+    if (manual & POSTING_WINDOW.outside(day, c.time_s, cal.HOLIDAY_DATES, *BUSINESS_HOURS)).any():
         raise RuntimeError("JE-16 base has manual entries outside the posting window")
     no_rights = [u["user_id"] for u in b.users if not u["posting_rights"] or u["status"] != "active"]
-    if np.isin(e["preparer"][manual], no_rights).any():
+    if np.isin(c.preparer[manual], no_rights).any():
         raise RuntimeError("JE-16 base has manual entries by users without posting rights")
-    if (day > _close_of(e["post_date"])).any():
+    if (day > _close_of(c.post_date)).any():
         raise RuntimeError("JE-16 base has entries recorded after the close of their period")
 
 
@@ -246,161 +403,119 @@ def _close_of(post: np.ndarray) -> np.ndarray:
     return closes[post.astype("datetime64[M]").astype(np.int64) % 12]
 
 
-def _children_first_entry(b) -> np.ndarray:
+def _children_first_entry(b: WorldBuilder) -> np.ndarray:
     """Per entry, the earliest recording day of a document the books derive from it (a payment of an
     invoice, the reversal of an accrual): an entry may not be recorded after those."""
     d = b.books.docs
     has = np.flatnonzero((d.parent >= 0) & (d.entry_date >= 0))
     first = np.full(len(d), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, d.parent[has], d.entry_date[has].astype(np.int64))
-    bd = b.e["books_doc"]
+    bd = b.cols.books_doc
     out = np.where(bd >= 0, first[np.maximum(bd, 0)], np.iinfo(np.int64).max)
     return np.minimum(out, np.datetime64("2100-01-01", "D").astype(np.int64)).astype("datetime64[D]")
 
 
-def _je_policy(b, tol_cents: int) -> str:
-    return (
-        "1. Scope. All journal entries posted to the general ledger of Northwind Components Inc.\n"
-        "2. Balancing. Every journal entry must balance: total debits must equal total credits. Entries uploaded by the "
-        "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface reports "
-        "each such difference, by upload reference, on its monthly rounding report. A difference on the report, as "
-        f"reported, of up to USD {tol_cents / 100:,.2f} per entry is tolerated and is cleared monthly to the suspense "
-        "account by the GL team. Any other difference (not on the report, not as reported, or larger) is a keying or "
-        "interface error and must be corrected before period close.\n"
-        "3. Approval. Every manual journal entry must be approved in the ERP workflow, before it is posted, by a user "
-        "other than its preparer whose approval limit covers the amount. A preparer may never approve his or her own "
-        "entry.\n"
-        "3a. Workflow outages. When the approval workflow fails, IT opens an incident and the ERP records the preparer "
-        "as approver of the entries posted meanwhile. Each such entry must be signed off before posting, on the "
-        "incident's manual approval log, by a second approver whose limit covers the amount. An entry recorded with "
-        "its preparer as approver and not so signed off is self-approved.\n"
-        "4. Posting rights. Only users with posting rights in the user master may post; access ends on the "
-        "termination date."
-    )
-
-
-def _close_policy(b) -> str:
-    return (
-        "1. Posting window. Manual journal entries are keyed on business days (Monday to Friday, excluding the "
-        f"company holidays in the calendar master data) between {HOURS[0]:02d}:00 and {HOURS[1]:02d}:00 local time, "
-        "as shown by the entry timestamp.\n"
-        "2. Work outside the window (weekends, holidays, evenings and early mornings) requires a prior written "
-        "out-of-hours work authorisation from the Controller naming the users, the date and the hours. Entries keyed "
-        "outside the window by anyone not so authorised are to be investigated.\n"
-        "3. Automated postings by the system users run overnight on the batch schedule and are not subject to the "
-        "manual posting window.\n"
-        "4. Period close. Each monthly period is closed on the close date set in the financial close calendar "
-        "(calendar master data, kind period_close). Entries recorded up to and including the close date may still be "
-        "posted into the period being closed; this is normal close work. After the close date the period is locked "
-        "and entries may not be back-dated into it.\n"
-        "4a. Close extensions. The Controller may extend the close of a period by a written close calendar change "
-        "issued on or before the period's close date, stating the period and the new close date; entries recorded up "
-        "to and including the new close date may then be posted into that period.\n"
-        f"5. The FY2025 year-end close date is {b.facts['year_end_close']}."
-    )
-
-
-def _plant_gap(b) -> None:
+def _plant_gap(b: WorldBuilder) -> None:
     """Leave one ordinary manual entry out of the listing, well inside the numbering range."""
-    e = b.e
-    post = e["post_date"].astype("datetime64[D]")
-    where = e["manual"] & (post >= np.datetime64("2025-02-03")) & (post <= np.datetime64("2025-11-28")) & \
-        np.isin(e["template"], ("accrual", "vendor_invoice")) & (e["n_lines"] == 2)
+    c = b.cols
+    post = c.post_date.astype("datetime64[D]")
+    where = c.manual & (post >= np.datetime64("2025-02-03")) & (post <= np.datetime64("2025-11-28")) & \
+        np.isin(c.template, ("accrual", "vendor_invoice")) & (c.n_lines == 2)
     idx = int(b.pick(1, where=where, what="manual entries")[0])
     b.hide(idx)
-    b.add_defect(idx, "entry_missing_from_listing", "COMPLETENESS_GAP", ["master:balances"], int(e["debit_cents"][idx]),
-                 facts=[f"{{E:{idx}}}", int(e["debit_cents"][idx]) / 100, str(e["debit_account"][idx]),
-                        str(e["credit_account"][idx])])
+    b.claim(PLANT, entries=[idx])
+    b.add_defect(idx, "entry_missing_from_listing", "COMPLETENESS_GAP", ["master:balances"], int(c.debit_cents[idx]),
+                 facts=[entry_ref(idx), int(c.debit_cents[idx]) / 100, str(c.debit_account[idx]),
+                        str(c.credit_account[idx])])
 
 
-def _split(b, n_def: int, n_dec: int, where: np.ndarray, what: str) -> tuple[list[int], list[int]]:
-    """Pick ``n_def + n_dec`` candidates from one pool and make each a defect or a decoy at random."""
+def _split(b: WorldBuilder, n_def: int, n_dec: int, where: np.ndarray, what: str) -> tuple[list[int], list[int]]:
+    """Pick ``n_def + n_dec`` candidates from one pool and make each a defect or a decoy at random: the
+    first ``n_def`` of a random order are the defects, in that order (the draw JE-16's worlds were pinned
+    with; the kit's ``roles`` assigns a role per candidate instead, a different draw)."""
     n = n_def + n_dec
     if n == 0:
         return [], []
     idx = [int(i) for i in b.pick(n, where=where, what=what)]
     order = b.rng.permutation(n)
+    b.claim(PLANT, entries=idx)
     return [idx[k] for k in order[:n_def]], [idx[k] for k in order[n_def:]]
 
 
-def _plant_unbalanced(b, ctx: dict, n_def: int, n_dec: int) -> None:
+def _plant_unbalanced(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
     """Billing-interface uploads (customer invoices) whose credits differ from their debits, every difference drawn from one
     distribution within the policy's tolerance: a decoy's difference is on the interface's rounding
     report of its month as it stands; a defect's is not (or, with ``near_miss`` >= 0.5, the report
     shows another figure for the upload). Each month with such an upload has its report, so neither
     the size of a difference nor the list of reports tells them apart."""
-    rng = b.rng
-    e = b.e
-    tol = ctx["tol"]
+    rng, c = b.rng, b.cols
+    tol = ctx.tol
     # customer invoices: the interface prices units and computes tax, so rounding can only arise there
-    pool = ~e["manual"] & (e["doc_code"] == "CI") & (e["debit_cents"] > 20 * tol)
+    pool = ~c.manual & (c.doc_code == "CI") & (c.debit_cents > 20 * tol)
     defects, decoys = _split(b, n_def, n_dec, pool, "billing interface uploads")
     if not defects and not decoys:
         return
     lo = 0.1 + 0.6 * b.knobs.near_miss
     for idx in defects + decoys:
         diff = max(1, int(tol * rng.uniform(lo, 1.0)))
-        e["credit_cents"][idx] += diff if rng.random() < 0.5 else -diff
+        c.credit_cents[idx] += diff if rng.random() < 0.5 else -diff
     variants = ["not_reported"] + (["reported_otherwise"] if b.knobs.near_miss >= 0.5 else [])
     first = int(rng.integers(0, len(variants)))
     kinds = {idx: variants[(first + j) % len(variants)] for j, idx in enumerate(defects)}
     lines: dict[int, list[tuple[str, int]]] = {}
     for idx in defects + decoys:
-        m = int(str(e["post_date"][idx])[5:7])
-        diff = int(e["debit_cents"][idx]) - int(e["credit_cents"][idx])
+        m = int(str(c.post_date[idx])[5:7])
+        diff = int(c.debit_cents[idx]) - int(c.credit_cents[idx])
         if idx in decoys:
-            lines.setdefault(m, []).append((str(e["reference"][idx]), diff))
+            lines.setdefault(m, []).append((str(c.reference[idx]), diff))
         elif kinds[idx] == "reported_otherwise":
             other = int(diff * rng.uniform(0.05, 0.5)) or (1 if diff > 0 else -1)
-            lines.setdefault(m, []).append((str(e["reference"][idx]), other))
+            lines.setdefault(m, []).append((str(c.reference[idx]), other))
         else:
             lines.setdefault(m, [])
     reports = {}
     for m, rows in sorted(lines.items()):
-        rows = sorted(rows)
-        body = (f"Billing interface (SYS_INTERFACE) - rounding report for period 2025-{m:02d}.\n"
-                "Uploads whose credits differ from their debits by unit-price or tax rounding; the GL team clears the "
-                "total to the suspense account at month end.\nUpload reference | Difference USD (debits - credits)\n"
-                + "\n".join(f"{ref} | {d / 100:+,.2f}" for ref, d in rows)
-                + f"\n{len(rows)} upload(s) with a rounding difference.")
+        uploads = tuple(Rounding(ref, d) for ref, d in sorted(rows))
+        body = ROUNDING_REPORT.render(RoundingReport(f"2025-{m:02d}", uploads, len(uploads)))
         last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
-        reports[m] = b.add_document("report", f"Billing interface rounding report - {MONTH_ABBR[m - 1]} 2025", body, str(last))
+        title = f"Billing interface rounding report - {MONTH_ABBR[m - 1]} 2025"
+        reports[m] = b.add_document("report", title, body, str(last))
+    b.claim(PLANT, documents=reports.values())
     for idx in defects + decoys:
-        m = int(str(e["post_date"][idx])[5:7])
-        dr, cr = int(e["debit_cents"][idx]), int(e["credit_cents"][idx])
+        m = int(str(c.post_date[idx])[5:7])
+        dr, cr = int(c.debit_cents[idx]), int(c.credit_cents[idx])
         diff = abs(dr - cr)
-        ev = ["entry", reports[m], ctx["pol_je"]]
-        facts = [dr / 100, cr / 100, diff / 100, f"{{D:{reports[m]}}}"]
+        ev: list = ["entry", reports[m], ctx.pol_je]
+        facts: list = [dr / 100, cr / 100, diff / 100, doc_ref(reports[m])]
         if idx in decoys:
             b.add_decoy(idx, "interface_rounding_reported", ev, facts=facts + [tol / 100])
         else:
             b.add_defect(idx, f"unbalanced_{kinds[idx]}", "UNBALANCED", ev, diff, facts=facts)
 
 
-def _outage_days(rng, k: int) -> list[np.ndarray]:
+def _outage_days(rng: np.random.Generator, k: int) -> list[np.ndarray]:
     """``k`` workflow outages of 3-6 consecutive business days between February and November."""
     days = business_days(np.datetime64("2025-02-03"), np.datetime64("2025-11-28"))
     starts = np.sort(rng.choice(len(days) - 7, size=k, replace=False))
     return [days[s : s + int(rng.integers(3, 7))] for s in starts]
 
 
-def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
+def _plant_self_approval(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
     """Manual entries keyed during a workflow outage, which the ERP recorded with their preparer as
     approver: decoys were signed off on the outage's manual approval log before posting by an approver
     whose limit covers them; defects were not (missing from the log, or with ``near_miss`` >= 0.5
     signed off only after posting: an approval is dated after what it approves). The entries are the
     books' own, keyed on the outage days; only the recorded approver changes."""
-    rng = b.rng
-    e = b.e
+    rng, c = b.rng, b.cols
     if n_def + n_dec == 0:
         return
     limits = {u["user_id"]: u["approval_limit"] * 100 for u in b.users}
-    staff = e["manual"] & np.isin(e["preparer"], [u for u in PREPARERS]) & ~np.isin(e["template"], AR_TEMPLATES) \
-        & (e["debit_cents"] < 60_000_00) & (e["entry_date"] == e["post_date"]) & ~b.used
+    staff = c.manual & np.isin(c.preparer, [u for u in PREPARERS]) & ~np.isin(c.template, AR_TEMPLATES) \
+        & (c.debit_cents < 60_000_00) & (c.entry_date == c.post_date) & ~b.used
     k = 1 + int(n_def + n_dec > 3)
     for _ in range(40):
         outages = _outage_days(rng, k)
-        inside = [staff & np.isin(e["entry_date"], days) for days in outages]
+        inside = [staff & np.isin(c.entry_date, days) for days in outages]
         if int(np.logical_or.reduce(inside).sum()) >= n_def + n_dec:
             break
         k += 1
@@ -408,44 +523,40 @@ def _plant_self_approval(b, ctx: dict, n_def: int, n_dec: int) -> None:
     where: dict[int, int] = {}
     for idx in defects + decoys:
         where[idx] = next(j for j, m in enumerate(inside) if m[idx])
-        e["approver"][idx] = e["preparer"][idx]
+        c.approver[idx] = c.preparer[idx]
     variants = ["not_logged"] + (["signed_after_posting"] if b.knobs.near_miss >= 0.5 else [])
     first = int(rng.integers(0, len(variants)))
     plan: list[tuple[int, str]] = [(i, variants[(first + j) % len(variants)]) for j, i in enumerate(defects)]
     plan += [(i, "signed_off") for i in decoys]
-    rows: dict[int, tuple] = {}
+    rows: dict[int, tuple[str, str, str]] = {}
     for idx, kind in plan:
-        cents, prep, day = int(e["debit_cents"][idx]), str(e["preparer"][idx]), e["post_date"][idx]
+        cents, prep, day = int(c.debit_cents[idx]), str(c.preparer[idx]), c.post_date[idx]
         if kind == "not_logged":
             continue
         approver = str(rng.choice([a for a in APPROVERS if a != prep and limits[a] >= cents]))
         signed = day + int(rng.integers(1, 4)) if kind == "signed_after_posting" else \
-            max(e["doc_date"][idx], day - int(rng.integers(0, 2)))
+            max(c.doc_date[idx], day - int(rng.integers(0, 2)))
         rows[idx] = (approver, str(signed), kind)
     handles = []
     for k, days in enumerate(outages):
-        lines = [f"{e['reference'][i]} | {int(e['debit_cents'][i]) / 100:,.2f} | {e['preparer'][i]} | {rows[i][0]} | "
-                 f"{rows[i][1]}" for i in sorted(rows, key=lambda i: (str(e['post_date'][i]), str(e['reference'][i])))
-                 if where[i] == k]
+        log = tuple(SignOff(str(c.reference[i]), int(c.debit_cents[i]), str(c.preparer[i]), rows[i][0], rows[i][1])
+                    for i in sorted(rows, key=lambda i: (str(c.post_date[i]), str(c.reference[i]))) if where[i] == k)
         inc = int(rng.integers(10_000, 99_999))
-        handles.append(b.add_document(
-            "memo", f"Manual approval log - ERP workflow incident INC-{inc}",
-            f"IT incident INC-{inc}: the ERP approval workflow failed intermittently from {days[0]} to {days[-1]}. "
-            "Entries posted while it was failing were recorded with their preparer as approver. Under FIN-POL-010 3a "
-            "each of them was to be signed off on this log by a second approver before posting.\n"
-            "Reference | Amount USD | Preparer | Signed off by | Date signed\n" + "\n".join(lines),
-            str(days[-1] + 1)))
+        handles.append(b.add_document("memo", f"Manual approval log - ERP workflow incident INC-{inc}",
+                                      APPROVAL_LOG.render(ApprovalLog(inc, str(days[0]), str(days[-1]), log)),
+                                      str(days[-1] + 1)))
+    b.claim(PLANT, documents=handles)
     for idx, kind in plan:
-        log = handles[where[idx]]
-        prep, cents, day = str(e["preparer"][idx]), int(e["debit_cents"][idx]), str(e["post_date"][idx])
-        ev = [log, "master:users", ctx["pol_je"]]
+        log_doc = handles[where[idx]]
+        prep, cents, posted = str(c.preparer[idx]), int(c.debit_cents[idx]), str(c.post_date[idx])
+        ev: list = [log_doc, "master:users", ctx.pol_je]
         if kind == "signed_off":
-            b.add_decoy(idx, "signed_off_on_outage_log", ev, facts=[f"{{D:{log}}}", rows[idx][0], rows[idx][1]])
+            b.add_decoy(idx, "signed_off_on_outage_log", ev, facts=[doc_ref(log_doc), rows[idx][0], rows[idx][1]])
             continue
         kind = rows[idx][2] if idx in rows else "not_logged"
-        facts = [prep, cents / 100, f"{{D:{log}}}"]
+        facts: list = [prep, cents / 100, doc_ref(log_doc)]
         if kind == "signed_after_posting":
-            facts += [rows[idx][1], day]
+            facts += [rows[idx][1], posted]
         b.add_defect(idx, f"self_approved_{kind}", "SELF_APPROVAL", ev, facts=facts)
 
 
@@ -465,20 +576,26 @@ CHANGING_ACCOUNTS = (
 )
 
 
-def _plant_accounts(b, n_def: int, n_dec: int) -> None:
+def _sub_account(code: str, name: str, status: str = "active", opened: str = "2015-01-01", closed: str = "",
+                 blocked_on: str = "") -> dict[str, Any]:
+    """A bank-charge sub-account's row of the chart of accounts."""
+    return {"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
+            "status": status, "opened": opened, "closed": closed, "blocked_on": blocked_on}
+
+
+def _plant_accounts(b: WorldBuilder, n_def: int, n_dec: int) -> None:
     """Bank-charge sub-accounts opened during the year. A decoy is a month's bank charges posted to a
     sub-account opened before the posting date; a defect is a month's bank charges keyed (as the books
     key them, a few business days after the month end) to a sub-account opened after the month end
     and back-dated to it: the ERP accepted the account because it existed when the entry was keyed,
-    but it was not open on the posting date. Two sub-accounts blocked or closed before the year stand
-    in the chart untouched (an ERP rejects postings to them)."""
-    rng = b.rng
-    e = b.e
-    post = e["post_date"].astype("datetime64[D]")
-    keyed = e["entry_date"].astype("datetime64[D]")
+    but it was not open on the posting date (``ACCOUNT_OPEN``). Two sub-accounts blocked or closed
+    before the year stand in the chart untouched (an ERP rejects postings to them)."""
+    rng, c = b.rng, b.cols
+    post = c.post_date.astype("datetime64[D]")
+    keyed = c.entry_date.astype("datetime64[D]")
     # February-November postings: a defect's sub-account opens after its posting date, and a December
     # posting would leave it opening in 2026, after the year-end closing entry that closes it
-    pool = (e["doc_code"] == "BC") & (post >= np.datetime64("2025-02-01")) & (post < np.datetime64("2025-12-01")) \
+    pool = (c.doc_code == "BC") & (post >= np.datetime64("2025-02-01")) & (post < np.datetime64("2025-12-01")) \
         & (keyed > post)
     gap_max = 2 + int(round((1 - b.knobs.near_miss) * 45))
     codes = [CHANGING_ACCOUNTS[i] for i in rng.permutation(len(CHANGING_ACCOUNTS))]
@@ -495,10 +612,10 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
                 continue
             code, name = next(free)
             opened_on = max(np.datetime64("2025-01-02"), min(post[i] for i in share) - int(rng.integers(1, gap_max + 1)))
-            rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
-                         "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
+            rows.append(_sub_account(code, name, opened=str(opened_on)))
             for idx in share:
-                e["debit_account"][idx] = code
+                c.debit_account[idx] = code
+                assert ACCOUNT_OPEN.check(rows[-1], str(post[idx])).ok
                 b.add_decoy(idx, "account_opened_before_posting", ["master:accounts"],
                             facts=[code, str(opened_on), str(post[idx])])
     for idx in defects:
@@ -506,17 +623,16 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
         # opened after the posting date, on or before the day the entry was keyed
         span = int((keyed[idx] - post[idx]).astype(int))
         opened_on = post[idx] + int(rng.integers(1, span + 1))
-        rows.append({"account": code, "name": name, "type": "expense", "normal_balance": "debit", "contra_of": None,
-                     "status": "active", "opened": str(opened_on), "closed": "", "blocked_on": ""})
-        e["debit_account"][idx] = code
+        rows.append(_sub_account(code, name, opened=str(opened_on)))
+        c.debit_account[idx] = code
+        assert not ACCOUNT_OPEN.check(rows[-1], str(post[idx])).ok
         b.add_defect(idx, "posting_to_not_yet_open_account", "INVALID_ACCOUNT", ["master:accounts"],
                      facts=[code, str(opened_on), str(post[idx])])
     blk_on = str(np.datetime64("2024-03-01") + int(rng.integers(0, 300)))
     cl_on = str(np.datetime64("2024-03-31") + int(rng.integers(0, 240)))
-    rows.append({"account": blk_code, "name": blk_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
-                 "status": "blocked", "opened": "2015-01-01", "closed": "", "blocked_on": blk_on})
-    rows.append({"account": cl_code, "name": cl_name, "type": "expense", "normal_balance": "debit", "contra_of": None,
-                 "status": "closed", "opened": "2015-01-01", "closed": cl_on, "blocked_on": ""})
+    rows.append(_sub_account(blk_code, blk_name, status="blocked", blocked_on=blk_on))
+    rows.append(_sub_account(cl_code, cl_name, status="closed", closed=cl_on))
+    b.claim(PLANT, rows=[("accounts", r["account"]) for r in rows])
     for a in b.accounts:
         a["closed"] = a["closed"] or ""
         a["blocked_on"] = a["blocked_on"] or ""
@@ -524,20 +640,19 @@ def _plant_accounts(b, n_def: int, n_dec: int) -> None:
     b.accounts.sort(key=lambda r: r["account"])
 
 
-def _plant_users(b, n_def: int, n_dec: int) -> None:
+def _plant_users(b: WorldBuilder, n_def: int, n_dec: int) -> None:
     """Two leavers (terminated during the year): one keyed manual entries in the weeks before the
     termination date (decoys), the other in the weeks after it (defects). Which leaver is which, and
     where the dates fall, only the user master tells: on the listing each is a preparer whose
     entries cluster in a window (``near_miss`` narrows it), and neither's entries straddle a date."""
-    rng = b.rng
-    e = b.e
-    post = e["post_date"].astype("datetime64[D]")
+    rng, c = b.rng, b.cols
+    post = c.post_date.astype("datetime64[D]")
     w0 = 10 + int(round((1 - b.knobs.near_miss) * 40))
     pair = [LEAVERS[i] for i in rng.permutation(len(LEAVERS))[:2]]
     for (uid, name, role, dept, limit, posts), n, after in ((pair[0], n_dec, False), (pair[1], n_def, True)):
         term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
         # entries of the kinds the leaver's role keys, recorded on their posting day
-        ok = e["manual"] & np.isin(e["doc_code"], posts) & (e["entry_date"] == e["post_date"])
+        ok = c.manual & np.isin(c.doc_code, posts) & (c.entry_date == c.post_date)
         w = w0
 
         def window(w: int) -> np.ndarray:
@@ -545,22 +660,26 @@ def _plant_users(b, n_def: int, n_dec: int) -> None:
 
         while int((window(w) & ~b.used).sum()) < n and w < 400:
             w += 14
-        for idx in b.pick(n, where=window(w), what="manual entries around a termination") if n else []:
-            e["preparer"][idx] = uid
-            if e["approver"][idx] == uid:
-                e["approver"][idx] = "JWRIGHT"
+        idxs = [int(i) for i in b.pick(n, where=window(w), what="manual entries around a termination")] if n else []
+        for idx in idxs:
+            c.preparer[idx] = uid
+            if c.approver[idx] == uid:
+                c.approver[idx] = "JWRIGHT"
             facts = [uid, str(term), str(post[idx])]
             if after:
                 b.add_defect(idx, "posted_after_termination", "UNAUTHORISED_USER", ["master:users"], facts=facts)
             else:
                 b.add_decoy(idx, "posted_before_termination", ["master:users"], facts=facts)
-        b.users.append({"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
-                        "may_post": ", ".join(posts), "approval_limit": float(limit), "status": "terminated",
-                        "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
-                        "termination_date": str(term), "bank_account": b.bank_account()})
+        row = {"user_id": uid, "name": name, "role": role, "department": dept, "posting_rights": True,
+               "may_post": ", ".join(posts), "approval_limit": float(limit), "status": "terminated",
+               "hire_date": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800))),
+               "termination_date": str(term), "bank_account": b.bank_account()}
+        b.users.append(row)
+        b.claim(PLANT, entries=idxs, rows=[("users", uid)])
+        assert all(USER_MAY_POST.check(row, str(c.entry_date[i]), str(post[i])).ok is not after for i in idxs)
 
 
-def _off_time(rng, day_kind: str) -> int:
+def _off_time(rng: np.random.Generator, day_kind: str) -> int:
     """Seconds after midnight of an out-of-hours keying: any daytime hour on a weekend or a holiday,
     an evening or an early morning on a business day."""
     if day_kind != "evening":
@@ -579,16 +698,16 @@ _BUSINESS_HOLIDAYS = _LISTED_HOLIDAYS[np.is_busday(_LISTED_HOLIDAYS)]
 _KEYS = {"VI": ("AKIM", "BOKAFOR", "GSILVA"), "VN": ("AKIM", "BOKAFOR", "GSILVA"), "AC": ("DPATEL", "EMUELLER", "FNGUYEN")}
 
 
-def _keying_days(b, idx: int, child_first: np.ndarray) -> np.ndarray:
+def _keying_days(b: WorldBuilder, idx: int, child_first: np.ndarray) -> np.ndarray:
     """Days entry ``idx`` could have been keyed on: from its posting day (or the day it was keyed, if
     later) until a week later, within its period's close and before anything the books derive from it."""
-    e = b.e
-    lo = max(e["post_date"][idx], e["entry_date"][idx])
-    hi = min(e["post_date"][idx] + 6, _close_of(e["post_date"][idx : idx + 1])[0], child_first[idx] - 1)
+    c = b.cols
+    lo = max(c.post_date[idx], c.entry_date[idx])
+    hi = min(c.post_date[idx] + 6, _close_of(c.post_date[idx : idx + 1])[0], child_first[idx] - 1)
     return np.arange(lo, hi + 1, dtype="datetime64[D]") if hi >= lo else np.zeros(0, dtype="datetime64[D]")
 
 
-def _slot(rng, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None:
+def _slot(rng: np.random.Generator, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None:
     """An out-of-hours keying day among ``days`` (a weekend, a holiday or a business day's evening)."""
     kinds = {"weekend": days[~np.is_busday(days)], "holiday": days[np.isin(days, _BUSINESS_HOLIDAYS)],
              "evening": days[np.is_busday(days, holidays=_LISTED_HOLIDAYS)]}
@@ -599,58 +718,98 @@ def _slot(rng, days: np.ndarray, avoid: set) -> tuple[np.datetime64, str] | None
     return None
 
 
-def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
+class _Keying:
+    """The out-of-hours planting's pool: the books' staff entries of the kinds ``_KEYS`` names, in one
+    drawn order; ``place`` moves the next one that fits to an out-of-hours keying time, ``undo`` puts
+    one back where the books keyed it."""
+
+    def __init__(self, b: WorldBuilder):
+        self.b, c = b, b.cols
+        self.child_first = _children_first_entry(b)
+        staff = c.manual & np.isin(c.preparer, PREPARERS) & np.isin(c.doc_code, tuple(_KEYS)) & ~b.used
+        self.order = b.rng.permutation(np.flatnonzero(staff)).tolist()
+        self.keyed: dict[int, tuple[Any, int]] = {}  # when the entries moved here were keyed in the books
+
+    def place(self, avoid: set, want: tuple[np.datetime64, Callable[[str], bool]] | None = None) -> int | None:
+        """Reserve the next pool entry that can be keyed out of hours (on ``want``'s day, by a preparer
+        ``want`` accepts, if given; else on a day not in ``avoid``) and move its keying there."""
+        b, c = self.b, self.b.cols
+        for idx in self.order:
+            if b.used[idx]:
+                continue
+            days = _keying_days(b, idx, self.child_first)
+            if want is not None:
+                day, prep_ok = want
+                if not (days == day).any() or not prep_ok(str(c.preparer[idx])):
+                    continue
+                kind = "evening" if np.is_busday(day, holidays=_LISTED_HOLIDAYS) else "weekend"
+            else:
+                got = _slot(b.rng, days, avoid)
+                if got is None:
+                    continue
+                day, kind = got
+            b.used[idx] = True
+            self.keyed[idx] = (c.entry_date[idx], int(c.time_s[idx]))
+            c.entry_date[idx] = day
+            c.time_s[idx] = _off_time(b.rng, kind)
+            return idx
+        return None
+
+    def undo(self, idx: int) -> None:
+        """Put entry ``idx`` back as the books keyed it, and back in the pool."""
+        c = self.b.cols
+        self.b.used[idx] = False
+        c.entry_date[idx], c.time_s[idx] = self.keyed[idx]
+
+
+def _plant_off_hours(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
     """Manual entries keyed outside the posting window (weekend, holiday, evening or early morning)
     within a week of their posting date, all drawn from one distribution; a decoy's day has an
     out-of-hours work authorisation naming its preparer and covering its time, whose purpose (keying
     the period's supplier invoices and accruals) is what the entry is; a defect's day has none (or,
     with ``near_miss`` >= 0.5, one that does not name the preparer or does not cover the time). Only
     when the entry was keyed changes: its posting date, preparer and documents are the books'."""
-    rng = b.rng
-    e = b.e
-    child_first = _children_first_entry(b)
-    staff = e["manual"] & np.isin(e["preparer"], PREPARERS) & np.isin(e["doc_code"], tuple(_KEYS)) & ~b.used
-    order = rng.permutation(np.flatnonzero(staff)).tolist()
-
-    keyed: dict[int, tuple] = {}  # when the entries moved here were keyed in the books
-
-    def place(avoid: set, want=None):
-        """Reserve the next pool entry that can be keyed out of hours (on ``want``'s day, if given)."""
-        for idx in order:
-            if b.used[idx]:
-                continue
-            days = _keying_days(b, idx, child_first)
-            if want is not None:
-                day, prep_ok = want
-                if not (days == day).any() or not prep_ok(str(e["preparer"][idx])):
-                    continue
-                kind = "evening" if np.is_busday(day, holidays=_LISTED_HOLIDAYS) else "weekend"
-            else:
-                got = _slot(rng, days, avoid)
-                if got is None:
-                    continue
-                day, kind = got
-            b.used[idx] = True
-            keyed[idx] = (e["entry_date"][idx], int(e["time_s"][idx]))
-            e["entry_date"][idx] = day
-            e["time_s"][idx] = _off_time(rng, kind)
-            return idx
-        return None
-
-    memos: dict[np.datetime64, dict] = {}
+    c = b.cols
+    pool = _Keying(b)
+    memos: dict[Any, dict[str, Any]] = {}
     decoys = []
     for _ in range(n_dec):
-        idx = place(set())
+        idx = pool.place(set())
         if idx is None:
             raise ConfigError("impossible knobs for JE-16: not enough manual entries to key out of hours")
         decoys.append(idx)
-        m = memos.setdefault(e["entry_date"][idx], {"users": set(), "times": [], "defects": [], "unlisted": set()})
-        m["users"].add(str(e["preparer"][idx]))
-        m["times"].append(int(e["time_s"][idx]))
+        m = memos.setdefault(c.entry_date[idx], {"users": set(), "times": [], "defects": [], "unlisted": set()})
+        m["users"].add(str(c.preparer[idx]))
+        m["times"].append(int(c.time_s[idx]))
+    kinds = _off_hours_defects(b, pool, memos, n_def)
+    handles = _authorisations(b, memos, decoys)
+    moved = decoys + list(kinds)
+    b.claim(PLANT, entries=moved, documents=handles.values())
+    holidays = cal.HOLIDAY_DATES
+    assert not moved or POSTING_WINDOW.outside(c.entry_date[moved], c.time_s[moved], holidays, *BUSINESS_HOURS).all()
+    for idx in decoys:
+        day = c.entry_date[idx]
+        b.add_decoy(idx, "authorised_out_of_hours_work", [handles[day], ctx.pol_close],
+                    facts=[doc_ref(handles[day]), str(c.preparer[idx]), str(day)])
+    for idx, kind in kinds.items():
+        day = c.entry_date[idx]
+        facts = [str(c.preparer[idx]), str(day), hhmm(int(c.time_s[idx]) // 60 * 60)]
+        ev: list = ["master:calendar", ctx.pol_close]
+        if kind != "unauthorised":
+            ev.append(handles[day])
+            facts.append(doc_ref(handles[day]))
+        b.add_defect(idx, f"off_hours_{kind}", "OFF_HOURS", ev, facts=facts)
+
+
+def _off_hours_defects(b: WorldBuilder, pool: _Keying, memos: dict[Any, dict[str, Any]], n_def: int) -> dict[int, str]:
+    """Key ``n_def`` pool entries out of hours as defects: on a day without an authorisation, or (near
+    miss) on an authorised day by a preparer it does not name, or at a time it does not cover. Each
+    defect's kind, in the order drawn."""
+    rng, c = b.rng, b.cols
     near = b.knobs.near_miss >= 0.5 and bool(memos)
     variants = ["unauthorised"] + (["unlisted_user", "outside_hours"] if near else [])
     first = int(rng.integers(0, len(variants)))
-    kinds, defects = {}, []
+    kinds: dict[int, str] = {}
     for j in range(n_def):
         kind = variants[(first + j) % len(variants)]
         idx = None
@@ -659,9 +818,9 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                 day = np.datetime64(day, "D")
                 m = memos[day]
                 ok = (lambda p, m=m: p not in m["users"]) if kind == "unlisted_user" else (lambda p, m=m: p in m["users"])
-                idx = place(set(), (day, ok))
+                idx = pool.place(set(), (day, ok))
                 if idx is not None:
-                    t = int(e["time_s"][idx])
+                    t = int(c.time_s[idx])
                     lo, hi = min(m["times"]), max(m["times"])
                     if kind == "outside_hours" and lo // 3600 <= t // 3600 <= hi // 3600 + 1:
                         # inside the span the authorisation must cover: only the preparer can make it a defect
@@ -669,21 +828,26 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
                     if kind == "outside_hours":
                         m["defects"].append(t)
                     else:
-                        m["unlisted"].add(str(e["preparer"][idx]))
+                        m["unlisted"].add(str(c.preparer[idx]))
                     break
-            if kind == "outside_hours_inside":
+            if kind == "outside_hours_inside" and idx is not None:
                 # the preparer is listed and the time is covered: it would be authorised; key it elsewhere
                 kind = "unauthorised"
-                b.used[idx] = False
-                e["entry_date"][idx], e["time_s"][idx] = keyed[idx]
+                pool.undo(idx)
                 idx = None
         if idx is None:
             kind = "unauthorised"
-            idx = place(set(memos))
+            idx = pool.place(set(memos))
             if idx is None:
                 raise ConfigError("impossible knobs for JE-16: not enough manual entries to key out of hours")
         kinds[idx] = kind
-        defects.append(idx)
+    return kinds
+
+
+def _authorisations(b: WorldBuilder, memos: dict[Any, dict[str, Any]], decoys: list[int]) -> dict[Any, int]:
+    """One out-of-hours work authorisation per day with decoys: its users (and perhaps a colleague), and
+    hours covering the decoys' times but not the outside-hours defects'. The handles by day."""
+    rng, c = b.rng, b.cols
     handles = {}
     for day, m in sorted(memos.items()):
         lo, hi = min(m["times"]) // 3600, max(m["times"]) // 3600 + 1
@@ -697,69 +861,50 @@ def _plant_off_hours(b, ctx: dict, n_def: int, n_dec: int) -> None:
         users = sorted(m["users"] | ({str(rng.choice(extra))} if extra and rng.random() < 0.5 else set()))
         m["listed"] = users
         period = str(np.datetime64(day, "M"))
-        periods = sorted({str(np.datetime64(e["post_date"][i], "M")) for i in decoys if e["entry_date"][i] == day})
+        periods = sorted({str(np.datetime64(c.post_date[i], "M")) for i in decoys if c.entry_date[i] == day})
         issued = day - int(rng.integers(2, 6))  # a prior authorisation
-        handles[day] = b.add_document(
-            "memo", f"Out-of-hours work authorisation OW-{int(rng.integers(100, 999))}",
-            f"From: IBROWN (Controller)\nTo: Finance team, IT operations\nDate: {issued}\n\n"
-            f"The following users are authorised to work on {_weekday(day)} {day}, between {start:02d}:00 and "
-            f"{'23:59' if end >= 24 else f'{end:02d}:00'}, to key supplier invoices and accruals of period "
-            f"{' and '.join(periods) or period}, and to post them in the ERP on that day.\n"
-            f"Authorised users: {', '.join(users)}\nEvery entry keyed during this window follows the normal approval workflow.",
-            str(issued),
-        )
-    for idx in decoys:
-        day = e["entry_date"][idx]
-        b.add_decoy(idx, "authorised_out_of_hours_work", [handles[day], ctx["pol_close"]],
-                    facts=[f"{{D:{handles[day]}}}", str(e["preparer"][idx]), str(day)])
-    for idx in defects:
-        day, kind = e["entry_date"][idx], kinds[idx]
-        t = int(e["time_s"][idx])
-        facts = [str(e["preparer"][idx]), str(day), f"{t // 3600:02d}:{t % 3600 // 60:02d}"]
-        ev = ["master:calendar", ctx["pol_close"]]
-        if kind != "unauthorised":
-            ev.append(handles[day])
-            facts.append(f"{{D:{handles[day]}}}")
-        b.add_defect(idx, f"off_hours_{kind}", "OFF_HOURS", ev, facts=facts)
+        title = f"Out-of-hours work authorisation OW-{int(rng.integers(100, 999))}"
+        memo = OutOfHours(str(issued), _weekday(day), str(day), start * 3600, 23 * 3600 + 59 * 60 if end >= 24 else
+                          end * 3600, tuple(Ident(p) for p in periods or [period]), tuple(Ident(u) for u in users))
+        handles[day] = b.add_document("memo", title, OUT_OF_HOURS.render(memo), str(issued))
+    return handles
 
 
-def _record_late(b, idx: int, day) -> None:
+def _record_late(b: WorldBuilder, idx: int, day: Any) -> None:
     """Record entry ``idx`` on ``day`` in office hours; its posting date stays in its period."""
-    b.e["entry_date"][idx] = np.datetime64(day, "D")
-    b.e["time_s"][idx] = int(b.rng.integers(9 * 3600, 17 * 3600))
+    b.cols.entry_date[idx] = np.datetime64(day, "D")
+    b.cols.time_s[idx] = int(b.rng.integers(9 * 3600, 17 * 3600))
 
 
-def _weekday(day) -> str:
+def _weekday(day: Any) -> str:
     return cal.WEEKDAY_NAMES[int(cal.weekday(np.datetime64(day, "D")))]
 
 
-def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
+def _plant_cutoff(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
     """The books' month-end entries recorded 1-6 business days after their period's close date (their
     posting date kept: back-dated into a locked period), all drawn alike; a decoy's period has a close calendar change (issued by the close date)
     extending the close past the recording date, a defect's has none (or, with ``near_miss`` >= 0.5,
     one that ends before the recording date)."""
-    rng = b.rng
-    e = b.e
-    closes = ctx["closes"]
-    post = e["post_date"]
-    close = _close_of(post)
+    rng, c = b.rng, b.cols
+    closes = ctx.closes
+    post = c.post_date
+    close_of = _close_of(post)
     # the books' own work posted in a month's last ten days (January-November: December's close ends
     # the year) that nothing in the books follows until two weeks after the close
     last_days = post >= cal.last_day_of_month(post) - 9
-    pool = e["manual"] & ~np.isin(e["template"], AR_TEMPLATES) & np.isin(e["preparer"], PREPARERS) & last_days \
-        & (post < np.datetime64("2025-12-01")) & (_children_first_entry(b) > close + 16)
+    pool = c.manual & ~np.isin(c.template, AR_TEMPLATES) & np.isin(c.preparer, PREPARERS) & last_days \
+        & (post < np.datetime64("2025-12-01")) & (_children_first_entry(b) > close_of + 16)
     defects, decoys = _split(b, n_def, n_dec, pool, "manual entries posted late in a month")
     if not defects and not decoys:
         return
     month_of = {}
     for idx in decoys + defects:
-        m = int(str(post[idx])[5:7])
-        _record_late(b, idx, cal.business_offset(close[idx], int(rng.integers(1, 7))))
-        month_of[idx] = m
-    ext: dict[int, np.datetime64] = {}
+        _record_late(b, idx, cal.business_offset(close_of[idx], int(rng.integers(1, 7))))
+        month_of[idx] = int(str(post[idx])[5:7])
+    ext: dict[int, Any] = {}
     for idx in decoys:
         m = month_of[idx]
-        rec = e["entry_date"][idx]
+        rec = c.entry_date[idx]
         slack = int(rng.integers(0, 3)) if b.knobs.near_miss < 1 else 0
         ext[m] = max(ext.get(m, rec), cal.business_offset(rec, slack))
     kinds = {}
@@ -768,12 +913,12 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
         close = np.datetime64(closes[f"2025-{m:02d}"])
         kinds[idx] = "no_extension"
         if m in ext:
-            if e["entry_date"][idx] <= ext[m]:
+            if c.entry_date[idx] <= ext[m]:
                 _record_late(b, idx, cal.business_offset(ext[m], int(rng.integers(1, 3))))
             kinds[idx] = "after_extension"
-        elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and e["entry_date"][idx] > close + 1 \
+        elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and c.entry_date[idx] > close + 1 \
                 and sum(month_of[j] == m for j in month_of) == 1:
-            new = cal.business_offset(e["entry_date"][idx], -int(rng.integers(1, 3)), roll="backward")
+            new = cal.business_offset(c.entry_date[idx], -int(rng.integers(1, 3)), roll="backward")
             if new > close:
                 ext[m] = new
                 kinds[idx] = "after_extension"
@@ -781,368 +926,398 @@ def _plant_cutoff(b, ctx: dict, n_def: int, n_dec: int) -> None:
     for m, new in sorted(ext.items()):
         close = np.datetime64(closes[f"2025-{m:02d}"])
         issued = cal.business_offset(close, -int(rng.integers(0, 3)), roll="backward")
-        handles[m] = b.add_document(
-            "memo", f"Close calendar change CC-{int(rng.integers(100, 999))}",
-            f"From: IBROWN (Controller)\nDate: {issued}\n\nThe close of period 2025-{m:02d} is extended from {close} to "
-            f"{new} to allow late supplier invoices and accruals of the period to be recorded. Entries recorded up to and "
-            f"including {new} may be posted into period 2025-{m:02d}; the period is locked after that date.",
-            str(issued),
-        )
+        title = f"Close calendar change CC-{int(rng.integers(100, 999))}"
+        body = CLOSE_CHANGE.render(CloseChange(str(issued), f"2025-{m:02d}", str(close), str(new)))
+        handles[m] = b.add_document("memo", title, body, str(issued))
+    b.claim(PLANT, documents=handles.values())
     for idx in decoys:
         m = month_of[idx]
-        b.add_decoy(idx, "recorded_within_close_extension", ["master:calendar", ctx["pol_close"], handles[m]],
-                    facts=[f"{{D:{handles[m]}}}", str(e["entry_date"][idx]), str(ext[m])])
+        b.add_decoy(idx, "recorded_within_close_extension", ["master:calendar", ctx.pol_close, handles[m]],
+                    facts=[doc_ref(handles[m]), str(c.entry_date[idx]), str(ext[m])])
     for idx in defects:
         m = month_of[idx]
-        close = closes[f"2025-{m:02d}"]
-        ev = ["entry", "master:calendar", ctx["pol_close"]]
-        facts = [str(e["post_date"][idx]), str(e["entry_date"][idx]), close]
+        ev: list = ["entry", "master:calendar", ctx.pol_close]
+        facts = [str(c.post_date[idx]), str(c.entry_date[idx]), closes[f"2025-{m:02d}"]]
         if kinds[idx] == "after_extension":
             ev.append(handles[m])
-            facts += [f"{{D:{handles[m]}}}", str(ext[m])]
+            facts += [doc_ref(handles[m]), str(ext[m])]
         b.add_defect(idx, f"entry_after_close_{kinds[idx]}", "CUTOFF", ev, facts=facts)
 
 
 # ----------------------------------------------------------------------------- strategies
 _SCAN_COLUMNS = ["entry_id", "line_no", "account", "debit", "credit", "posting_date", "entry_timestamp", "preparer",
                  "approver", "source", "reference"]
+Listing = dict[str, dict[str, Any]]
 
 
-def _standing(acct: dict | None) -> bool:
-    """A plain active account, unchanged during FY2025."""
-    return bool(acct) and acct.get("status") == "active" and (acct.get("opened") or "") < "2025-01-01" \
-        and not acct.get("closed") and not acct.get("blocked_on")
+@dataclass
+class _Books:
+    """What the listing is read against: the user master, the chart, the calendar (holidays, close dates
+    by period) and the posting window's hours (the policy's, once read)."""
+    users: dict[str, dict[str, Any]]
+    chart: dict[str, dict[str, Any]]
+    holidays: list[str]
+    closes: dict[str, str]
+    hours: tuple[int, int] = BUSINESS_HOURS
 
 
-def _account_ok(acct: dict | None, posted: str) -> tuple[bool, str]:
-    """Whether ``acct`` accepted postings on ``posted``, with the reason."""
-    if acct is None:
-        return False, "does not exist in the chart of accounts"
-    if acct.get("status") == "blocked" and (not acct.get("blocked_on") or posted >= acct["blocked_on"]):
-        return False, f"is blocked for posting since {acct.get('blocked_on') or 'before the period'}"
-    if acct.get("opened") and posted < acct["opened"]:
-        return False, f"was only opened on {acct['opened']}"
-    if acct.get("closed") and posted > acct["closed"]:
-        return False, f"was closed on {acct['closed']}"
-    if acct.get("status") not in ("active", "blocked", "closed"):
-        return False, f"has status {acct.get('status')}"
-    return True, f"was opened on {acct.get('opened')}, before the posting date"
+@dataclass
+class _Pack(_Books):
+    """The books and the documents careful opened: the tolerance (USD), the two policies, the approval
+    logs (doc id, log, sign-offs by reference), the authorisations, the close extensions by period and
+    the rounding reports by period (doc id, difference by upload reference, USD)."""
+    tol: float = 0.0
+    je: list[str] = field(default_factory=list)
+    close: list[str] = field(default_factory=list)
+    logs: list[tuple[str, ApprovalLog, dict[str, SignOff]]] = field(default_factory=list)
+    auths: list[tuple[str, OutOfHours]] = field(default_factory=list)
+    exts: dict[str, tuple[str, CloseChange]] = field(default_factory=dict)
+    reports: dict[str, tuple[str, dict[str, float]]] = field(default_factory=dict)
 
 
-def _user_ok(user: dict | None, posted: str) -> tuple[bool, str]:
-    if user is None:
-        return False, "is not in the user master"
-    if not user.get("posting_rights"):
-        return False, f"has no posting rights ({user.get('role')})"
-    term = user.get("termination_date") or ""
-    if term and posted > term:
-        return False, f"was terminated on {term}"
-    if term:
-        return True, f"was terminated only on {term}, after the posting date"
-    return True, "is active with posting rights"
-
-
-def _off_window(ts: str, holidays: set[str]) -> str | None:
-    """Why a manual entry keyed at ``ts`` is outside the posting window (None when inside)."""
-    day = ts[:10]
-    hour = int(ts[11:13]) + int(ts[14:16]) / 60
-    if day in holidays:
-        return f"keyed on the holiday {day} at {ts[11:16]}"
-    if not np.is_busday(np.datetime64(day)):
-        return f"keyed on a weekend day ({day}) at {ts[11:16]}"
-    if hour < HOURS[0] or hour >= HOURS[1]:
-        return f"keyed on {day} at {ts[11:16]}, outside {HOURS[0]:02d}:00-{HOURS[1]:02d}:00"
-    return None
-
-
-def _scan(kit: Kit):
+def _scan(kit: Kit) -> Generator[Action, str, tuple[Listing, list[dict[str, Any]]]]:
     """Every line of the listing, grouped by entry."""
     rows = yield from kit.ledger(columns=_SCAN_COLUMNS)
     return entries_of(rows), rows
 
 
-def _gap_ids(kit: Kit, ents: dict) -> list[str]:
+def _read_books(kit: Kit) -> Generator[Action, str, _Books]:
+    """The user master, the chart of accounts and the calendar."""
+    users = {u["user_id"]: u for u in (yield from kit.master("users"))}
+    chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
+    cal_rows = yield from kit.master("calendar")
+    holidays = sorted({r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"})
+    # a period-close row says "close of period YYYY-MM"
+    closes = {r["description"].split()[-1]: r["date"][:10] for r in cal_rows if r.get("kind") == "period_close"}
+    return _Books(users, chart, holidays, closes)
+
+
+def _gap_ids(ents: Listing) -> list[str]:
     present = {int(k) for k in ents}
     if not present:
         return []
     return [str(i) for i in range(min(present), max(present) + 1) if i not in present]
 
 
-def _closes(cal: list[dict]) -> dict[str, str]:
-    """Period (YYYY-MM) -> close date, from the calendar master data."""
-    out = {}
-    for r in cal:
-        m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
-        if r.get("kind") == "period_close" and m:
-            out[m.group(1)] = r["date"][:10]
-    return out
+def _secs(ts: str) -> int:
+    return int(ts[11:13]) * 3600 + int(ts[14:16]) * 60 + int(ts[17:19] or 0)
 
 
-def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], closes: dict[str, str]) -> dict[str, list[str]]:
+def _outside(ents: Listing, ids: list[str], books: _Books) -> set[str]:
+    """The entries among ``ids`` keyed outside the posting window (``POSTING_WINDOW``)."""
+    if not ids:
+        return set()
+    ts = [ents[i]["entry_timestamp"] for i in ids]
+    out = POSTING_WINDOW.outside([t[:10] for t in ts], [_secs(t) for t in ts], books.holidays, *books.hours)
+    return {i for i, o in zip(ids, out.tolist()) if o}
+
+
+def _why_off(ts: str, books: _Books) -> str:
+    """Why an entry keyed at ``ts``, outside the posting window, is outside it."""
+    day = ts[:10]
+    if day in books.holidays:
+        return f"keyed on the holiday {day} at {ts[11:16]}"
+    if not np.is_busday(np.datetime64(day)):
+        return f"keyed on a weekend day ({day}) at {ts[11:16]}"
+    return f"keyed on {day} at {ts[11:16]}, outside {hhmm(books.hours[0])}-{hhmm(books.hours[1])}"
+
+
+def _rules(ents: Listing, books: _Books) -> dict[str, list[str]]:
     """Candidates per criterion by the red-flag rules (the listing and master data, no documents)."""
     out: dict[str, list[str]] = {k: [] for k in KINDS}
-    for eid in sorted(ents):
+    ids = sorted(ents)
+    off = _outside(ents, [i for i in ids if ents[i]["source"] == "manual"], books)
+    for eid in ids:
         h = ents[eid]
         if abs(h["total_debit"] - h["total_credit"]) > 0.004:
             out["UNBALANCED"].append(eid)
         if h.get("approver") and h["approver"] == h["preparer"]:
             out["SELF_APPROVAL"].append(eid)
-        if any(not _standing(chart.get(a)) for a in h["accounts"]):
+        if any(not ACCOUNT_OPEN.standing(books.chart.get(a)) for a in h["accounts"]):
             out["INVALID_ACCOUNT"].append(eid)
-        u = users.get(h["preparer"])
-        if h["source"] == "manual" and (u is None or not u.get("posting_rights") or u.get("status") != "active"):
+        u = books.users.get(h["preparer"])
+        if h["source"] == "manual" and (u is None or USER_MAY_POST.suspect(u)):
             out["UNAUTHORISED_USER"].append(eid)
-        if h["source"] == "manual" and _off_window(h["entry_timestamp"], holidays):
+        if eid in off:
             out["OFF_HOURS"].append(eid)
-        close = closes.get(h["posting_date"][:7])
+        close = books.closes.get(h["posting_date"][:7])
         if close and h["entry_timestamp"][:10] > close:
             out["CUTOFF"].append(eid)
     return out
 
 
-def naive(kit: Kit):
-    """Applies every red-flag rule to the listing and master data and flags all hits, without reading
-    the policies, the approval logs, the authorisations, the close calendar changes or the balances;
-    reports the numbering gap without an amount."""
-    users = {u["user_id"]: u for u in (yield from kit.master("users"))}
-    chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    cal_rows = yield from kit.master("calendar")
-    holidays = {r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"}
+def naive(kit: Kit) -> Generator[Action, str, None]:
+    """Applies every red-flag rule to the listing and master data and flags all hits (each entry once,
+    under the first rule that catches it), without reading the policies, the approval logs, the
+    authorisations, the close calendar changes or the balances; reports the numbering gap without an
+    amount. Six rules and a gap, each flagged with its own amount: not one ``SurfaceRule``."""
+    books = yield from _read_books(kit)
     ents, _rows = yield from _scan(kit)
-    hits = _rules(ents, users, chart, holidays, _closes(cal_rows))
-    done = set()
-    n = 0
+    hits = _rules(ents, books)
+    first: dict[str, str] = {}
     for crit in KINDS:
         for eid in hits[crit]:
-            if eid in done or kit.calls_left <= 2:
-                continue
-            done.add(eid)
-            h = ents[eid]
-            amount = abs(h["total_debit"] - h["total_credit"]) if crit == "UNBALANCED" else h["total_debit"]
-            yield from kit.flag(eid, crit, [], f"Entry {eid} ({h['total_debit']:.2f}) trips the {crit} rule.", amount=amount)
-            n += 1
-    for gap in _gap_ids(kit, ents):
-        if kit.calls_left > 1:
-            yield from kit.flag(gap, "COMPLETENESS_GAP", [], f"Entry number {gap} is missing from the listing.")
-            n += 1
+            first.setdefault(eid, crit)
+    flags = [flag(eid, crit, [], f"Entry {eid} ({ents[eid]['total_debit']:.2f}) trips the {crit} rule.",
+                  _difference(ents[eid]) if crit == "UNBALANCED" else ents[eid]["total_debit"])
+             for eid, crit in first.items()]
+    n = yield from dispose(kit, flags, reserve=2)
+    n += yield from dispose(kit, [flag(gap, "COMPLETENESS_GAP", [], f"Entry number {gap} is missing from the listing.")
+                                  for gap in _gap_ids(ents)])
     yield from kit.submit(f"Flagged {n} entries that trip a red-flag rule.")
 
 
-def _docs(kit: Kit):
+def _difference(h: dict[str, Any]) -> float:
+    return abs(h["total_debit"] - h["total_credit"])
+
+
+def _read_documents(kit: Kit, books: _Books) -> Generator[Action, str, _Pack]:
     """Open the two policies, the interface rounding reports, the approval logs, the out-of-hours
-    authorisations and the close calendar changes; returns (tolerance, policy ids, logs,
-    authorisations, extensions, rounding reports)."""
+    authorisations and the close calendar changes."""
+    pack = _Pack(**vars(books))
     pol = yield from kit.documents("policy")
-    ids = {}
-    for name, words in (("je", "balancing and approval"), ("close", "period-close")):
-        doc = next((d for d in pol if words in d["title"].lower()), None)
-        ids[name] = doc["doc_id"] if doc else None
-    tol = 0.0
-    if ids["je"]:
-        body = (yield from kit.open(ids["je"])).get("body", "")
-        m = re.search(r"up to USD ([\d,]+\.\d\d)", body)
-        tol = float(m.group(1).replace(",", "")) if m else 0.0
-    if ids["close"]:
-        yield from kit.open(ids["close"])
-    reports = {}
+    pack.je = [d["doc_id"] for d in pol if "balancing and approval" in d["title"].lower()][:1]
+    pack.close = [d["doc_id"] for d in pol if "period-close" in d["title"].lower()][:1]
+    if pack.je:
+        je = JE_POLICY.parse((yield from kit.open(pack.je[0])).get("body", ""))
+        pack.tol = je.tolerance / 100 if je else 0.0
+    if pack.close:
+        stated = CLOSE_POLICY.parse((yield from kit.open(pack.close[0])).get("body", ""))
+        pack.hours = (stated.start, stated.end) if stated else pack.hours
     for d in (yield from kit.documents("report")):
-        if "rounding report" not in d["title"].lower():
-            continue
-        body = (yield from kit.open(d["doc_id"])).get("body", "")
-        period = re.search(r"rounding report for period (\d{4}-\d\d)", body)
-        rows = {}
-        for line in body.splitlines():
-            m = re.fullmatch(r"(\S+) \| ([+-][\d,]+\.\d\d)", line.strip())
-            if m:
-                rows[m.group(1)] = float(m.group(2).replace(",", ""))
-        if period:
-            reports[period.group(1)] = {"doc_id": d["doc_id"], "rows": rows}
-    logs, auths, exts = [], [], {}
+        if "rounding report" in d["title"].lower():
+            rep = ROUNDING_REPORT.parse((yield from kit.open(d["doc_id"])).get("body", ""))
+            if rep:
+                pack.reports[rep.period] = (d["doc_id"], {u.reference: u.difference / 100 for u in rep.uploads})
     for d in (yield from kit.documents("memo")):
         title = d["title"].lower()
         if not any(w in title for w in ("approval log", "out-of-hours", "close calendar change")):
             continue
         body = (yield from kit.open(d["doc_id"])).get("body", "")
         if "approval log" in title:
-            span = re.search(r"from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", body)
-            rows = {}
-            for line in body.splitlines():
-                cells = [c.strip() for c in line.split("|")]
-                if len(cells) == 5 and re.fullmatch(r"\d{4}-\d\d-\d\d", cells[4]):
-                    rows[cells[0]] = {"signer": cells[3], "date": cells[4]}
-            if span:
-                logs.append({"doc_id": d["doc_id"], "from": span.group(1), "to": span.group(2), "rows": rows})
+            log = APPROVAL_LOG.parse(body)
+            pack.logs += [(d["doc_id"], log, {r.reference: r for r in log.rows})] if log else []
         elif "out-of-hours" in title:
-            day = re.search(r"on \w+ (\d{4}-\d\d-\d\d), between (\d\d):(\d\d) and (\d\d):(\d\d)", body)
-            users = re.search(r"Authorised users: ([A-Z_, ]+)", body)
-            if day and users:
-                auths.append({"doc_id": d["doc_id"], "day": day.group(1), "users": {u.strip() for u in users.group(1).split(",")},
-                              "hours": f"{day.group(2)}:{day.group(3)}-{day.group(4)}:{day.group(5)}",
-                              "from": int(day.group(2)) + int(day.group(3)) / 60,
-                              "to": int(day.group(4)) + int(day.group(5)) / 60})
-        else:
-            m = re.search(r"close of period (\d{4}-\d\d) is extended from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", body)
-            issued = re.search(r"Date: (\d{4}-\d\d-\d\d)", body)
-            if m and issued and issued.group(1) <= m.group(2):  # issued by the original close date
-                exts[m.group(1)] = {"doc_id": d["doc_id"], "to": m.group(3)}
-    return tol, ids, logs, auths, exts, reports
+            auth = OUT_OF_HOURS.parse(body)
+            pack.auths += [(d["doc_id"], auth)] if auth else []
+        elif (ext := CLOSE_CHANGE.parse(body)) and ext.issued <= ext.close:  # issued by the original close date
+            pack.exts[ext.period] = (d["doc_id"], ext)
+    return pack
 
 
-def careful(kit: Kit):
-    """Reads the whole listing, the balances, the user master, the chart, the calendar, the policies,
-    the approval logs, the authorisations and the close calendar changes first; then judges every rule
-    hit against its evidence, rolls the balances forward to size the missing entry, and disposes of
-    everything with what it opened."""
-    ents, rows = yield from _scan(kit)
-    balances = (yield from kit.call("get_balances")).get("rows", [])
-    users = {u["user_id"]: u for u in (yield from kit.master("users"))}
-    chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    cal_rows = yield from kit.master("calendar")
-    holidays = {r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"}
-    closes = _closes(cal_rows)
-    tol, pol, logs, auths, exts, reports = yield from _docs(kit)
-    pj = [pol["je"]] if pol["je"] else []
-    pc_ = [pol["close"]] if pol["close"] else []
+def _flag(eid: str, crit: str, evidence: list[str], why: str, amount: float) -> Disposition:
+    return flag(eid, crit, evidence, f"Entry {eid}: {why}.", amount)
 
-    hits = _rules(ents, users, chart, holidays, closes)
-    flags: dict[str, tuple] = {}   # eid -> (criteria, evidence, rationale, amount, needs_entry)
-    clears: dict[str, tuple] = {}  # eid -> (evidence, rationale, needs_entry)
-    for eid in hits["UNBALANCED"]:
-        h = ents[eid]
-        signed = round(h["total_debit"] - h["total_credit"], 2)
-        d = abs(signed)
-        rep = reports.get(h["posting_date"][:7])
-        ev = [eid] + ([rep["doc_id"]] if rep else []) + pj
-        reported = rep["rows"].get(h.get("reference") or "") if rep else None
-        head = f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}, a difference of {d:.2f}"
-        where = f"rounding report {rep['doc_id']}" if rep else "no interface rounding report for the period"
-        if reported is not None and abs(reported - signed) < 0.005 and d <= tol + 1e-9:
-            clears[eid] = (ev, f"{head}, reported as such on {where} and within the USD {tol:.2f} tolerance of the journal "
-                           "entry policy", True)
-        elif reported is not None:
-            flags[eid] = ("UNBALANCED", ev, f"{head}; {where} reports {reported:+,.2f} for this upload, not the "
-                          "difference posted: an unexplained difference", d, True)
-        else:
-            flags[eid] = ("UNBALANCED", ev, f"{head}, not on {where}: not an interface rounding difference but a keying "
-                          "or interface error", d, True)
-    for eid in hits["SELF_APPROVAL"]:
-        h = ents[eid]
-        day, prep = h["posting_date"], h["preparer"]
-        log = next((g for g in logs if g["from"] <= day <= g["to"]), None)
-        ev = ([log["doc_id"]] if log else []) + ["master:users", *pj]
-        row = log["rows"].get(h.get("reference") or "") if log else None
-        where = f"manual approval log {log['doc_id']}" if log else "no workflow incident log"
-        base = f"manual entry of {h['total_debit']:,.2f} posted on {day} with its preparer {prep} recorded as approver"
-        if row is None:
-            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; it is not signed off on {where}: self-approved",
-                                   h["total_debit"], False))
-            continue
-        signer = users.get(row["signer"], {})
-        limit = float(signer.get("approval_limit") or 0)
-        if row["signer"] == prep or row["date"] > day:
-            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row['signer']} only on "
-                                   f"{row['date']}, after it was posted on {day}", h["total_debit"], False))
-        elif limit < h["total_debit"]:
-            flags.setdefault(eid, ("SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row['signer']}, whose "
-                                   f"approval limit of {limit:,.2f} does not cover it", h["total_debit"], False))
-        else:
-            clears.setdefault(eid, (ev, f"{base} during the workflow incident; {where} shows it signed off by "
-                                    f"{row['signer']} on {row['date']}, before posting, within a limit of {limit:,.2f}", False))
-    for eid in hits["INVALID_ACCOUNT"]:
-        h = ents[eid]
-        odd = [a for a in dict.fromkeys(h["accounts"]) if not _standing(chart.get(a))]
-        verdicts = [(a, *_account_ok(chart.get(a), h["posting_date"])) for a in odd]
-        bad = [f"account {a} {why}" for a, ok, why in verdicts if not ok]
-        if bad:
-            flags.setdefault(eid, ("INVALID_ACCOUNT", ["master:accounts"], f"posted on {h['posting_date']} to an account not "
-                                   f"open for posting: {'; '.join(bad)}", h["total_debit"], False))
-        else:
-            why = "; ".join(f"account {a} {r}" for a, _ok, r in verdicts)
-            clears.setdefault(eid, (["master:accounts"], f"posted on {h['posting_date']} to an account active at that date "
-                                    f"per the chart of accounts: {why}", False))
-    for eid in hits["UNAUTHORISED_USER"]:
-        h = ents[eid]
-        ok, why = _user_ok(users.get(h["preparer"]), h["posting_date"])
-        if ok:
-            clears.setdefault(eid, (["master:users"], f"keyed on {h['posting_date']} by {h['preparer']}, who {why}", False))
-        else:
-            flags.setdefault(eid, ("UNAUTHORISED_USER", ["master:users"], f"keyed on {h['posting_date']} by {h['preparer']}, "
-                                   f"who {why}", h["total_debit"], False))
-    for eid in hits["OFF_HOURS"]:
-        h = ents[eid]
-        ts = h["entry_timestamp"]
-        why = _off_window(ts, holidays)
-        hour = int(ts[11:13]) + int(ts[14:16]) / 60
-        day_memos = [m for m in auths if m["day"] == ts[:10]]
-        memo = next((m for m in day_memos if h["preparer"] in m["users"] and m["from"] <= hour < m["to"]), None)
-        if memo:
-            clears.setdefault(eid, ([memo["doc_id"], *pc_], f"{why}, but out-of-hours work authorisation {memo['doc_id']} "
-                                    f"names {h['preparer']} for {ts[:10]}, {memo['hours']}, which covers {ts[11:16]}", False))
-        elif day_memos:
-            m = day_memos[0]
-            gap = f"does not name {h['preparer']}" if h["preparer"] not in m["users"] else \
-                f"covers {m['hours']} only, not {ts[11:16]}"
-            flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_, m["doc_id"]], f"manual entry of "
-                                   f"{h['total_debit']:.2f} {why} by {h['preparer']}; the only authorisation for that day, "
-                                   f"{m['doc_id']}, {gap}", h["total_debit"], False))
-        else:
-            flags.setdefault(eid, ("OFF_HOURS", ["master:calendar", *pc_], f"manual entry of {h['total_debit']:.2f} {why} by "
-                                   f"{h['preparer']}, with no out-of-hours work authorisation for that day",
-                                   h["total_debit"], False))
-    for eid in hits["CUTOFF"]:
-        h = ents[eid]
-        rec, posted = h["entry_timestamp"][:10], h["posting_date"]
-        close = closes.get(posted[:7])
-        ext = exts.get(posted[:7])
-        if ext and rec <= ext["to"]:
-            clears.setdefault(eid, (["master:calendar", *pc_, ext["doc_id"]], f"posted on {posted} and recorded on {rec}, "
-                                    f"after the calendar close {close} but within the extension of the close to "
-                                    f"{ext['to']} by close calendar change {ext['doc_id']}", False))
-        else:
-            ev = [eid, "master:calendar", *pc_] + ([ext["doc_id"]] if ext else [])
-            more = f"; close calendar change {ext['doc_id']} extended it only to {ext['to']}" if ext else ""
-            flags.setdefault(eid, ("CUTOFF", ev, f"posted on {posted} but recorded on {rec}, after the period's close date "
-                                   f"{close}{more}; the period was locked", h["total_debit"], True))
-    clears = {k: v for k, v in clears.items() if k not in flags}
 
-    # roll-forward: closing - opening minus the listed movements = what the listing is missing
+def _clear(eid: str, h: dict[str, Any], evidence: list[str], why: str) -> Disposition:
+    return clear(eid, evidence, f"Entry {eid} (USD {h['total_debit']:,.2f}): {why}.")
+
+
+def _judge_unbalanced(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Cleared when the rounding report of its period gives the upload exactly this difference, within the
+    policy's tolerance."""
+    signed = round(h["total_debit"] - h["total_credit"], 2)
+    d = abs(signed)
+    rep = p.reports.get(h["posting_date"][:7])
+    ev = [eid] + ([rep[0]] if rep else []) + p.je
+    reported = rep[1].get(h.get("reference") or "") if rep else None
+    head = f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}, a difference of {d:.2f}"
+    where = f"rounding report {rep[0]}" if rep else "no interface rounding report for the period"
+    if reported is not None and abs(reported - signed) < 0.005 and d <= p.tol + 1e-9:
+        return _clear(eid, h, ev, f"{head}, reported as such on {where} and within the USD {p.tol:.2f} tolerance "
+                      "of the journal entry policy")
+    if reported is not None:
+        return _flag(eid, "UNBALANCED", ev, f"{head}; {where} reports {reported:+,.2f} for this upload, not the "
+                     "difference posted: an unexplained difference", d)
+    return _flag(eid, "UNBALANCED", ev, f"{head}, not on {where}: not an interface rounding difference but a keying "
+                 "or interface error", d)
+
+
+def _judge_self_approval(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Cleared when the incident's manual approval log shows a second approver, whose limit covers the
+    amount, signing it off on or before the posting date."""
+    day, prep, amount = h["posting_date"], h["preparer"], h["total_debit"]
+    log = next((g for g in p.logs if g[1].start <= day <= g[1].end), None)
+    ev = ([log[0]] if log else []) + ["master:users", *p.je]
+    row = log[2].get(h.get("reference") or "") if log else None
+    where = f"manual approval log {log[0]}" if log else "no workflow incident log"
+    base = f"manual entry of {amount:,.2f} posted on {day} with its preparer {prep} recorded as approver"
+    if row is None:
+        return _flag(eid, "SELF_APPROVAL", ev, f"{base}; it is not signed off on {where}: self-approved", amount)
+    limit = float(p.users.get(row.signer, {}).get("approval_limit") or 0)
+    if row.signer == prep or row.signed > day:
+        return _flag(eid, "SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row.signer} only on "
+                     f"{row.signed}, after it was posted on {day}", amount)
+    if limit < amount:
+        return _flag(eid, "SELF_APPROVAL", ev, f"{base}; {where} shows it signed off by {row.signer}, whose approval "
+                     f"limit of {limit:,.2f} does not cover it", amount)
+    return _clear(eid, h, ev, f"{base} during the workflow incident; {where} shows it signed off by {row.signer} on "
+                  f"{row.signed}, before posting, within a limit of {limit:,.2f}")
+
+
+def _account_words(acct: dict[str, Any] | None, posted: str, ok: bool) -> str:
+    """The careful rationale's words for ``ACCOUNT_OPEN``'s verdict on ``acct`` (the rule decides ``ok``)."""
+    if ok and acct is not None:
+        return f"was opened on {acct.get('opened')}, before the posting date"
+    if acct is None:
+        return "does not exist in the chart of accounts"
+    if acct.get("opened") and posted < acct["opened"]:
+        return f"was only opened on {acct['opened']}"
+    if acct.get("closed") and posted > acct["closed"]:
+        return f"was closed on {acct['closed']}"
+    return f"has status {acct.get('status')}"
+
+
+def _judge_account(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Flagged when an account it posts to was not open on the posting date (``ACCOUNT_OPEN``)."""
+    posted = h["posting_date"]
+    odd = [a for a in dict.fromkeys(h["accounts"]) if not ACCOUNT_OPEN.standing(p.chart.get(a))]
+    verdicts = [(a, ACCOUNT_OPEN.check(p.chart.get(a), posted).ok) for a in odd]
+    words = {a: _account_words(p.chart.get(a), posted, ok) for a, ok in verdicts}
+    bad = [f"account {a} {words[a]}" for a, ok in verdicts if not ok]
+    if bad:
+        return _flag(eid, "INVALID_ACCOUNT", ["master:accounts"], f"posted on {posted} to an account not open for "
+                     f"posting: {'; '.join(bad)}", h["total_debit"])
+    return _clear(eid, h, ["master:accounts"], f"posted on {posted} to an account active at that date per the chart "
+                  f"of accounts: {'; '.join(f'account {a} {words[a]}' for a, _ok in verdicts)}")
+
+
+def _user_words(user: dict[str, Any] | None, ok: bool) -> str:
+    """The careful rationale's words for ``USER_MAY_POST``'s verdict on the preparer (the rule decides ``ok``)."""
+    if user is None:
+        return "is not in the user master"
+    if not user.get("posting_rights"):
+        return f"has no posting rights ({user.get('role')})"
+    term = user.get("termination_date") or ""
+    if term:
+        return f"was terminated only on {term}, after the posting date" if ok else f"was terminated on {term}"
+    return "is active with posting rights"
+
+
+def _judge_user(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Flagged when its preparer could not post it (``USER_MAY_POST``: rights ended before it was keyed or posted)."""
+    user, posted = p.users.get(h["preparer"]), h["posting_date"]
+    ok = user is not None and USER_MAY_POST.check(user, h["entry_timestamp"][:10], posted).ok
+    text = f"keyed on {posted} by {h['preparer']}, who {_user_words(user, ok)}"
+    if ok:
+        return _clear(eid, h, ["master:users"], text)
+    return _flag(eid, "UNAUTHORISED_USER", ["master:users"], text, h["total_debit"])
+
+
+def _judge_off_hours(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Cleared when an authorisation for the day names the preparer and its hours cover the time keyed."""
+    ts, prep, amount = h["entry_timestamp"], h["preparer"], h["total_debit"]
+    why, t = _why_off(ts, p), _secs(ts) // 60 * 60
+    day_memos = [(doc, m, {u.id for u in m.users}) for doc, m in p.auths if m.day == ts[:10]]
+    memo = next((x for x in day_memos if prep in x[2] and x[1].start <= t < x[1].end), None)
+    if memo:
+        return _clear(eid, h, [memo[0], *p.close], f"{why}, but out-of-hours work authorisation {memo[0]} names {prep} "
+                      f"for {ts[:10]}, {_hours(memo[1])}, which covers {ts[11:16]}")
+    if day_memos:
+        doc, m, users = day_memos[0]
+        gap = f"does not name {prep}" if prep not in users else f"covers {_hours(m)} only, not {ts[11:16]}"
+        return _flag(eid, "OFF_HOURS", ["master:calendar", *p.close, doc], f"manual entry of {amount:.2f} {why} by "
+                     f"{prep}; the only authorisation for that day, {doc}, {gap}", amount)
+    return _flag(eid, "OFF_HOURS", ["master:calendar", *p.close], f"manual entry of {amount:.2f} {why} by {prep}, with "
+                 "no out-of-hours work authorisation for that day", amount)
+
+
+def _hours(m: OutOfHours) -> str:
+    return f"{hhmm(m.start)}-{hhmm(m.end)}"
+
+
+def _judge_cutoff(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
+    """Cleared when a close calendar change, issued by the close date, extends the close to or past the
+    recording date."""
+    rec, posted = h["entry_timestamp"][:10], h["posting_date"]
+    close = p.closes.get(posted[:7])
+    ext = p.exts.get(posted[:7])
+    if ext and rec <= ext[1].new_close:
+        return _clear(eid, h, ["master:calendar", *p.close, ext[0]], f"posted on {posted} and recorded on {rec}, after "
+                      f"the calendar close {close} but within the extension of the close to {ext[1].new_close} by "
+                      f"close calendar change {ext[0]}")
+    more = f"; close calendar change {ext[0]} extended it only to {ext[1].new_close}" if ext else ""
+    return _flag(eid, "CUTOFF", [eid, "master:calendar", *p.close] + ([ext[0]] if ext else []), f"posted on {posted} "
+                 f"but recorded on {rec}, after the period's close date {close}{more}; the period was locked",
+                 h["total_debit"])
+
+
+#: how careful judges a hit of each criterion's rule against the evidence
+JUDGE: dict[str, Callable[[str, dict[str, Any], _Pack], Disposition]] = {
+    "UNBALANCED": _judge_unbalanced, "SELF_APPROVAL": _judge_self_approval, "INVALID_ACCOUNT": _judge_account,
+    "UNAUTHORISED_USER": _judge_user, "OFF_HOURS": _judge_off_hours, "CUTOFF": _judge_cutoff,
+}
+
+
+def _roll_forward(rows: list[dict[str, Any]], balances: list[dict[str, Any]]) -> dict[str, float]:
+    """Per account whose closing balance does not roll forward: closing - opening - the listed movements."""
     moved: dict[str, float] = {}
     for r in rows:
         moved[r["account"]] = moved.get(r["account"], 0.0) + (r.get("debit") or 0.0) - (r.get("credit") or 0.0)
-    diffs = {b["account"]: round(b["closing_balance"] - b["opening_balance"] - moved.get(b["account"], 0.0), 2) for b in balances}
-    diffs = {a: d for a, d in diffs.items() if abs(d) > 0.005}
-    gaps = _gap_ids(kit, ents)
-    gap_amount = max((abs(d) for d in diffs.values()), default=0.0)
+    diffs = {b["account"]: round(b["closing_balance"] - b["opening_balance"] - moved.get(b["account"], 0.0), 2)
+             for b in balances}
+    return {a: d for a, d in diffs.items() if abs(d) > 0.005}
 
-    for eid in sorted(flags, key=lambda k: (not flags[k][4], k)):
-        if kit.calls_left <= 2 + len(gaps):
-            break
-        crit, ev, why, amount, needs_entry = flags[eid]
-        if needs_entry:
-            entry = yield from kit.call("get_entry", entry_id=eid)
-            if crit == "UNBALANCED" and "total_debit" in entry:
-                amount = round(abs(entry["total_debit"] - entry["total_credit"]), 2)
-        yield from kit.flag(eid, crit, ev, f"Entry {eid}: {why}.", amount=amount)
-    for gap in gaps:
-        if kit.calls_left <= 2:
-            break
-        dr = ", ".join(f"{a} {d:+,.2f}" for a, d in sorted(diffs.items()))
-        yield from kit.flag(gap, "COMPLETENESS_GAP", ["master:balances"],
-                            f"Entry number {gap} is missing from the consecutively numbered listing, and the roll-forward of "
-                            f"the trial balance (closing - opening - listed movements) does not agree for: {dr}. The missing "
-                            f"entry moved {gap_amount:,.2f}.", amount=gap_amount)
-    for eid in sorted(clears):
-        if kit.calls_left <= 1:
-            break
-        ev, why, needs_entry = clears[eid]
-        if needs_entry:
-            if kit.calls_left <= 2:
-                continue
-            yield from kit.call("get_entry", entry_id=eid)
-        yield from kit.clear(eid, ev, f"Entry {eid} (USD {ents[eid]['total_debit']:,.2f}): {why}.")
-    by = {}
-    for crit, *_ in flags.values():
-        by[crit] = by.get(crit, 0) + 1
-    yield from kit.submit(
-        "Flagged " + ", ".join(f"{n} {c}" for c, n in sorted(by.items())) + (f"; {len(gaps)} entry missing from the listing "
-        f"(roll-forward difference {gap_amount:,.2f})" if gaps else "") + f". Cleared {len(clears)} look-alikes with their evidence.")
+
+def careful(kit: Kit) -> Generator[Action, str, None]:
+    """Reads the whole listing, the balances, the user master, the chart, the calendar, the policies,
+    the approval logs, the authorisations and the close calendar changes first; then judges every rule
+    hit against its evidence (one verdict an entry: the first criterion that flags it, else the first that
+    clears it), rolls the balances forward to size the missing entry, and disposes of everything with
+    what it opened: flags first (those citing the entry itself, opened first), the missing entry, then
+    the clearances."""
+    ents, rows = yield from _scan(kit)
+    balances = (yield from kit.call("get_balances")).get("rows", [])
+    pack = yield from _read_documents(kit, (yield from _read_books(kit)))
+    hits = _rules(ents, pack)
+    flags: dict[str, Disposition] = {}
+    clears: dict[str, Disposition] = {}
+    for crit in KINDS:
+        for eid in hits[crit]:
+            d = JUDGE[crit](eid, ents[eid], pack)
+            (flags if d.flag else clears).setdefault(eid, d)
+    clears = {k: d for k, d in clears.items() if k not in flags}
+    diffs = _roll_forward(rows, balances)
+    gaps = _gap_ids(ents)
+    moved = max((abs(d) for d in diffs.values()), default=0.0)
+    dr = ", ".join(f"{a} {d:+,.2f}" for a, d in sorted(diffs.items()))
+    missing = [flag(gap, "COMPLETENESS_GAP", ["master:balances"], f"Entry number {gap} is missing from the "
+                    "consecutively numbered listing, and the roll-forward of the trial balance (closing - opening - "
+                    f"listed movements) does not agree for: {dr}. The missing entry moved {moved:,.2f}.", moved)
+               for gap in gaps]
+    yield from _dispose_all(kit, flags, missing, clears)
+    by = Counter(d.criteria for d in flags.values())
+    yield from kit.submit("Flagged " + ", ".join(f"{n} {c}" for c, n in sorted(by.items())) + (
+        f"; {len(gaps)} entry missing from the listing (roll-forward difference {moved:,.2f})" if gaps else "")
+        + f". Cleared {len(clears)} look-alikes with their evidence.")
+
+
+def _dispose_all(kit: Kit, flags: dict[str, Disposition], missing: list[Disposition],
+                 clears: dict[str, Disposition]) -> Generator[Action, str, None]:
+    """Flags (those citing the entry itself first, each opening the entry before its disposition; a
+    call kept for each missing entry and the summary), the missing entries, then the clearances; the
+    last call before the summary goes to the next clearance that needs no reading."""
+
+    def decide(d: Disposition) -> Generator[Action, str, Disposition]:
+        if d.entry_id in d.evidence:  # the entry is its own evidence: open it first
+            entry = yield from kit.call("get_entry", entry_id=d.entry_id)
+            if d.criteria == "UNBALANCED" and "total_debit" in entry:
+                d = replace(d, amount=round(abs(entry["total_debit"] - entry["total_credit"]), 2))
+        return d
+
+    order = sorted(flags.values(), key=lambda d: (d.entry_id not in d.evidence, d.entry_id))
+    yield from review(kit, order, decide, reserve=2 + len(missing))
+    yield from dispose(kit, missing, reserve=2)
+    cleared = [clears[k] for k in sorted(clears)]
+    done = yield from review(kit, cleared, decide, reserve=2)
+    yield from dispose(kit, [d for d in cleared[len(done):] if d.entry_id not in d.evidence][:1])
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=JE_POLICY.template + "\n\n" + CLOSE_POLICY.template,
+            rules=(ACCOUNT_OPEN, USER_MAY_POST, POSTING_WINDOW),
+            decisive="per criterion, the evidence its rule hit is judged by: the upload's difference on the "
+                     "interface's rounding report (within the policy's tolerance), the second sign-off on the "
+                     "incident's approval log before posting, master:accounts (the account open at the posting "
+                     "date), master:users (the termination date against the keying and posting dates), the day's "
+                     "out-of-hours authorisation (user and hours), the close calendar change (the extended close "
+                     "against the recording date); the roll-forward of master:balances sizes the missing entry")

@@ -11,9 +11,60 @@ import pytest
 
 from jeval_ray.agents import entries_of
 from jeval_ray.books.calendar import month_close_dates
-from jeval_ray.tasks.je16 import KINDS, _account_ok, _off_window, _rules, _user_ok
+from jeval_ray.tasks.je16 import KINDS
 
 CLOSES = dict(month_close_dates())
+#: the posting window the close policy states (08:00-18:00), in hours
+HOURS = (8, 18)
+
+
+# The rules as the policies state them, written here again (never the task's or the kit's code): a
+# wrong rule shared by the planter, the solver and this audit would be invisible to all three.
+def _standing(acct: dict | None) -> bool:
+    """A plain active account, unchanged during FY2025 (what the red-flag screen trusts)."""
+    return bool(acct) and acct.get("status") == "active" and (acct.get("opened") or "") < "2025-01-01" \
+        and not acct.get("closed") and not acct.get("blocked_on")
+
+
+def _account_open(acct: dict | None, posted: str) -> bool:
+    """Whether ``acct`` accepted postings dated ``posted``: in the chart, opened on or before the date, not
+    closed before it, and not blocked on it (a blocked account from its ``blocked_on`` date, or always
+    when no date is given)."""
+    if acct is None or acct.get("status") not in ("active", "blocked", "closed"):
+        return False
+    blocked = acct.get("status") == "blocked" and posted >= (acct.get("blocked_on") or "")
+    return not blocked and (acct.get("opened") or "") <= posted and posted <= (acct.get("closed") or "9999")
+
+
+def _may_post(user: dict | None, posted: str) -> bool:
+    """Whether ``user`` could post on ``posted``: posting rights, and access not yet ended (it ends on the
+    termination date)."""
+    return user is not None and bool(user.get("posting_rights")) and posted <= (user.get("termination_date") or "9999")
+
+
+def _off_window(ts: str, holidays: set[str]) -> bool:
+    """Whether a manual entry keyed at ``ts`` is outside the posting window (a holiday, a weekend, or
+    outside 08:00-18:00 by the entry timestamp)."""
+    day = ts[:10]
+    hour = int(ts[11:13]) + int(ts[14:16]) / 60
+    return day in holidays or not np.is_busday(np.datetime64(day)) or hour < HOURS[0] or hour >= HOURS[1]
+
+
+def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], closes: dict[str, str]) -> dict[str, list[str]]:
+    """Candidates per criterion by the red-flag rules the brief states (the listing and master data)."""
+    def no_rights(user: dict | None) -> bool:
+        return user is None or not user.get("posting_rights") or user.get("status") != "active"
+
+    rule = {
+        "UNBALANCED": lambda h: abs(h["total_debit"] - h["total_credit"]) > 0.004,
+        "SELF_APPROVAL": lambda h: bool(h.get("approver")) and h["approver"] == h["preparer"],
+        "INVALID_ACCOUNT": lambda h: not all(_standing(chart.get(a)) for a in h["accounts"]),
+        "UNAUTHORISED_USER": lambda h: h["source"] == "manual" and no_rights(users.get(h["preparer"])),
+        "OFF_HOURS": lambda h: h["source"] == "manual" and _off_window(h["entry_timestamp"], holidays),
+        # a period without a close date in the calendar has no cut-off to break
+        "CUTOFF": lambda h: h["entry_timestamp"][:10] > closes.get(h["posting_date"][:7], "9999"),
+    }
+    return {k: [eid for eid in sorted(ents) if rule[k](ents[eid])] for k in KINDS}
 
 
 def entries(world) -> dict[str, dict]:
@@ -97,11 +148,11 @@ def check_defects(w) -> set[str]:
             assert row is None or row["date"] > h["posting_date"] or \
                 users[row["signer"]]["approval_limit"] < h["total_debit"], d
         if d.criteria == "INVALID_ACCOUNT":
-            assert not all(_account_ok(chart.get(a), h["posting_date"])[0] for a in h["accounts"])
+            assert not all(_account_open(chart.get(a), h["posting_date"]) for a in h["accounts"])
             # back-dated, not rejected: the account existed when the entry was keyed
             assert all(chart[a]["opened"] <= h["entry_timestamp"][:10] for a in h["accounts"])
         if d.criteria == "UNAUTHORISED_USER":
-            assert not _user_ok(users.get(h["preparer"]), h["posting_date"])[0]
+            assert not _may_post(users.get(h["preparer"]), h["posting_date"])
         if d.criteria == "OFF_HOURS":
             memos = [x.doc_id for x in w.documents if x.title.startswith("Out-of-hours work authorisation")]
             assert not any(memo_covers(w, m, h) for m in memos)
@@ -132,9 +183,9 @@ def check_decoys(w) -> None:
             assert row["date"] <= h["posting_date"] and users[row["signer"]]["approval_limit"] >= h["total_debit"]
             assert row["amount"] == pytest.approx(h["total_debit"])
         elif d.decoy_type == "account_opened_before_posting":
-            assert all(_account_ok(chart.get(a), h["posting_date"])[0] for a in h["accounts"])
+            assert all(_account_open(chart.get(a), h["posting_date"]) for a in h["accounts"])
         elif d.decoy_type == "posted_before_termination":
-            assert _user_ok(users[h["preparer"]], h["posting_date"])[0] and users[h["preparer"]]["termination_date"]
+            assert _may_post(users[h["preparer"]], h["posting_date"]) and users[h["preparer"]]["termination_date"]
         elif d.decoy_type == "authorised_out_of_hours_work":
             assert _off_window(h["entry_timestamp"], holidays(w)) and memo_covers(w, d.clearing_evidence[0], h)
             body = w.document(d.clearing_evidence[0]).body

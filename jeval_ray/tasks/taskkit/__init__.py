@@ -16,6 +16,7 @@ The kit sits inside the ``tasks`` layer: it imports the builder and the protocol
 """
 
 from jeval_ray.tasks.taskkit.draws import grouped_roles, roles, split_in_groups
+from jeval_ray.tasks.taskkit.forms import SIGNED_MONEY
 from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, HHMM, INT, LINE, MONEY, NAME, REF, TOKEN, WORD, Form, Kind,
                                           Lines, LinesForm, Many, doc_ref, entry_ref, fixed, hhmm, parse_any)
 from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST, AccountOpen,
@@ -30,4 +31,5 @@ __all__ = [
     "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "clear",
     "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while",
     "review", "roles", "split_in_groups", "surface_naive", "tally",
+    "SIGNED_MONEY",
 ]

@@ -54,19 +54,22 @@ class Kind:
         return text
 
 
-def fixed(places: int, *, commas: bool = False) -> Kind:
+def fixed(places: int, *, commas: bool = False, signed: bool = False) -> Kind:
     """A decimal written with ``places`` decimals, held as an int count of its smallest unit
-    (``fixed(2)`` holds cents: 1234 is written 12.34; ``commas`` groups thousands: 1,234.56)."""
+    (``fixed(2)`` holds cents: 1234 is written 12.34; ``commas`` groups thousands: 1,234.56;
+    ``signed`` always writes the sign: +12.34, -0.05)."""
     unit = 10 ** places
     sep = "," if commas else ""
+    sign = "+" if signed else ""
     digits = r"\d{1,3}(?:,\d{3})*" if commas else r"\d+"
 
     def write(v: int) -> str:
-        return f"{int(v) / unit:{sep}.{places}f}"
+        return f"{int(v) / unit:{sign}{sep}.{places}f}"
 
     def read(s: str) -> int:
         return int(round(float(s.replace(",", "")) * unit))
-    return Kind(f"fixed({places}{', commas' if commas else ''})", rf"-?{digits}\.\d{{{places}}}", write, read)
+    name = f"fixed({places}{', commas' if commas else ''}{', signed' if signed else ''})"
+    return Kind(name, rf"{'[+-]' if signed else '-?'}{digits}\.\d{{{places}}}", write, read)
 
 
 #: any text on one line (a description, a purpose); the template's next literal ends it
@@ -83,6 +86,10 @@ INT = Kind("int", r"-?\d+", str, int)
 DATE = Kind("date", r"\d{4}-\d{2}-\d{2}")
 #: an amount in cents written as currency, thousands grouped: 1234567 -> 12,345.67
 MONEY = fixed(2, commas=True)
+#: a signed amount in cents, the sign always written (a difference): 1234567 -> +12,345.67, -5 -> -0.05
+SIGNED_MONEY = fixed(2, commas=True, signed=True)
+
+
 def hhmm(seconds: int) -> str:
     """A time of day in seconds after midnight as ``HH:MM``."""
     if seconds % 60:
@@ -233,4 +240,4 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
 
 
 __all__ = ["DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
-           "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]
+           "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any", "SIGNED_MONEY"]
