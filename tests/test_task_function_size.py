@@ -22,8 +22,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("je05.py", "plant"): _NOT_YET,
     ("je08.py", "plant"): _NOT_YET,
     ("je09.py", "careful"): _NOT_YET,
-    ("je10.py", "plant"): _NOT_YET,
-    ("je10.py", "careful"): _NOT_YET,
     ("je14.py", "plant"): _NOT_YET,
     ("je15.py", "plant"): _NOT_YET,
 }

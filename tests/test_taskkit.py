@@ -22,7 +22,7 @@ from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import SIGNED_MONEY
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
+                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, review, roles)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -166,6 +166,24 @@ def test_dispose_stops_while_a_call_is_left_for_the_summary():
     except StopIteration as stop:
         assert stop.value == 3
     assert kit.issued == ["0", "1", "2"] and kit.calls_left == 1
+
+
+def test_review_issues_what_decide_returns_and_nothing_for_none():
+    kit = _Budget(6)
+
+    def decide(i):
+        kit.calls_left -= 1  # one read per item
+        yield None
+        return flag(str(i), "X", [], "why") if i % 2 == 0 else None
+
+    gen = review(kit, range(10), decide, reserve=2)
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        assert [d.entry_id for d in stop.value] == ["0", "2"]
+    # 6: read 0, flag 0 (4); read 1, nothing (3); read 2, flag 2 (1 <= 2: stop)
+    assert kit.issued == ["0", "2"] and kit.calls_left == 1
 
 
 def test_plants_cannot_claim_what_another_plant_changed():

@@ -98,13 +98,20 @@ breaks a rule of the policy (``tests/test_key_audit_je10.py``).
 
 from __future__ import annotations
 
-import re
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from itertools import takewhile
+from typing import Any, Callable
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import calendar as cal, chart, master as md
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Kind, Many, Task, clear,
+                                     dispose, flag, parse_any, review, tally)
 
 SPEC = spec(
     "JE-10",
@@ -188,17 +195,189 @@ KEY_RATIONALE = (
 )
 
 POLICY_TITLE = "Procurement and accounts payable policy"
+CODE = "THREE_WAY_MISMATCH"
 #: the menus the company's price tolerance is set from (a percentage of the order value, a USD cap)
 _PCTS = (3.0, 5.0, 7.5, 10.0, 15.0)
 _CAPS = (500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000)
 _BANKS = ("First Coastal Bank", "Lakeshore National Bank", "Summit Trust", "Pacific Commerce Bank")
 #: categories bought on a purchase order without a goods receipt (two-way match) and their cost accounts
 _TWO_WAY = tuple(c.name for c in md.CATEGORIES if c.flow == "two_way")
-_MONEY = r"USD (-?[\d,]+\.\d\d)"
 
 
-def _usd(cents: int) -> str:
-    return f"USD {cents / 100:,.2f}"
+# ---------------------------------------------------------------------------- documents
+#: a number as the policy writes it (``7.5``, ``10``: no trailing zeros), held as its text
+PERCENT = Kind("percent", r"\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a list written inline (an account code of the coding guide, an invoice reference)."""
+    text: str
+
+
+ITEM = Form(Item, "{text}", text=TOKEN)
+
+
+@dataclass(frozen=True)
+class Guide:
+    """A line of the policy's coding guide: a vendor category, what it supplies, the account its documents
+    post to and the other accounts it may post."""
+    category: str
+    what: str
+    main: str
+    main_name: str
+    also: tuple[Item, ...]
+
+
+GUIDE = Form(Guide, "  - {category} ({what}): {main} {main_name}; also {also}", category=TOKEN, what=NAME,
+             main=TOKEN, main_name=LINE, also=Many((ITEM,), ", "))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The procurement and accounts payable policy: the price tolerance (a percentage of the order value or a
+    USD cap, in cents, whichever is lower) and the coding guide."""
+    pct: str
+    cap: int
+    guide: tuple[Guide, ...]
+
+
+POLICY = Form(Policy, (
+    "Section 3 Purchase orders. Goods and ordered services are bought on an approved purchase order (PO) "
+    "raised in the ERP before the order is placed; recurring fees and utility, professional, office and travel "
+    "bills are invoiced without one.\n"
+    "Section 5 Matching. Accounts payable posts a vendor invoice only when it agrees with the approved PO and, for "
+    "goods, with the goods receipts recorded against it (shown in the PO history):\n"
+    "  5.0 Quantity: the quantity invoiced may not exceed the quantity received.\n"
+    "  5.1 Price: the invoice may exceed the PO price of the quantity invoiced by no more than "
+    "{pct}% of that order value or USD {cap}, whichever is lower. Such small differences (surcharges, "
+    "rounding) are posted to 5100 Purchase Price Variance without further approval; any larger excess requires "
+    "an approved PO change before the invoice is posted. Invoices below the PO price are posted as invoiced.\n"
+    "  5.2 Payee: payment is made only to the bank account held in the vendor master. Remittance details on an "
+    "invoice that differ from the vendor master must not be used; bank changes go through the vendor change "
+    "procedure with call-back verification and are logged in the vendor change log.\n"
+    "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master, "
+    "except that an ordered service posts to the account its approved PO assigns it to (the PO's account "
+    "assignment, set by the buyer when the order is for another category's work):\n{guide}"),
+    pct=PERCENT, cap=MONEY, guide=Many((GUIDE,), "\n"))
+
+
+@dataclass(frozen=True)
+class Invoice:
+    """The vendor's invoice as the pack holds it: its line (quantity at the order price; a two-way invoice bills
+    one unit of the work ordered), total, remittance details and the AP posting stamp."""
+    number: int
+    vendor: str
+    vendor_id: str
+    bill_to: str
+    date: str
+    due: str
+    po: str
+    what: str
+    qty: int
+    price: int
+    value: int
+    total: int
+    bank_name: str
+    bank: str
+    ref: str
+    posted: str
+    preparer: str
+    preparer_id: str
+    approver: str
+    approver_id: str
+    approved: str
+
+
+@dataclass(frozen=True)
+class AdjustedInvoice(Invoice):
+    """An invoice with a price adjustment over the order price of its line (a second line)."""
+    adjustment: int
+
+
+_INVOICE_HEAD = ("INVOICE {number}\nFrom: {vendor} (our vendor no. {vendor_id})\nBill to: {bill_to}, Accounts Payable\n"
+                 "Invoice date: {date}    Due date: {due}\nYour purchase order: {po}\n"
+                 "Line 1: {what} - quantity {qty} at USD {price} each = USD {value}\n")
+_INVOICE_TAIL = ("Invoice total: USD {total}\nRemit payment to: {bank_name}, account {bank}\nAP stamp: posted as {ref} "
+                 "on {posted} by {preparer} ({preparer_id}); approved by {approver} ({approver_id}) on {approved}.")
+_INVOICE_KINDS: dict[str, Any] = dict(vendor_id=TOKEN, date=DATE, due=DATE, po=TOKEN, price=MONEY, value=MONEY,
+                                      total=MONEY, bank_name=NAME, bank=TOKEN, ref=TOKEN, posted=DATE, preparer=NAME,
+                                      preparer_id=TOKEN, approver=NAME, approver_id=TOKEN, approved=DATE)
+INVOICE = Form(Invoice, _INVOICE_HEAD + _INVOICE_TAIL, **_INVOICE_KINDS)
+ADJUSTED_INVOICE = Form(AdjustedInvoice, _INVOICE_HEAD + "Line 2: price adjustment = USD {adjustment}\n"
+                        + _INVOICE_TAIL, adjustment=MONEY, **_INVOICE_KINDS)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A goods receipt in a purchase order's history."""
+    gr: str
+    posted: str
+    qty: int
+    value: int
+
+
+RECEIPT = Form(Receipt, "goods receipt {gr} posted {posted}, quantity {qty} received (USD {value})", gr=TOKEN,
+               posted=DATE, value=MONEY)
+
+
+@dataclass(frozen=True)
+class Order:
+    """The approved purchase order: its line (quantity at the order price) and approval."""
+    po: str
+    vendor: str
+    vendor_id: str
+    date: str
+    what: str
+    qty: int
+    price: int
+    value: int
+    buyer: str
+    buyer_id: str
+    approver: str
+    approver_id: str
+    approved: str
+
+
+@dataclass(frozen=True)
+class GoodsOrder(Order):
+    """A purchase order of goods (three-way match): its history lists the goods receipts."""
+    receipts: tuple[Receipt, ...]
+
+
+@dataclass(frozen=True)
+class ServiceOrder(Order):
+    """A purchase order of services (two-way match): no goods receipt; the buyer's account assignment."""
+    account: str
+    account_name: str
+
+
+_ORDER_HEAD = ("PURCHASE ORDER {po}\nVendor: {vendor} (vendor no. {vendor_id})\nOrder date: {date}\n"
+               "Line 1: {what} - quantity {qty} at USD {price} each = USD {value}\nPO total: USD {value}\n")
+_ORDER_APPROVAL = ("Raised by {buyer} ({buyer_id}); approved in ERP by {approver} ({approver_id}) on {approved}.\n"
+                   "PO history: ")
+_ORDER_KINDS: dict[str, Any] = dict(po=TOKEN, vendor_id=TOKEN, date=DATE, price=MONEY, value=MONEY, buyer=NAME,
+                                    buyer_id=TOKEN, approver=NAME, approver_id=TOKEN, approved=DATE)
+GOODS_ORDER = Form(GoodsOrder, _ORDER_HEAD + _ORDER_APPROVAL + "{receipts}.", receipts=Many((RECEIPT,), "; "),
+                   **_ORDER_KINDS)
+SERVICE_ORDER = Form(ServiceOrder, _ORDER_HEAD + "Account assignment: {account} {account_name}\n" + _ORDER_APPROVAL
+                     + "no goods receipt (services ordered; matched two-way to the invoice).", account=TOKEN,
+                     **_ORDER_KINDS)
+
+
+@dataclass(frozen=True)
+class Pbc:
+    """The client's PBC list of the vouching sample."""
+    n: int
+    refs: tuple[Item, ...]
+
+
+PBC = Form(Pbc, (
+    "Provided by client (PBC) for the FY2025 audit. As requested in the audit request list, Accounts Payable has "
+    "provided the vendor invoice and the approved purchase order (with its history) for each of the {n} "
+    "AP invoices the auditors selected for matching: {refs}. Vendor bank details are maintained in the vendor "
+    "master only; changes are in the vendor change log. Invoices outside the selection were not requested."),
+    refs=Many((ITEM,), ", "))
 
 
 def _tolerance_cents(order_value: int, pct: float, cap_usd: int) -> int:
@@ -215,23 +394,23 @@ def allowed_codes(category: str) -> list[str]:
     return sorted(chart.ACCOUNTS[i].code for i in md.ALLOWED_ACCOUNTS[category])
 
 
-def _coding_guide() -> str:
-    lines = []
+def _coding_guide() -> tuple[Guide, ...]:
+    out = []
     for c in md.CATEGORIES:
         main = cost_account(c.name)
         rest = [a for a in allowed_codes(c.name) if a != main]
-        lines.append(f"  - {c.name} ({c.what}): {main} {chart.ACCOUNTS[chart.CODE[main]].name}; also {', '.join(rest)}")
-    return "\n".join(lines)
+        out.append(Guide(c.name, c.what, main, chart.ACCOUNTS[chart.CODE[main]].name, tuple(Item(a) for a in rest)))
+    return tuple(out)
 
 
-def natural_variances(b) -> tuple[np.ndarray, np.ndarray]:
+def natural_variances(b: WorldBuilder) -> tuple[np.ndarray, np.ndarray]:
     """(order value, price difference) in cents of every matched invoice the books posted in the year."""
     d = b.books.docs
-    docs = b.e.peek("books_doc")[b.e.peek("doc_code") == "VI"]
+    docs = b.cols.books_doc[b.cols.doc_code == "VI"]
     return d.amount[docs].astype(np.int64), d.variance[docs].astype(np.int64)
 
 
-def _policy_tolerance(b) -> tuple[float, int]:
+def _policy_tolerance(b: WorldBuilder) -> tuple[float, int]:
     """The smallest menu tolerance above every price difference of the year's ordinary invoices, sometimes a step up."""
     amt, var = natural_variances(b)
     pos = var > 0
@@ -247,11 +426,11 @@ def _policy_tolerance(b) -> tuple[float, int]:
 class _Chains:
     """The books' purchasing chains behind the year's entries: an entry's document, its order, receipts, payments."""
 
-    def __init__(self, b):
+    def __init__(self, b: WorldBuilder):
         d = b.books.docs
         self.d = d
         self.entry_of = np.full(len(d), -1, dtype=np.int64)
-        self.entry_of[b.e.peek("books_doc")] = np.arange(b.n)
+        self.entry_of[b.cols.books_doc] = np.arange(b.n)
         gr = d.of("GR")
         self.gr = gr[np.argsort(d.parent[gr], kind="stable")]
         self.gr_parent = d.parent[self.gr]
@@ -285,63 +464,168 @@ class _Chains:
         return (n == 1) & (qty == d.quantity)
 
 
-def plant(b) -> None:
-    """Plant price, quantity, payee and coding exceptions into sampled AP invoices, their look-alikes and clean items."""
-    rng = b.rng
-    e = b.e
+# ---------------------------------------------------------------------------- planting
+class _Pool:
+    """The candidates of the sample (masks over the entries, drawn from the books' own invoices) and the
+    draws that reserve them: defects and decoys of one face come from one mask."""
+
+    def __init__(self, b: WorldBuilder, ch: _Chains, pct: float, cap: int):
+        c, d = b.cols, ch.d
+        self.b, self.ch, self.d, self.pct, self.cap = b, ch, d, pct, cap
+        self.docs = docs = c.books_doc
+        # per entry: its vendor's category (-1 without a vendor) and its approver's limit (0 without one)
+        self.cat = cat = np.where(c.vendor_id != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
+        appr_limit = np.array([u.approval_limit_cents for u in md.USERS] + [0], dtype=np.int64)[d.approver[docs]]
+        self.var = var = d.variance[docs]
+        self.amt = amt = d.amount[docs]
+        vi = (c.doc_code == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
+        raw_vi = vi & (cat == md.CATEGORY["raw_materials"])
+        self.two_way = ((c.doc_code == "VN") & (d.parent[docs] >= 0)
+                        & np.isin(cat, [md.CATEGORY[k] for k in _TWO_WAY]))
+        # room under the approver's limit for the largest price adjustment planted (30 % of the order value)
+        room = appr_limit >= (amt * 13 // 10 + np.abs(var) + 100)
+        parent = d.parent[docs]
+        # matched invoices whose goods receipts in the books add up to what was invoiced
+        self.po_of = po_of = np.maximum(parent, 0)
+        recv = np.bincount(ch.gr_parent, weights=d.amount[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
+        vi &= (parent >= 0) & (recv == amt)
+        raw_vi &= vi
+        # orders received whole in one goods receipt posted in the year (the receipt a short delivery changes)
+        first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
+        whole = ch.single_receipt()[po_of]
+        qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
+        # invoices whose amount a plant changes (price differences, short deliveries) are paid whole or not in the year
+        settles = ch.paid_whole_or_not()[docs]
+        self.qty_ok = qty_ok & settles
+        # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
+        received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
+        self.clean = (vi & (var <= 0) & (received_all == d.quantity[po_of])) | self.two_way
+        self.price = raw_vi & room & (var <= 0) & settles
+        self.partner = np.where(cat >= 0, d.partner[docs], -1)  # the vendor's index, -1 for entries without one
+        #: vendors whose bank changed: their invoices dated up to the change name the old account, so none joins
+        #: the sample
+        self.locked = np.zeros(b.n, dtype=bool)
+        self.vendors: set[str] = set()
+        self.partners: set[int] = set()
+
+    def take(self, k: int, where: np.ndarray, what: str, fresh_vendor: bool = False) -> list[int]:
+        out = []
+        for _ in range(k):
+            mask = where & ~self.locked
+            if fresh_vendor:
+                mask &= ~np.isin(self.partner, sorted(self.partners))
+            i = int(self.b.pick(1, mask, what=what)[0])
+            out.append(i)
+            self.vendors.add(str(self.b.cols.vendor_id[i]))
+            self.partners.add(int(self.partner[i]))
+        return out
+
+    def free(self, where: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(where & ~self.b.used & ~self.locked)
+
+    def miscoded(self, what: str) -> tuple[int, str]:
+        """A two-way invoice and the cost account of another two-way category it is posted to. The pairs (category
+        billed, account posted) are drawn so that each account is posted as often as the two-way invoices of the
+        sample post it (half a turn of the categories' shares, which lands on another category while no share is
+        half of them; where one is, the next category)."""
+        cats = np.array([md.CATEGORY[k] for k in _TWO_WAY])
+        counts = np.array([len(self.free(self.two_way & (self.cat == k))) for k in cats], dtype=float)
+        if counts.sum() == 0:
+            self.take(1, self.two_way, what)  # raises the builder's error: no two-way invoice is left
+        edges = np.cumsum(counts / counts.sum())
+        u = float(self.b.rng.uniform())
+        src = min(int(np.searchsorted(edges, u, side="right")), len(cats) - 1)
+        dst = min(int(np.searchsorted(edges, (u + 0.5) % 1.0, side="right")), len(cats) - 1)
+        if dst == src:
+            dst = (src + 1) % len(cats)
+        return self.take(1, self.two_way & (self.cat == cats[src]), what)[0], cost_account(_TWO_WAY[dst])
+
+    def take_nearest(self, where: np.ndarray, finals: Callable[[np.ndarray], np.ndarray], target: int,
+                     what: str) -> int:
+        """The candidate whose amount as planted (``finals`` of the candidates) is nearest ``target`` (in log)."""
+        cand = self.free(where)
+        if not len(cand):
+            return self.take(1, where, what)[0]  # raises the builder's error on too few candidates
+        j = int(cand[int(np.argmin(np.abs(np.log(finals(cand)) - np.log(max(target, 1)))))])
+        return self.take(1, np.arange(self.b.n) == j, what)[0]
+
+    def shadow(self, where: np.ndarray) -> int:
+        """A candidate drawn as a decoy would be (not reserved): the amounts of matched defects follow its."""
+        cand = self.free(where)
+        return int(cand[int(self.b.rng.integers(len(cand)))]) if len(cand) else -1
+
+    def decoy_price(self, i: int, u: float) -> int:
+        tol = _tolerance_cents(int(self.amt[i]), self.pct, self.cap)
+        return max(1, min(int(tol * u), tol))
+
+    def defect_price(self, i: np.ndarray, u: float) -> np.ndarray:
+        tol = np.minimum(self.amt[i] * self.pct // 100, self.cap * 100).astype(np.int64)
+        return np.maximum(tol + 100, np.minimum((tol * u).astype(np.int64), self.amt[i] * 3 // 10))
+
+    def short_units(self, i: int) -> int:
+        return int(self.b.rng.integers(1, max(1, int(self.d.quantity[self.po_of[i]]) // 3) + 1))
+
+    def u_decoy(self) -> float:
+        """Where a tolerated price difference sits in the tolerance (``near_miss`` moves it towards the limit)."""
+        near = self.b.knobs.near_miss
+        return float(self.b.rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
+
+
+@dataclass
+class _Sample:
+    """The entries drawn, by role: defects (price, quantity, payee, misclassified with the account posted),
+    decoys (price, short delivery, bank change with its date, PO-coded with the account posted), the payee
+    defects drawn with a matched invoice's face, and the clean items."""
+    price: list[int] = field(default_factory=list)
+    excess: dict[int, int] = field(default_factory=dict)
+    qty: list[int] = field(default_factory=list)
+    bank: list[int] = field(default_factory=list)
+    mis: list[tuple[int, str]] = field(default_factory=list)
+    price_dec: list[int] = field(default_factory=list)
+    short_dec: list[int] = field(default_factory=list)
+    bank_dec: list[int] = field(default_factory=list)
+    changed_on: dict[int, np.datetime64] = field(default_factory=dict)
+    coded: list[tuple[int, str]] = field(default_factory=list)
+    bank_price: list[int] = field(default_factory=list)
+    bank_short: list[int] = field(default_factory=list)
+    clean: list[int] = field(default_factory=list)
+
+    def entries(self) -> list[int]:
+        return sorted(set(self.price + self.qty + self.bank + [i for i, _ in self.mis] + self.price_dec
+                          + self.short_dec + self.bank_dec + [i for i, _ in self.coded] + self.clean))
+
+
+def plant(b: WorldBuilder) -> None:
+    """Plant price, quantity, payee and coding exceptions into sampled AP invoices, their look-alikes and clean
+    items: the policy, the draw of the sample, then each phase (prices, deliveries, payees, coding), the documents,
+    the key and the PBC list; each phase claims what it changes."""
     ch = _Chains(b)
-    d = ch.d
-    near = b.knobs.near_miss
     pct, cap = _policy_tolerance(b)
-    policy = b.add_document(
-        "policy", POLICY_TITLE,
-        "Section 3 Purchase orders. Goods and ordered services are bought on an approved purchase order (PO) "
-        "raised in the ERP before the order is placed; recurring fees and utility, professional, office and travel "
-        "bills are invoiced without one.\n"
-        "Section 5 Matching. Accounts payable posts a vendor invoice only when it agrees with the approved PO and, for "
-        "goods, with the goods receipts recorded against it (shown in the PO history):\n"
-        "  5.0 Quantity: the quantity invoiced may not exceed the quantity received.\n"
-        "  5.1 Price: the invoice may exceed the PO price of the quantity invoiced by no more than "
-        f"{pct:g}% of that order value or USD {cap:,.2f}, whichever is lower. Such small differences (surcharges, "
-        "rounding) are posted to 5100 Purchase Price Variance without further approval; any larger excess requires "
-        "an approved PO change before the invoice is posted. Invoices below the PO price are posted as invoiced.\n"
-        "  5.2 Payee: payment is made only to the bank account held in the vendor master. Remittance details on an "
-        "invoice that differ from the vendor master must not be used; bank changes go through the vendor change "
-        "procedure with call-back verification and are logged in the vendor change log.\n"
-        "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master, "
-        "except that an ordered service posts to the account its approved PO assigns it to (the PO's account "
-        "assignment, set by the buyer when the order is for another category's work):\n"
-        + _coding_guide(),
-        "2024-10-01",
-    )
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(Policy(f"{pct:g}", cap * 100, _coding_guide())),
+                            "2024-10-01")
+    b.claim("JE-10", documents=[policy])
+    pool = _Pool(b, ch, pct, cap)
+    s = _draw(b, pool)
+    _plant_prices(b, pool, s)
+    received, billed = _plant_deliveries(b, pool, s)
+    remit, changes = _plant_payees(b, pool, s)
+    _plant_coding(b, s)
     vendors = {v["vendor_id"]: v for v in b.vendors}
-    docs = e.peek("books_doc")
-    # per entry: its vendor's category (-1 without a vendor) and its approver's limit (0 without one)
-    cat = np.where(e.peek("vendor_id") != "", b.books.master.vendor_category[np.maximum(d.partner[docs], 0)], -1)
-    appr_limit = np.array([u.approval_limit_cents for u in md.USERS] + [0], dtype=np.int64)[d.approver[docs]]
-    var = d.variance[docs]
-    amt = d.amount[docs]
-    vi = (e.peek("doc_code") == "VI") & np.isin(cat, [md.CATEGORY["raw_materials"], md.CATEGORY["capex"]])
-    raw_vi = vi & (cat == md.CATEGORY["raw_materials"])
-    two_way = (e.peek("doc_code") == "VN") & (d.parent[docs] >= 0) & np.isin(cat, [md.CATEGORY[c] for c in _TWO_WAY])
-    # room under the approver's limit for the largest price adjustment planted (30 % of the order value)
-    room = appr_limit >= (amt * 13 // 10 + np.abs(var) + 100)
-    parent = d.parent[docs]
-    # matched invoices whose goods receipts in the books add up to what was invoiced
-    po_of = np.maximum(parent, 0)
-    recv = np.bincount(ch.gr_parent, weights=d.amount[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
-    vi &= (parent >= 0) & (recv == amt)
-    raw_vi &= vi
-    # orders received whole in one goods receipt posted in the year (the receipt a short delivery changes)
-    first_gr = ch.gr[np.minimum(np.searchsorted(ch.gr_parent, po_of), len(ch.gr) - 1)]
-    whole = ch.single_receipt()[po_of]
-    qty_ok = raw_vi & (var == 0) & whole & (d.quantity[po_of] >= 3) & (ch.entry_of[first_gr] >= 0)
-    # invoices whose amount a plant changes (price differences, short deliveries) are paid whole or not in the year
-    settles = ch.paid_whole_or_not()[docs]
-    qty_ok &= settles
-    # orders received short of what was ordered stay out of the clean items (a shortage is for the planted pairs)
-    received_all = np.bincount(ch.gr_parent, weights=d.quantity[ch.gr], minlength=len(d)).astype(np.int64)[po_of]
-    complete = received_all == d.quantity[po_of]
+    assigned = dict(s.coded)  # a coded decoy's PO assigns the account it was posted to
+    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx),
+                               assigned.get(idx)) for idx in s.entries()}
+    b.claim("JE-10", documents=[h for pair in handles.values() for h in pair])
+    _record(b, pool, s, handles, policy, remit, changes, received, billed)
+    refs = tuple(Item(r) for r in sorted(str(b.cols.reference[i]) for i in s.entries()))
+    b.claim("JE-10", documents=[b.add_document("memo", "PBC list - accounts payable vouching sample",
+                                               PBC.render(Pbc(len(refs), refs)), "2026-01-20")])
+
+
+def _draw(b: WorldBuilder, pool: _Pool) -> _Sample:
+    """The kinds of the defects and decoys (each kind in turn, from a drawn order), then the sample: bank-change
+    decoys first (of distinct vendors, whose earlier invoices leave the pool), then each face's defects and decoys
+    from one mask, a defect of a decoy's kind at the amounts of an invoice drawn as that decoy would be."""
+    rng, s = b.rng, _Sample()
     n = b.n_defects
     kinds = ("price", "qty", "bank", "mis")
     order = rng.permutation(len(kinds))
@@ -351,246 +635,214 @@ def plant(b) -> None:
     decoy_types = [decoy_kinds[order[i % len(decoy_kinds)]] for i in range(b.n_decoys)]
     spare = (SPEC.step_budget - 10 - 3 * (n + b.n_decoys)) // 3
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
-
-    sampled_vendors: set[str] = set()
-    sampled_partners: set[int] = set()
-    partner = np.where(cat >= 0, d.partner[docs], -1)  # the vendor's index, -1 for entries without one
-    #: vendors whose bank changed: their invoices dated up to the change name the old account, so none joins the sample
-    locked = np.zeros(b.n, dtype=bool)
-
-    def take(k: int, where: np.ndarray, what: str, fresh_vendor: bool = False) -> list[int]:
-        out = []
-        for _ in range(k):
-            mask = where & ~locked
-            if fresh_vendor:
-                mask &= ~np.isin(partner, sorted(sampled_partners))
-            i = int(b.pick(1, mask, what=what)[0])
-            out.append(i)
-            sampled_vendors.add(str(e.peek("vendor_id")[i]))
-            sampled_partners.add(int(partner[i]))
-        return out
-
-    bank_dec = take(decoy_types.count("bank"), two_way, "two-way invoices of distinct vendors", fresh_vendor=True)
-    changed_on = {}
-    for idx in bank_dec:
-        when = cal.business_offset(e.peek("doc_date")[idx] + int(rng.integers(2, 20)), 0)
-        changed_on[idx] = min(when, np.datetime64("2025-12-31"))
-        locked |= (partner == partner[idx]) & (e.peek("doc_date") <= changed_on[idx])
-    # A misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on
-    # the listing: a two-way vendor posting to another two-way category's account. Both are drawn the same
-    # way: the pairs (category billed, account posted) are drawn so that each account is posted as often as
-    # the two-way invoices of the sample post it (half a turn of the categories' shares, which lands on another
-    # category while no share is half of them; where one is, the next category).
-    def miscoded(what: str) -> tuple[int, str]:
-        cats = np.array([md.CATEGORY[c] for c in _TWO_WAY])
-        counts = np.array([np.count_nonzero(two_way & ~b.used & ~locked & (cat == c)) for c in cats], dtype=float)
-        if counts.sum() == 0:
-            take(1, two_way, what)  # raises the builder's error: no two-way invoice is left
-        edges = np.cumsum(counts / counts.sum())
-        u = float(rng.uniform())
-        src = min(int(np.searchsorted(edges, u, side="right")), len(cats) - 1)
-        dst = min(int(np.searchsorted(edges, (u + 0.5) % 1.0, side="right")), len(cats) - 1)
-        if dst == src:
-            dst = (src + 1) % len(cats)
-        return take(1, two_way & (cat == cats[src]), what)[0], cost_account(_TWO_WAY[dst])
-
-    mis = [miscoded("two-way vendor invoices") for _ in range(types.count("mis"))]
-    coded = [miscoded("two-way vendor invoices") for _ in range(decoy_types.count("coded"))]
+    s.bank_dec = pool.take(decoy_types.count("bank"), pool.two_way, "two-way invoices of distinct vendors",
+                           fresh_vendor=True)
+    doc_date = b.cols.doc_date
+    for idx in s.bank_dec:
+        when = cal.business_offset(doc_date[idx] + int(rng.integers(2, 20)), 0)
+        s.changed_on[idx] = min(when, np.datetime64("2025-12-31"))
+        pool.locked |= (pool.partner == pool.partner[idx]) & (doc_date <= s.changed_on[idx])
+    # a misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on
+    # the listing: a two-way vendor posting to another two-way category's account; both are drawn the same way
+    s.mis = [pool.miscoded("two-way vendor invoices") for _ in range(types.count("mis"))]
+    s.coded = [pool.miscoded("two-way vendor invoices") for _ in range(decoy_types.count("coded"))]
     # A payee defect is a two-way invoice, as a bank-change decoy is, so that every face of the listing (two-way,
     # two-way coded elsewhere, matched with and without a price-variance line) holds defects and decoys alike;
     # a small year that runs out of two-way invoices gives the rest a matched invoice's face (a tolerated price
     # difference, a short delivery billed as received), where price and quantity break no rule.
-    spare = int(np.count_nonzero(two_way & ~b.used & ~locked))
-    bank_faces = ["two_way" if k < spare else ("price", "short")[k % 2] for k in range(types.count("bank"))]
-    price_pool = raw_vi & room & (var <= 0) & settles
-    price_dec = take(decoy_types.count("price"), price_pool, "matched vendor invoices")
-    bank_price = take(bank_faces.count("price"), price_pool, "matched vendor invoices")
-    short_dec = take(decoy_types.count("short"), qty_ok, "matched invoices of orders received in one delivery")
-    bank_short = take(bank_faces.count("short"), qty_ok, "matched invoices of orders received in one delivery")
+    spare = len(pool.free(pool.two_way))
+    faces = ["two_way" if k < spare else ("price", "short")[k % 2] for k in range(types.count("bank"))]
+    s.price_dec = pool.take(decoy_types.count("price"), pool.price, "matched vendor invoices")
+    s.bank_price = pool.take(faces.count("price"), pool.price, "matched vendor invoices")
+    one_delivery = "matched invoices of orders received in one delivery"
+    s.short_dec = pool.take(decoy_types.count("short"), pool.qty_ok, one_delivery)
+    s.bank_short = pool.take(faces.count("short"), pool.qty_ok, one_delivery)
+    _draw_matched_defects(b, pool, s, types.count("price"), types.count("qty"))
+    s.bank = pool.take(faces.count("two_way"), pool.two_way, "two-way vendor invoices") + s.bank_price + s.bank_short
+    s.clean = pool.take(n_clean, pool.clean, "sampled vendor invoices")
+    return s
 
-    def free(where: np.ndarray) -> np.ndarray:
-        return np.flatnonzero(where & ~b.used & ~locked)
 
-    def take_nearest(where: np.ndarray, finals, target: int, what: str) -> int:
-        """The candidate whose amount as planted (``finals`` of the candidates) is nearest ``target`` (in log)."""
-        cand = free(where)
-        if not len(cand):
-            return take(1, where, what)[0]  # raises the builder's error on too few candidates
-        j = int(cand[int(np.argmin(np.abs(np.log(finals(cand)) - np.log(max(target, 1)))))])
-        return take(1, np.arange(b.n) == j, what)[0]
-
-    def shadow(where: np.ndarray) -> int:
-        """A candidate drawn as a decoy would be (not reserved): the amounts of matched defects follow its."""
-        cand = free(where)
-        return int(cand[int(rng.integers(len(cand)))]) if len(cand) else -1
-
-    def decoy_price(i, u: float) -> int:
-        tol = _tolerance_cents(int(amt[i]), pct, cap)
-        return max(1, min(int(tol * u), tol))
-
-    def defect_price(i, u: float):
-        tol = np.minimum(amt[i] * pct // 100, cap * 100).astype(np.int64)
-        return np.maximum(tol + 100, np.minimum((tol * u).astype(np.int64), amt[i] * 3 // 10))
-
-    def short_units(i: int) -> int:
-        return int(rng.integers(1, max(1, int(d.quantity[po_of[i]]) // 3) + 1))
-
-    # defects of a decoy's kind are drawn so that their amounts as planted follow the decoy's: a price
-    # defect's total is near the total of an invoice planted as a price decoy, a quantity defect's (the
-    # whole order) near what a short delivery billed as received comes to
-    price_def, excess_of = [], {}
-    for _ in range(types.count("price")):
-        c = shadow(price_pool)
-        u_dec = float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))
+def _draw_matched_defects(b: WorldBuilder, pool: _Pool, s: _Sample, n_price: int, n_qty: int) -> None:
+    """Price and quantity defects, drawn so that their amounts as planted follow the decoys': a price defect's
+    total is near the total of an invoice planted as a price decoy, a quantity defect's (the whole order) near
+    what a short delivery billed as received comes to."""
+    rng, amt, d = b.rng, pool.amt, pool.d
+    for _ in range(n_price):
+        c = pool.shadow(pool.price)
+        u_dec = pool.u_decoy()
         u_def = float(rng.uniform(1.6, 6.0))
-        target = int(amt[c]) + decoy_price(c, u_dec) if c >= 0 else 0
-        idx = take_nearest(price_pool, lambda cand: amt[cand] + defect_price(cand, u_def), target,
-                           "matched vendor invoices")
-        price_def.append(idx)
-        excess_of[idx] = int(defect_price(np.array([idx]), u_def)[0])
-    qty_def = []
-    for _ in range(types.count("qty")):
-        c = shadow(qty_ok)
-        target = int(amt[c]) - short_units(c) * (int(amt[c]) // int(d.quantity[po_of[c]])) if c >= 0 else 0
-        qty_def.append(take_nearest(qty_ok, lambda cand: amt[cand], target,
-                                    "matched invoices of orders received in one delivery"))
-    bank_two_way = take(bank_faces.count("two_way"), two_way, "two-way vendor invoices")
-    picked = {"price": price_def, "qty": qty_def, "bank": bank_two_way + bank_price + bank_short,
-              "mis": [i for i, _ in mis]}
-    coded_dec = [i for i, _ in coded]
-    clean = take(n_clean, (vi & (var <= 0) & complete) | two_way, "sampled vendor invoices")
+        target = int(amt[c]) + pool.decoy_price(c, u_dec) if c >= 0 else 0
+        idx = pool.take_nearest(pool.price, lambda cand: amt[cand] + pool.defect_price(cand, u_def), target,
+                                "matched vendor invoices")
+        s.price.append(idx)
+        s.excess[idx] = int(pool.defect_price(np.array([idx]), u_def)[0])
+    for _ in range(n_qty):
+        c = pool.shadow(pool.qty_ok)
+        target = int(amt[c]) - pool.short_units(c) * (int(amt[c]) // int(d.quantity[pool.po_of[c]])) if c >= 0 else 0
+        s.qty.append(pool.take_nearest(pool.qty_ok, lambda cand: amt[cand], target,
+                                       "matched invoices of orders received in one delivery"))
 
-    remit: dict[int, str] = {}
-    received: dict[int, list[tuple[int, int, int]]] = {}  # entry -> goods receipts (gr doc, quantity, cents)
-    billed: dict[int, int] = {}  # entry -> quantity invoiced, where a short delivery was planted
 
-    def pay_more(idx: int, cents: int) -> None:
-        """The payment run paid the invoice as posted: its last payment in the year carries the change."""
-        pays = [int(ch.entry_of[p]) for p in ch.payments(int(docs[idx])) if ch.entry_of[p] >= 0]
-        if pays:
-            last = max(pays, key=lambda j: (e.peek("post_date")[j], j))
-            e["debit_cents"][last] += cents
-            e["credit_cents"][last] += cents
+def _pay_more(b: WorldBuilder, ch: _Chains, idx: int, cents: int) -> list[int]:
+    """The payment run paid the invoice as posted: its last payment in the year carries the change (the entry
+    changed, if any)."""
+    c = b.cols
+    pays = [int(ch.entry_of[p]) for p in ch.payments(int(c.books_doc[idx])) if ch.entry_of[p] >= 0]
+    if not pays:
+        return []
+    last = max(pays, key=lambda j: (c.post_date[j], j))
+    c.debit_cents[last] += cents
+    c.credit_cents[last] += cents
+    return [last]
+
+
+def _plant_prices(b: WorldBuilder, pool: _Pool, s: _Sample) -> None:
+    """Price defects bill an excess above the tolerance, price decoys (and payee defects of that face) a
+    difference within it: 5100 carries it, the payable and the payment follow."""
+    c = b.cols
 
     def reprice(idx: int, variance: int) -> None:
-        """The invoice billed ``variance`` above the order value: 5100 carries it, the payable follows."""
-        dv = variance - int(var[idx])
+        dv = variance - int(pool.var[idx])
         b.set_line(idx, "5100", variance)
-        e["credit_cents"][idx] += dv
-        pay_more(idx, dv)
+        c.credit_cents[idx] += dv
+        b.claim("JE-10", entries=[idx, *_pay_more(b, pool.ch, idx, dv)])
 
-    def facts_price(idx: int, variance: int) -> tuple[int, int, int]:
-        order_value = int(amt[idx])
-        return order_value + variance, order_value, _tolerance_cents(order_value, pct, cap)
+    for idx in s.price:
+        reprice(idx, s.excess[idx])
+    for idx in s.price_dec + s.bank_price:
+        reprice(idx, pool.decoy_price(idx, pool.u_decoy()))
 
-    for idx in picked["price"]:
-        reprice(idx, excess_of[idx])
-    for idx in price_dec + bank_price:
-        reprice(idx, decoy_price(idx, float(rng.uniform(0.15 + 0.6 * near, 0.45 + 0.5 * near))))
-    for idx in picked["qty"] + short_dec + bank_short:
-        # the delivery came short: its goods receipt (Dr inventory / Cr GR/IR) is for fewer units
-        po = int(d.parent[docs[idx]])
+
+def _plant_deliveries(b: WorldBuilder, pool: _Pool,
+                      s: _Sample) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, int]]:
+    """Short deliveries: the goods receipt (Dr inventory / Cr GR/IR) is for fewer units; a quantity defect is
+    billed the whole order, a short-delivery decoy (and a payee defect of that face) only what arrived. Returns
+    the goods receipts of each (document, quantity, cents) and the quantity billed."""
+    c, d, ch = b.cols, pool.d, pool.ch
+    received: dict[int, list[tuple[int, int, int]]] = {}
+    billed: dict[int, int] = {}
+    for idx in s.qty + s.short_dec + s.bank_short:
+        po = int(d.parent[pool.docs[idx]])
         gr = int(ch.receipts(po)[0])
         q = int(d.quantity[po])
-        short = short_units(idx)
+        short = pool.short_units(idx)
         price = int(d.amount[po]) // q
         j = int(ch.entry_of[gr])
-        e["debit_cents"][j] -= short * price
-        e["credit_cents"][j] -= short * price
+        c.debit_cents[j] -= short * price
+        c.credit_cents[j] -= short * price
         received[idx] = [(gr, q - short, (q - short) * price)]
         billed[idx] = q
-    for idx in short_dec + bank_short:
+        b.claim("JE-10", entries=[idx, j])
+    for idx in s.short_dec + s.bank_short:
         # ... and the vendor billed, and AP posted and paid, what arrived
         got = received[idx][0][1]
-        cut = (billed[idx] - got) * (int(amt[idx]) // billed[idx])
-        e["debit_cents"][idx] -= cut
-        e["credit_cents"][idx] -= cut
-        pay_more(idx, -cut)
+        cut = (billed[idx] - got) * (int(pool.amt[idx]) // billed[idx])
+        c.debit_cents[idx] -= cut
+        c.credit_cents[idx] -= cut
+        b.claim("JE-10", entries=_pay_more(b, ch, idx, -cut))
         billed[idx] = got
-    for idx in picked["bank"]:
-        remit[idx] = b.bank_account()
+    return received, billed
+
+
+def _bank_change(b: WorldBuilder, v: dict[str, Any], new: str, changed_on: str) -> dict[str, Any]:
+    """Move vendor ``v`` to the bank account ``new`` (verified by call-back); the change log's row."""
+    row = {"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"], "new_value": new,
+           "changed_on": changed_on, "changed_by": "GSILVA",
+           "verification": "call-back to the vendor's number on file, confirmed by KLEE"}
+    v["bank_account"] = new
+    b.claim("JE-10", rows=[("vendors", v["vendor_id"]), ("vendor_changes", v["vendor_id"])])
+    return row
+
+
+def _plant_payees(b: WorldBuilder, pool: _Pool, s: _Sample) -> tuple[dict[int, str], list[dict[str, Any]]]:
+    """Payee defects ask for payment to a new account; bank-change decoys name the vendor's old account, which the
+    change log replaces after the invoice date; vendors outside the sample change banks too. Returns each
+    invoice's remittance account and the change log's rows (the decoys' first)."""
+    c, rng = b.cols, b.rng
+    vendors = {v["vendor_id"]: v for v in b.vendors}
+    remit = {idx: b.bank_account() for idx in s.bank}
     changes = []
-    for idx in bank_dec:
-        v = vendors[str(e.peek("vendor_id")[idx])]
+    for idx in s.bank_dec:
+        v = vendors[str(c.vendor_id[idx])]
         new = b.bank_account()
         remit[idx] = v["bank_account"]
-        changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
-                        "new_value": new, "changed_on": b.date_str(changed_on[idx]), "changed_by": "GSILVA",
-                        "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
-        v["bank_account"] = new
-    for idx, wrong in mis + coded:
-        old = str(e["debit_account"][idx])
-        e["debit_account"][idx] = wrong
-        # the ERP words the entry from the account it was posted to
-        e["description"][idx] = str(e["description"][idx]).replace(
-            chart.ACCOUNTS[chart.CODE[old]].name.lower(), chart.ACCOUNTS[chart.CODE[wrong]].name.lower())
+        changes.append(_bank_change(b, v, new, b.date_str(s.changed_on[idx])))
     # verified bank changes of vendors outside the sample, so the change log is the company's, not the sample's
-    outside = [v for v in b.vendors if v["vendor_id"] not in sampled_vendors]
+    outside = [v for v in b.vendors if v["vendor_id"] not in pool.vendors]
     for k in rng.choice(len(outside), size=min(len(outside), int(rng.integers(2, 5))), replace=False).tolist():
-        v = outside[int(k)]
-        new = b.bank_account()
-        changes.append({"vendor_id": v["vendor_id"], "field": "bank_account", "old_value": v["bank_account"],
-                        "new_value": new, "changed_on": str(np.datetime64("2024-11-01") + int(rng.integers(0, 400))),
-                        "changed_by": "GSILVA", "verification": "call-back to the vendor's number on file, confirmed by KLEE"})
-        v["bank_account"] = new
+        new = b.bank_account()  # drawn before the date of the change
+        changes.append(_bank_change(b, outside[int(k)], new, str(np.datetime64("2024-11-01")
+                                                                  + int(rng.integers(0, 400)))))
     b.vendor_changes.extend(sorted(changes, key=lambda r: (r["changed_on"], r["vendor_id"])))
+    return remit, changes
 
-    sample = sorted(set(bank_dec + price_dec + short_dec + coded_dec + clean + [i for v in picked.values() for i in v]))
-    assigned = dict(coded)  # a coded decoy's PO assigns the account it was posted to
-    handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx),
-                               assigned.get(idx)) for idx in sample}
-    for idx in picked["price"]:
+
+def _plant_coding(b: WorldBuilder, s: _Sample) -> None:
+    """Misclassified and PO-coded invoices post to another two-way category's account; the ERP words the entry
+    from the account it was posted to."""
+    c = b.cols
+    for idx, wrong in s.mis + s.coded:
+        old = str(c.debit_account[idx])
+        c.debit_account[idx] = wrong
+        c.description[idx] = str(c.description[idx]).replace(
+            chart.ACCOUNTS[chart.CODE[old]].name.lower(), chart.ACCOUNTS[chart.CODE[wrong]].name.lower())
+        b.claim("JE-10", entries=[idx])
+
+
+def _record(b: WorldBuilder, pool: _Pool, s: _Sample, handles: dict[int, tuple[int, int]], policy: int,
+            remit: dict[int, str], changes: list[dict[str, Any]], received: dict[int, list[tuple[int, int, int]]],
+            billed: dict[int, int]) -> None:
+    """The key: each defect and decoy with the documents that decide it and its decisive facts."""
+    c, d, amt = b.cols, pool.d, pool.amt
+    vendors = {v["vendor_id"]: v for v in b.vendors}
+
+    def price_facts(idx: int) -> tuple[int, int, int]:
+        order_value = int(amt[idx])
+        return int(c.credit_cents[idx]), order_value, _tolerance_cents(order_value, pool.pct, pool.cap)
+
+    for idx in s.price:
         inv, po = handles[idx]
-        total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
-        b.add_defect(idx, "price_over_po", "THREE_WAY_MISMATCH", [inv, po, policy], total - order_value,
+        total, order_value, tol = price_facts(idx)
+        b.add_defect(idx, "price_over_po", CODE, [inv, po, policy], total - order_value,
                      facts=[f"{{D:{po}}}", total / 100, order_value / 100, (total - order_value) / 100, tol / 100])
-    for idx in picked["qty"]:
+    for idx in s.qty:
         inv, po = handles[idx]
-        q = int(d.quantity[d.parent[docs[idx]]])
+        q = int(d.quantity[d.parent[pool.docs[idx]]])
         got = received[idx][0][1]
-        b.add_defect(idx, "quantity_over_receipt", "THREE_WAY_MISMATCH", [inv, po, policy],
-                     (q - got) * (int(amt[idx]) // q), facts=[f"{{D:{po}}}", q, got])
-    for idx in picked["bank"]:
+        b.add_defect(idx, "quantity_over_receipt", CODE, [inv, po, policy], (q - got) * (int(amt[idx]) // q),
+                     facts=[f"{{D:{po}}}", q, got])
+    for idx in s.bank:
         inv, _po = handles[idx]
-        b.add_defect(idx, "bank_account_mismatch", "THREE_WAY_MISMATCH",
-                     [inv, "master:vendors", "master:vendor_changes", policy], 0,
-                     facts=[f"{{D:{inv}}}", remit[idx], vendors[str(e.peek("vendor_id")[idx])]["bank_account"]])
-    for idx in picked["mis"]:
+        b.add_defect(idx, "bank_account_mismatch", CODE, [inv, "master:vendors", "master:vendor_changes", policy], 0,
+                     facts=[f"{{D:{inv}}}", remit[idx], vendors[str(c.vendor_id[idx])]["bank_account"]])
+    for idx, _wrong in s.mis:
         inv, po = handles[idx]
-        c = md.CATEGORIES[cat[idx]].name
-        b.add_defect(idx, "misclassified_account", "THREE_WAY_MISMATCH", [inv, po, "master:vendors", policy],
-                     int(e["debit_cents"][idx]), facts=[f"{{D:{inv}}}", str(e["debit_account"][idx]), c, cost_account(c)])
-    for idx in price_dec:
+        cat = md.CATEGORIES[pool.cat[idx]].name
+        b.add_defect(idx, "misclassified_account", CODE, [inv, po, "master:vendors", policy],
+                     int(c.debit_cents[idx]), facts=[f"{{D:{inv}}}", str(c.debit_account[idx]), cat, cost_account(cat)])
+    for idx in s.price_dec:
         inv, po = handles[idx]
-        total, order_value, tol = facts_price(idx, int(e["credit_cents"][idx]) - int(amt[idx]))
+        total, order_value, tol = price_facts(idx)
         b.add_decoy(idx, "price_variance_within_tolerance", [inv, po, policy],
                     facts=[f"{{D:{po}}}", total / 100, order_value / 100, tol / 100])
-    for idx in short_dec:
+    for idx in s.short_dec:
         inv, po = handles[idx]
         b.add_decoy(idx, "short_delivery_invoiced_as_received", [inv, po, policy],
-                    facts=[f"{{D:{po}}}", int(d.quantity[d.parent[docs[idx]]]), billed[idx]])
-    for idx, ch_row in zip(bank_dec, changes):
+                    facts=[f"{{D:{po}}}", int(d.quantity[d.parent[pool.docs[idx]]]), billed[idx]])
+    for idx, row in zip(s.bank_dec, changes):
         inv, _po = handles[idx]
         b.add_decoy(idx, "bank_change_verified", [inv, "master:vendors", "master:vendor_changes"],
-                    facts=[f"{{D:{inv}}}", ch_row["old_value"], ch_row["new_value"], ch_row["changed_on"]])
-    for idx in coded_dec:
+                    facts=[f"{{D:{inv}}}", row["old_value"], row["new_value"], row["changed_on"]])
+    for idx, _acct in s.coded:
         inv, po = handles[idx]
         b.add_decoy(idx, "coded_per_po_assignment", [inv, po, "master:vendors", policy],
-                    facts=[f"{{D:{po}}}", str(e["debit_account"][idx]), md.CATEGORIES[cat[idx]].name])
-    refs = ", ".join(sorted(str(e["reference"][i]) for i in sample))
-    b.add_document(
-        "memo", "PBC list - accounts payable vouching sample",
-        "Provided by client (PBC) for the FY2025 audit. As requested in the audit request list, Accounts Payable has "
-        f"provided the vendor invoice and the approved purchase order (with its history) for each of the {len(sample)} "
-        f"AP invoices the auditors selected for matching: {refs}. Vendor bank details are maintained in the vendor "
-        "master only; changes are in the vendor change log. Invoices outside the selection were not requested.",
-        "2026-01-20",
-    )
+                    facts=[f"{{D:{po}}}", str(c.debit_account[idx]), md.CATEGORIES[pool.cat[idx]].name])
 
 
-def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
+def _documents(b: WorldBuilder, ch: _Chains, idx: int, vendors: dict[str, dict[str, Any]], remit: str | None,
                received: list[tuple[int, int, int]] | None, billed: int | None,
-               assigned: str | None = None) -> tuple[int, int | None]:
+               assigned: str | None = None) -> tuple[int, int]:
     """Add the vendor's invoice behind entry ``idx`` and its purchase order with the PO history; returns their handles.
 
     Every figure is the entry's or the books' own: the invoice's order value and price adjustment are the
@@ -598,283 +850,283 @@ def _documents(b, ch: _Chains, idx: int, vendors: dict, remit: str | None,
     receipts as recorded (``received`` overrides them where a short delivery was planted). A two-way PO
     states its account assignment: the vendor category's cost account, or ``assigned`` where the buyer
     ordered another category's work (a coded decoy)."""
-    e, d = b.e, ch.d
-    doc = int(e.peek("books_doc")[idx])
-    v = vendors[str(e.peek("vendor_id")[idx])]
+    c, d = b.cols, ch.d
+    doc = int(c.books_doc[idx])
+    v = vendors[str(c.vendor_id[idx])]
     what = md.CATEGORIES[md.CATEGORY[v["category"]]].what
     if assigned:  # the order was for another category's work: the PO and the invoice describe that work
-        what = next(c.what for c in md.CATEGORIES if c.flow == "two_way" and cost_account(c.name) == assigned)
+        what = next(k.what for k in md.CATEGORIES if k.flow == "two_way" and cost_account(k.name) == assigned)
     po = int(d.parent[doc])
-    code = str(e.peek("doc_code")[idx])
-    ref = str(e["reference"][idx])
-    variance = sum(v for a, v in b.lines_of(idx) if a == "5100") if code == "VI" else 0
-    if code == "VI":
+    assert po >= 0, "every sampled invoice is matched to its purchase order"
+    qty, price = int(d.quantity[po]), int(d.amount[po]) // int(d.quantity[po])
+    ref, variance = str(c.reference[idx]), 0
+    if str(c.doc_code[idx]) == "VI":
+        variance = sum(x for a, x in b.lines_of(idx) if a == "5100")
         q = billed if billed is not None else int(sum(int(d.quantity[g]) for g in ch.receipts(po)))
-        price = int(d.amount[po]) // int(d.quantity[po])
+        line: dict[str, Any] = dict(what=what, qty=q, price=price, value=q * price)
         total = q * price + variance
-        line = f"Line 1: {what} - quantity {q} at {_usd(price)} each = {_usd(q * price)}"
     else:
-        total = int(e["debit_cents"][idx])
-        line = f"Line 1: {what} per order - quantity 1 at {_usd(total)} each = {_usd(total)}"
-    lines = [line]
-    if variance:
-        lines.append(f"Line 2: price adjustment = {_usd(variance)}")
+        total = int(c.debit_cents[idx])
+        line = dict(what=f"{what} per order", qty=1, price=total, value=total)
     bank = remit or v["bank_account"]
-    bank_name = _BANKS[int(bank[-1]) % len(_BANKS)]
-    prep = md.USERS[int(d.preparer[doc])]
-    appr = md.USERS[int(d.approver[doc])]
-    body = (
-        f"INVOICE {int(d.ext_ref[doc])}\n"
-        f"From: {v['name']} (our vendor no. {v['vendor_id']})\n"
-        f"Bill to: {b.facts['company_name']}, Accounts Payable\n"
-        f"Invoice date: {md.iso(d.doc_date[doc])}    Due date: {md.iso(d.due_date[doc])}\n"
-        + (f"Your purchase order: PO-{po:07d}\n" if po >= 0 else "")
-        + "\n".join(lines) + "\n"
-        f"Invoice total: {_usd(total)}\n"
-        f"Remit payment to: {bank_name}, account {bank}\n"
-        f"AP stamp: posted as {ref} on {b.date_str(e['post_date'][idx])} by {prep.name} ({prep.user_id}); "
-        f"approved by {appr.name} ({appr.user_id}) on {md.iso(d.approved_on[doc])}."
-    )
+    prep, appr = md.USERS[int(d.preparer[doc])], md.USERS[int(d.approver[doc])]
+    fields = dict(number=int(d.ext_ref[doc]), vendor=v["name"], vendor_id=v["vendor_id"],
+                  bill_to=b.facts["company_name"], date=md.iso(d.doc_date[doc]), due=md.iso(d.due_date[doc]),
+                  po=f"PO-{po:07d}", **line, total=total, bank_name=_BANKS[int(bank[-1]) % len(_BANKS)], bank=bank,
+                  ref=ref, posted=b.date_str(c.post_date[idx]), preparer=prep.name, preparer_id=prep.user_id,
+                  approver=appr.name, approver_id=appr.user_id, approved=md.iso(d.approved_on[doc]))
+    body = (ADJUSTED_INVOICE.render(AdjustedInvoice(**fields, adjustment=variance)) if variance
+            else INVOICE.render(Invoice(**fields)))
     inv = b.add_document("invoice", f"Vendor invoice {ref} - {v['name']}", body, md.iso(d.doc_date[doc]))
-    if po < 0:
-        return inv, None
-    qty = int(d.quantity[po])
-    price = int(d.amount[po]) // qty
-    buyer = md.USERS[int(d.preparer[po])]
-    papp = md.USERS[int(d.approver[po])]
-    if code == "VI":
+    buyer, papp = md.USERS[int(d.preparer[po])], md.USERS[int(d.approver[po])]
+    head: dict[str, Any] = dict(po=f"PO-{po:07d}", vendor=v["name"], vendor_id=v["vendor_id"],
+                                date=md.iso(d.doc_date[po]), what=what, qty=qty, price=price, value=qty * price,
+                                buyer=buyer.name, buyer_id=buyer.user_id, approver=papp.name,
+                                approver_id=papp.user_id, approved=md.iso(d.approved_on[po]))
+    if str(c.doc_code[idx]) == "VI":
         grs = received or [(int(g), int(d.quantity[g]), int(d.amount[g])) for g in ch.receipts(po)]
-        history = "; ".join(f"goods receipt GR-{g:07d} posted {md.iso(d.post_date[g])}, quantity {gq} received "
-                            f"({_usd(gc)})" for g, gq, gc in grs)
-        assignment = ""
+        body = GOODS_ORDER.render(GoodsOrder(**head, receipts=tuple(
+            Receipt(f"GR-{g:07d}", md.iso(d.post_date[g]), gq, gc) for g, gq, gc in grs)))
     else:
-        history = "no goods receipt (services ordered; matched two-way to the invoice)"
         # the buyer's account assignment: the vendor category's cost account unless the order was for other work
         acct = assigned or cost_account(v["category"])
-        assignment = f"Account assignment: {acct} {chart.ACCOUNTS[chart.CODE[acct]].name}\n"
-    po_body = (
-        f"PURCHASE ORDER PO-{po:07d}\n"
-        f"Vendor: {v['name']} (vendor no. {v['vendor_id']})\n"
-        f"Order date: {md.iso(d.doc_date[po])}\n"
-        f"Line 1: {what} - quantity {qty} at {_usd(price)} each = {_usd(qty * price)}\n"
-        f"PO total: {_usd(qty * price)}\n"
-        + assignment +
-        f"Raised by {buyer.name} ({buyer.user_id}); approved in ERP by {papp.name} ({papp.user_id}) on "
-        f"{md.iso(d.approved_on[po])}.\n"
-        f"PO history: {history}."
-    )
-    pod = b.add_document("purchase_order", f"Purchase order PO-{po:07d} - {v['name']}", po_body, md.iso(d.doc_date[po]))
+        name = chart.ACCOUNTS[chart.CODE[acct]].name
+        body = SERVICE_ORDER.render(ServiceOrder(**head, account=acct, account_name=name))
+    pod = b.add_document("purchase_order", f"Purchase order PO-{po:07d} - {v['name']}", body, md.iso(d.doc_date[po]))
     return inv, pod
 
 
 # ----------------------------------------------------------------------------- strategies
-def _money(pattern: str, text: str) -> float | None:
-    m = re.search(pattern + r"\s*" + _MONEY, text)
-    return float(m.group(1).replace(",", "")) if m else None
+def _number_in(title: str, prefixes: tuple[str, ...]) -> str | None:
+    """The first document number in ``title`` that starts with one of ``prefixes`` (``PO-0001234``, ``VI-0004321``)."""
+    return next((w for w in title.split() if w[:3] in prefixes and w[3:].isascii() and w[3:].isdigit()), None)
 
 
-def _parse_invoice(body: str) -> dict:
-    po = re.search(r"purchase order:\s*(PO-\d+)", body)
-    vid = re.search(r"vendor no\. (V\d+)", body)
-    bank = re.search(r"Remit payment to:.*account (\S+)", body)
-    line = re.search(r"Line 1: .* - quantity (\d+) at " + _MONEY, body)
-    date = re.search(r"Invoice date: (\d{4}-\d\d-\d\d)", body)
-    return {"qty": int(line.group(1)) if line else None, "price": float(line.group(2).replace(",", "")) if line else None,
-            "po": po.group(1) if po else None, "vendor_id": vid.group(1) if vid else None,
-            "total": _money("Invoice total:", body), "bank": bank.group(1) if bank else None,
-            "date": date.group(1) if date else ""}
-
-
-def _parse_po(body: str) -> dict:
-    line = re.search(r"quantity (\d+) at " + _MONEY, body)
-    got = re.findall(r"quantity (\d+) received", body)
-    assign = re.search(r"Account assignment: (\d{4})", body)
-    return {"qty": int(line.group(1)) if line else None, "price": float(line.group(2).replace(",", "")) if line else None,
-            "total": _money("PO total:", body), "received": sum(map(int, got)) if got else None,
-            "assign": assign.group(1) if assign else None}
-
-
-def _sample(kit: Kit):
+def _sample(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], dict[str, str], dict[str, str],
+                                                      dict[str, dict[str, Any]]]]:
     """The vouching sample: documents, invoice reference -> doc id, PO number -> doc id, and the sampled entries."""
     docs = yield from kit.documents()
     pos, refs = {}, {}
     for d in docs:
-        m = re.search(r"\bPO-\d+", d["title"]) if d["doc_type"] == "purchase_order" else None
-        if m:
-            pos[m.group(0)] = d["doc_id"]
-        m = re.search(r"\bV[IN]-\d+", d["title"]) if d["doc_type"] == "invoice" else None
-        if m:
-            refs[m.group(0)] = d["doc_id"]
+        po = _number_in(d["title"], ("PO-",)) if d["doc_type"] == "purchase_order" else None
+        if po:
+            pos[po] = d["doc_id"]
+        ref = _number_in(d["title"], ("VI-", "VN-")) if d["doc_type"] == "invoice" else None
+        if ref:
+            refs[ref] = d["doc_id"]
     entries = {}
     if refs:
         rows = yield from kit.ledger(filters=[{"column": "reference", "op": "in", "value": sorted(refs)}],
-                                     columns=["entry_id", "line_no", "reference", "account", "debit", "credit", "vendor_id"])
-        entries = {e["reference"]: e for e in entries_of(sorted(rows, key=lambda r: (r["entry_id"], r["line_no"]))).values()}
+                                     columns=["entry_id", "line_no", "reference", "account", "debit", "credit",
+                                              "vendor_id"])
+        ents = entries_of(sorted(rows, key=lambda r: (r["entry_id"], r["line_no"])))
+        entries = {x["reference"]: x for x in ents.values()}
     return docs, refs, pos, entries
 
 
-def _vouch(kit: Kit, inv_doc: str, pos: dict):
-    """Open an invoice and its PO; returns (invoice fields, PO doc id, PO fields)."""
-    inv = _parse_invoice((yield from kit.open(inv_doc)).get("body", ""))
-    po_doc = pos.get(inv["po"]) if inv["po"] else None
-    if po_doc is None and inv["po"] and kit.has("search_documents"):
-        hits = (yield from kit.call("search_documents", query=f"purchase order {inv['po']}")).get("documents", [])
+def _policy_doc(docs: list[dict[str, Any]]) -> str | None:
+    pol = sorted((d for d in docs if d["doc_type"] == "policy"),
+                 key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
+    return pol[0]["doc_id"] if pol else None
+
+
+Terms = tuple[float, float, dict[str, set[str]], dict[str, str]]
+
+
+def _policy_terms(body: str) -> Terms:
+    """(tolerance %, cap USD, category -> accounts it may post, category -> its cost account) from the policy."""
+    p = POLICY.parse(body)
+    if p is None:
+        return 0.0, 0.0, {}, {}
+    allowed = {g.category: {g.main, *(a.text for a in g.also)} for g in p.guide}
+    return float(p.pct), p.cap / 100, allowed, {g.category: g.main for g in p.guide}
+
+
+def _vouch(kit: Kit, inv_doc: str,
+           pos: dict[str, str]) -> Generator[Action, str, tuple[Invoice | None, str | None, Order | None]]:
+    """Open an invoice and its PO; returns (the invoice, the PO's doc id, the PO)."""
+    inv: Invoice | None = parse_any((yield from kit.open(inv_doc)).get("body", ""), (INVOICE, ADJUSTED_INVOICE))
+    po_no = inv.po if inv else None
+    po_doc = pos.get(po_no) if po_no else None
+    if po_doc is None and po_no and kit.has("search_documents"):
+        hits = (yield from kit.call("search_documents", query=f"purchase order {po_no}")).get("documents", [])
         po_doc = hits[0]["doc_id"] if hits else None
-    po = _parse_po((yield from kit.open(po_doc)).get("body", "")) if po_doc else {}
+    po = parse_any((yield from kit.open(po_doc)).get("body", ""), (GOODS_ORDER, SERVICE_ORDER)) if po_doc else None
     return inv, po_doc, po
 
 
-def naive(kit: Kit):
+def _received(po: Order | None) -> int | None:
+    """The quantity the PO history shows received (None where it lists no goods receipt)."""
+    return sum(r.qty for r in po.receipts) if isinstance(po, GoodsOrder) and po.receipts else None
+
+
+@dataclass
+class _Case:
+    """One sampled invoice as vouched: its entry, the invoice and its PO as read, the vendor master's row."""
+    ent: dict[str, Any]
+    ref: str
+    inv_doc: str
+    inv: Invoice
+    po_doc: str | None
+    po: Order | None
+    v: dict[str, Any]
+    ev_pol: list[str]
+
+    @property
+    def eid(self) -> str:
+        return str(self.ent["entry_id"])
+
+    @property
+    def ev(self) -> list[str]:
+        return [self.inv_doc] + ([self.po_doc] if self.po_doc else [])
+
+
+def _on_its_face(k: _Case, allowed: dict[str, set[str]]) -> Disposition | None:
+    """The naive reading: a flag where the documents disagree on their face (payee, coding, PO total, receipts)."""
+    inv, po, ev, accounts = k.inv, k.po, k.ev, set(k.ent["accounts"])
+    off = accounts - allowed.get(str(k.v.get("category", "")), accounts)
+    why = None
+    if inv.bank and inv.bank != k.v.get("bank_account"):
+        why, ev = "bank account differs from the vendor master", ev + ["master:vendors"]
+    elif off:
+        why, ev = f"posted to {', '.join(sorted(off))}, outside the vendor's category", ev + ["master:vendors"]
+    elif po is not None and inv.total / 100 > po.value / 100 + 0.004:
+        why = f"total {inv.total / 100:.2f} exceeds PO total {po.value / 100:.2f}"
+    elif po is not None and (got := _received(po)) is not None and got < po.qty:
+        why = f"PO {inv.po} received {got} of {po.qty} ordered"
+    return flag(k.eid, CODE, ev, f"Entry {k.eid}: invoice {k.ref} {why}.") if why else None
+
+
+def naive(kit: Kit) -> Generator[Action, str, None]:
     """Flags every invoice whose documents disagree on their face: payable to another bank account than the
     master's, coded outside its vendor's category, above its PO total, or against an order received short. It
     reads neither the policy's tolerance, the vendor change log nor the quantity invoiced."""
     docs, refs, pos, entries = yield from _sample(kit)
-    pol = sorted((d for d in docs if d["doc_type"] == "policy"), key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
-    allowed = (_policy_terms((yield from kit.open(pol[0]["doc_id"])).get("body", ""))[2]) if pol else {}
+    policy = _policy_doc(docs)
+    allowed = _policy_terms((yield from kit.open(policy)).get("body", ""))[2] if policy else {}
     vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
-    n = 0
-    for ref, inv_doc in sorted(refs.items()):
-        if kit.calls_left <= 4 or ref not in entries:
-            break
-        inv, po_doc, po = yield from _vouch(kit, inv_doc, pos)
-        eid = entries[ref]["entry_id"]
-        ev = [inv_doc] + ([po_doc] if po_doc else [])
-        v = vendors.get(inv["vendor_id"], {})
-        off = set(entries[ref]["accounts"]) - allowed.get(v.get("category"), set(entries[ref]["accounts"]))
-        why = None
-        if inv["bank"] and inv["bank"] != v.get("bank_account"):
-            why, ev = "bank account differs from the vendor master", ev + ["master:vendors"]
-        elif off:
-            why, ev = f"posted to {', '.join(sorted(off))}, outside the vendor's category", ev + ["master:vendors"]
-        elif po.get("total") is not None and inv["total"] is not None and inv["total"] > po["total"] + 0.004:
-            why = f"total {inv['total']:.2f} exceeds PO total {po['total']:.2f}"
-        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
-            why = f"PO {inv['po']} received {po['received']} of {po['qty']} ordered"
-        if why:
-            yield from kit.flag(eid, "THREE_WAY_MISMATCH", ev, f"Entry {eid}: invoice {ref} {why}.")
-            n += 1
-    yield from kit.submit(f"Flagged {n} invoices that do not match their PO or vendor master.")
+
+    def decide(ref: str) -> Generator[Action, str, Disposition | None]:
+        inv, po_doc, po = yield from _vouch(kit, refs[ref], pos)
+        if inv is None:
+            return None
+        return _on_its_face(_Case(entries[ref], ref, refs[ref], inv, po_doc, po, vendors.get(inv.vendor_id, {}), []),
+                            allowed)
+
+    done = yield from review(kit, takewhile(lambda r: r in entries, sorted(refs)), decide, reserve=4)
+    yield from kit.submit(f"Flagged {len(done)} invoices that do not match their PO or vendor master.")
 
 
-def _policy_terms(body: str) -> tuple[float, float, dict[str, set[str]], dict[str, str]]:
-    """(tolerance %, cap USD, category -> accounts it may post, category -> its cost account) from the policy."""
-    m = re.search(r"no more than ([\d.]+)% of that order value or USD ([\d,]+\.\d\d)", body)
-    pct, cap = (float(m.group(1)), float(m.group(2).replace(",", ""))) if m else (0.0, 0.0)
-    allowed, main = {}, {}
-    for c, rest in re.findall(r"^\s+- ([a-z_]+) \([^)]*\): (.*)$", body, flags=re.M):
-        codes = re.findall(r"\b\d{4}\b", rest)
-        allowed[c], main[c] = set(codes), codes[0] if codes else ""
-    return pct, cap, allowed, main
-
-
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the policy, vouches each sampled invoice to its PO (and its goods receipts), the vendor master and the
-    change log, and checks the coding; flags what the policy forbids, clears the rest with the facts."""
+    change log, and checks the coding; flags what the policy forbids, clears the rest with the facts (invoices at
+    or below the order price, clean either way, last, with the calls that are left)."""
     docs, refs, pos, entries = yield from _sample(kit)
-    pol = sorted((d for d in docs if d["doc_type"] == "policy"),
-                 key=lambda d: ("procurement" not in d["title"].lower(), d["doc_id"]))
-    policy = pol[0]["doc_id"] if pol else None
-    pct, cap, allowed, main = (0.0, 0.0, {}, {})
-    if policy:
-        pct, cap, allowed, main = _policy_terms((yield from kit.open(policy)).get("body", ""))
-    ev_pol = [policy] if policy else []
+    policy = _policy_doc(docs)
+    terms = _policy_terms((yield from kit.open(policy)).get("body", "")) if policy else (0.0, 0.0, {}, {})
     vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
     log = [r for r in (yield from kit.master("vendor_changes")) if r.get("field") == "bank_account"]
-    flags = clears = 0
-    deferred = []
-    for ref, inv_doc in sorted(refs.items()):
-        if kit.calls_left <= 4 or ref not in entries:
-            continue
+    later: list[Disposition] = []
+
+    def decide(ref: str) -> Generator[Action, str, Disposition | None]:
         ent = entries[ref]
-        eid = ent["entry_id"]
-        inv, po_doc, po = yield from _vouch(kit, inv_doc, pos)
-        ev = [inv_doc] + ([po_doc] if po_doc else [])
-        v = vendors.get(inv["vendor_id"] or ent.get("vendor_id"), {})
-        master_bank = v.get("bank_account")
-        if inv["bank"] and master_bank and inv["bank"] != master_bank:
-            change = [r for r in log if r["vendor_id"] == v["vendor_id"] and r["old_value"] == inv["bank"]
-                      and r["new_value"] == master_bank and r["changed_on"] >= inv["date"]]
-            if change:
-                r = change[0]
-                yield from kit.clear(
-                    eid, [inv_doc, "master:vendors", "master:vendor_changes"],
-                    f"Entry {eid}: invoice {ref} ({inv_doc}) dated {inv['date']} names account {inv['bank']}, the vendor's "
-                    f"account until {r['changed_on']}, when the vendor change log records its replacement by {master_bank} "
-                    f"({r.get('verification') or 'logged change'}); payment follows the master, so no exception.")
-                clears += 1
-            else:
-                yield from kit.flag(
-                    eid, "THREE_WAY_MISMATCH", [inv_doc, "master:vendors", "master:vendor_changes", *ev_pol],
-                    f"Entry {eid}: invoice {ref} ({inv_doc}) asks for payment to bank account {inv['bank']}, but the vendor "
-                    f"master holds {master_bank} for {v['vendor_id']} and no change is logged; section 5.2 forbids paying to "
-                    f"it. Payment-diversion red flag: the exposure is a fraudulent payment of {inv['total']:.2f}; the "
-                    "expense itself is not misstated.")
-                flags += 1
-            continue
-        cat = v.get("category", "")
-        off = sorted(set(ent["accounts"]) - allowed.get(cat, set(ent["accounts"])))
-        if off and po.get("assign") and off == [po["assign"]]:
-            yield from kit.clear(
-                eid, ev + ["master:vendors", *ev_pol],
-                f"Entry {eid}: invoice {ref} ({inv_doc}) of {v['vendor_id']}, a {cat} vendor, is posted to account "
-                f"{off[0]}, outside the coding guide's accounts for {cat}, but PO {inv['po']} ({po_doc}) assigns the "
-                f"order to {off[0]} and section 6 lets an ordered service post to its PO's account: no exception.")
-            clears += 1
-            continue
-        if off:
-            assigned = f"; PO {inv['po']} ({po_doc}) assigns the order to {po['assign']}" if po.get("assign") else ""
-            yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", ev + ["master:vendors", *ev_pol],
-                f"Entry {eid}: invoice {ref} ({inv_doc}) of {v['vendor_id']}, a {cat} vendor, is posted to account "
-                f"{off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}{assigned}, so "
-                f"{ent['total_debit']:.2f} is misclassified.")
-            flags += 1
-            continue
-        if po.get("received") is not None and inv["qty"] is not None and inv["qty"] > po["received"]:
-            yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", ev + [*ev_pol],
-                f"Entry {eid}: invoice {ref} bills {inv['qty']} units but the PO history of {inv['po']} ({po_doc}) shows "
-                f"{po['received']} received; section 5.0 forbids paying for more: "
-                f"{(inv['qty'] - po['received']) * (po['price'] or 0):.2f} billed for goods never received.")
-            flags += 1
-            continue
-        if not po or inv["total"] is None or po.get("price") is None:
-            continue
-        qty = inv["qty"] or 1
-        ov_cents = round(qty * po["price"] * 100)
-        tol = int(min(ov_cents * pct // 100, round(cap * 100))) / 100
-        order_value = ov_cents / 100
-        excess = round(inv["total"] - order_value, 2)
-        if excess > tol + 0.004:
-            yield from kit.flag(
-                eid, "THREE_WAY_MISMATCH", ev + [*ev_pol],
-                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds the order value {order_value:.2f} of PO "
-                f"{inv['po']} ({po_doc}) by {excess:.2f}, above the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
-                "whichever is lower); the excess was posted without a PO change.")
-            flags += 1
-        elif excess > 0.004:
-            yield from kit.clear(
-                eid, ev + [*ev_pol],
-                f"Entry {eid}: invoice {ref} total {inv['total']:.2f} exceeds the order value {order_value:.2f} of PO "
-                f"{inv['po']} ({po_doc}) by {excess:.2f}, within the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, "
-                "whichever is lower); quantity within what was received, payee and coding agree with the master.")
-            clears += 1
-        elif po.get("received") is not None and po.get("qty") is not None and po["received"] < po["qty"]:
-            yield from kit.clear(
-                eid, ev + [*ev_pol],
-                f"Entry {eid}: PO {inv['po']} ({po_doc}) ordered {po['qty']} units and its history shows {po['received']} "
-                f"received; invoice {ref} bills {inv['qty']} at the order price ({inv['total']:.2f}), so it pays only for "
-                "what arrived (sections 5.0 and 6): no exception.")
-            clears += 1
-        else:
-            deferred.append((eid, ref, inv, po_doc, order_value, ev))
-    # invoices at or below the order price are clean either way: clear them only with the calls that are left
-    for eid, ref, inv, po_doc, order_value, ev in deferred:
-        if kit.calls_left <= 2:
-            break
-        yield from kit.clear(eid, ev + ["master:vendors"],
-                             f"Entry {eid}: invoice {ref} total {inv['total']:.2f} does not exceed the order value "
-                             f"{order_value:.2f} of PO {inv['po']} ({po_doc}); payee and coding agree with the master.")
-        clears += 1
+        inv, po_doc, po = yield from _vouch(kit, refs[ref], pos)
+        if inv is None:
+            return None
+        k = _Case(ent, ref, refs[ref], inv, po_doc, po, vendors.get(inv.vendor_id or ent.get("vendor_id"), {}),
+                  [policy] if policy else [])
+        return _payee(k, log) or _coding(k, terms) or _quantity(k) or _price(k, terms, later)
+
+    flags, clears = tally((yield from review(kit, [r for r in sorted(refs) if r in entries], decide, reserve=4)))
+    clears += yield from dispose(kit, later, reserve=2)
     yield from kit.submit(f"Vouched {len(refs)} invoices to PO, goods receipts, vendor master and change log: "
                           f"{flags} flagged, {clears} cleared.")
+
+
+def _payee(k: _Case, log: list[dict[str, Any]]) -> Disposition | None:
+    """Section 5.2: an invoice payable to another account than the master's is cleared only by a logged change."""
+    inv, master_bank, eid = k.inv, k.v.get("bank_account"), k.eid
+    if not (inv.bank and master_bank and inv.bank != master_bank):
+        return None
+    change = [r for r in log if r["vendor_id"] == k.v["vendor_id"] and r["old_value"] == inv.bank
+              and r["new_value"] == master_bank and r["changed_on"] >= inv.date]
+    if change:
+        r = change[0]
+        return clear(eid, [k.inv_doc, "master:vendors", "master:vendor_changes"],
+                     f"Entry {eid}: invoice {k.ref} ({k.inv_doc}) dated {inv.date} names account {inv.bank}, the "
+                     f"vendor's account until {r['changed_on']}, when the vendor change log records its replacement by "
+                     f"{master_bank} ({r.get('verification') or 'logged change'}); payment follows the master, so no "
+                     "exception.")
+    return flag(eid, CODE, [k.inv_doc, "master:vendors", "master:vendor_changes", *k.ev_pol],
+                f"Entry {eid}: invoice {k.ref} ({k.inv_doc}) asks for payment to bank account {inv.bank}, but the "
+                f"vendor master holds {master_bank} for {k.v['vendor_id']} and no change is logged; section 5.2 "
+                f"forbids paying to it. Payment-diversion red flag: the exposure is a fraudulent payment of "
+                f"{inv.total / 100:.2f}; the expense itself is not misstated.")
+
+
+def _coding(k: _Case, terms: Terms) -> Disposition | None:
+    """Section 6: an account outside the vendor's category is allowed only where the PO assigns it."""
+    _pct, _cap, allowed, main = terms
+    cat, eid, v = k.v.get("category", ""), k.eid, k.v
+    off = sorted(set(k.ent["accounts"]) - allowed.get(cat, set(k.ent["accounts"])))
+    assign = k.po.account if isinstance(k.po, ServiceOrder) else None
+    head = f"Entry {eid}: invoice {k.ref} ({k.inv_doc}) of {v.get('vendor_id')}, a {cat} vendor, is posted to account"
+    if off and assign and off == [assign]:
+        return clear(eid, k.ev + ["master:vendors", *k.ev_pol],
+                     f"{head} {off[0]}, outside the coding guide's accounts for {cat}, but PO {k.inv.po} ({k.po_doc}) "
+                     f"assigns the order to {off[0]} and section 6 lets an ordered service post to its PO's account: "
+                     "no exception.")
+    if not off:
+        return None
+    assigned = f"; PO {k.inv.po} ({k.po_doc}) assigns the order to {assign}" if assign else ""
+    return flag(eid, CODE, k.ev + ["master:vendors", *k.ev_pol],
+                f"{head} {off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}{assigned}, "
+                f"so {k.ent['total_debit']:.2f} is misclassified.")
+
+
+def _quantity(k: _Case) -> Disposition | None:
+    """Section 5.0: no more units billed than the PO history shows received."""
+    got = _received(k.po)
+    if got is None or k.inv.qty <= got or k.po is None:
+        return None
+    return flag(k.eid, CODE, k.ev + [*k.ev_pol],
+                f"Entry {k.eid}: invoice {k.ref} bills {k.inv.qty} units but the PO history of {k.inv.po} ({k.po_doc}) "
+                f"shows {got} received; section 5.0 forbids paying for more: "
+                f"{(k.inv.qty - got) * (k.po.price / 100 or 0):.2f} billed for goods never received.")
+
+
+def _price(k: _Case, terms: Terms, later: list[Disposition]) -> Disposition | None:
+    """Section 5.1: the invoice against the order value of the quantity invoiced and the tolerance; a short
+    delivery billed as received is cleared; an invoice at or below the order price goes to ``later``."""
+    pct, cap, _allowed, _main = terms
+    inv, po, eid, ev = k.inv, k.po, k.eid, k.ev
+    if po is None:
+        return None
+    total, qty = inv.total / 100, inv.qty or 1
+    ov_cents = round(qty * (po.price / 100) * 100)
+    tol = int(min(ov_cents * pct // 100, round(cap * 100))) / 100
+    order_value = ov_cents / 100
+    excess = round(total - order_value, 2)
+    of_po = f"order value {order_value:.2f} of PO {inv.po} ({k.po_doc})"
+    terms_text = f"the tolerance of {tol:.2f} ({pct:g}% or USD {cap:.2f}, whichever is lower)"
+    if excess > tol + 0.004:
+        return flag(eid, CODE, ev + [*k.ev_pol], f"Entry {eid}: invoice {k.ref} total {total:.2f} exceeds the "
+                    f"{of_po} by {excess:.2f}, above {terms_text}; the excess was posted without a PO change.")
+    if excess > 0.004:
+        return clear(eid, ev + [*k.ev_pol], f"Entry {eid}: invoice {k.ref} total {total:.2f} exceeds the {of_po} by "
+                     f"{excess:.2f}, within {terms_text}; quantity within what was received, payee and coding agree "
+                     "with the master.")
+    got = _received(po)
+    if got is not None and got < po.qty:
+        return clear(eid, ev + [*k.ev_pol], f"Entry {eid}: PO {inv.po} ({k.po_doc}) ordered {po.qty} units and its "
+                     f"history shows {got} received; invoice {k.ref} bills {inv.qty} at the order price ({total:.2f}), "
+                     "so it pays only for what arrived (sections 5.0 and 6): no exception.")
+    later.append(clear(eid, ev + ["master:vendors"], f"Entry {eid}: invoice {k.ref} total {total:.2f} does not "
+                       f"exceed the {of_po}; payee and coding agree with the master."))
+    return None
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+            decisive="the invoice against its purchase order and goods receipts (price within the policy's tolerance, "
+                     "quantity within what was received), its remittance account against the vendor master and the "
+                     "change log, and the account posted against the coding guide or the PO's account assignment")

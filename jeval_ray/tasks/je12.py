@@ -58,15 +58,21 @@ the plan.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import chart
-from jeval_ray.builder.spec import Knobs, key, spec
+from jeval_ray.builder import Entries, WorldBuilder
 from jeval_ray.builder._base import _CODES
+from jeval_ray.builder.spec import Knobs, key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
+from jeval_ray.tasks.taskkit import (INT, MONEY, TOKEN, Disposition, Form, SurfaceRule, Task, clear, flag, review,
+                                     roles, surface_naive, tally)
 
 SPEC = spec(
     "JE-12",
@@ -126,36 +132,87 @@ _POOL = ("VN", "AC")
 _CASH = chart.CODE["1000"]
 
 
-def _plan(b) -> int:
-    return b.add_document(
-        "memo", PLAN_TITLE,
-        "Prepared by the audit senior; reviewed by the engagement manager.\n"
-        "1. Populations. The tests cover the manual journal entries (source 'manual'); interface and batch "
-        "postings are covered by the IT general controls work. Each manual entry belongs to the population of "
-        "the account on its first line (line 1). The measure is that line's debit amount.\n"
-        "2. Baseline. For every population compute the count, the median and the median absolute deviation "
-        "(MAD). The robust z-score of an entry is (amount - median) / (1.4826 x MAD). The mean and standard "
-        "deviation are not used: they are distorted by the very amounts under test. Accounting amounts are "
-        "heavy-tailed, so the amount test's limit is well above the 3 of a normal population.\n"
-        f"3. Amount test. An entry whose robust z-score exceeds {AMOUNT_Z:.0f} within a population of at least "
-        f"{MIN_POP} entries is outside its population and is selected.\n"
-        f"4. User-account flow test. For each preparer (user id) with at least {MIN_USER} other manual entries in "
-        "the period, an entry that is the only one the preparer posted to that account in the period is selected "
-        f"when its robust z-score in the account's population exceeds {FLOW_Z:.0f}.\n"
-        "5. Large amounts are not reportable by themselves: an account's population can hold entries of very "
-        "different sizes (a quarterly top-side adjustment, a tax return, an annual service invoice).\n"
-        "6. Document the baseline (median, MAD, robust z) for every entry selected.\n"
-        "7. An outlier is a reason to select an entry, not a finding. Every entry selected by test 3 or 4 is "
-        "vouched to its source document, which the client has placed in the PBC pack (the document number is "
-        "the entry's reference): the first-line amount must be a figure of the document and the GL account "
-        "coded on the document, where it names one, must be the account posted. Selected entries that agree are "
-        "cleared; entries that disagree (an amount keyed wrongly, a cost posted to another account than the one "
-        "coded on the document) or have no source document are reported.",
-        "2025-11-14",
-    )
+# ---------------------------------------------------------------------------- documents
+@dataclass(frozen=True)
+class Plan:
+    """The analytics plan's limits: the amount test's robust z and least population, the flow test's
+    least number of a preparer's other entries and its robust z."""
+    amount_z: int
+    min_pop: int
+    min_user: int
+    flow_z: int
 
 
-def first_lines(b) -> tuple[np.ndarray, np.ndarray]:
+PLAN = Form(Plan, (
+    "Prepared by the audit senior; reviewed by the engagement manager.\n"
+    "1. Populations. The tests cover the manual journal entries (source 'manual'); interface and batch "
+    "postings are covered by the IT general controls work. Each manual entry belongs to the population of "
+    "the account on its first line (line 1). The measure is that line's debit amount.\n"
+    "2. Baseline. For every population compute the count, the median and the median absolute deviation "
+    "(MAD). The robust z-score of an entry is (amount - median) / (1.4826 x MAD). The mean and standard "
+    "deviation are not used: they are distorted by the very amounts under test. Accounting amounts are "
+    "heavy-tailed, so the amount test's limit is well above the 3 of a normal population.\n"
+    "3. Amount test. An entry whose robust z-score exceeds {amount_z} within a population of at least "
+    "{min_pop} entries is outside its population and is selected.\n"
+    "4. User-account flow test. For each preparer (user id) with at least {min_user} other manual entries in "
+    "the period, an entry that is the only one the preparer posted to that account in the period is selected "
+    "when its robust z-score in the account's population exceeds {flow_z}.\n"
+    "5. Large amounts are not reportable by themselves: an account's population can hold entries of very "
+    "different sizes (a quarterly top-side adjustment, a tax return, an annual service invoice).\n"
+    "6. Document the baseline (median, MAD, robust z) for every entry selected.\n"
+    "7. An outlier is a reason to select an entry, not a finding. Every entry selected by test 3 or 4 is "
+    "vouched to its source document, which the client has placed in the PBC pack (the document number is "
+    "the entry's reference): the first-line amount must be a figure of the document and the GL account "
+    "coded on the document, where it names one, must be the account posted. Selected entries that agree are "
+    "cleared; entries that disagree (an amount keyed wrongly, a cost posted to another account than the one "
+    "coded on the document) or have no source document are reported."), amount_z=INT, min_pop=INT, min_user=INT,
+    flow_z=INT)
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A books source document's amount line (an invoice without a goods receipt, an accrual, a return ...)."""
+    amount: int
+
+
+@dataclass(frozen=True)
+class MatchedAmounts:
+    """A books matched vendor invoice's amounts line."""
+    goods: int
+    variance: int
+    total: int
+
+
+@dataclass(frozen=True)
+class CodedTo:
+    """A books source document's account line (where its type names the account)."""
+    account: str
+
+
+#: lines of the books' own source documents (``jeval_ray.books.wording``), found with ``search``; a
+#: document's first line is its title, so each of these starts after a line break
+AMOUNT = Form(Amount, "\nAmount: USD {amount}", amount=MONEY)
+MATCHED_AMOUNTS = Form(MatchedAmounts, "\nGoods received value at order price: USD {goods}; price difference: USD "
+                       "{variance}; invoice total: USD {total}", goods=MONEY, variance=MONEY, total=MONEY)
+CODED_TO = Form(CodedTo, "\nAccount: {account} ", account=TOKEN)
+
+
+def _plan(b: WorldBuilder) -> int:
+    body = PLAN.render(Plan(int(AMOUNT_Z), MIN_POP, MIN_USER, int(FLOW_Z)))
+    return b.add_document("memo", PLAN_TITLE, body, "2025-11-14")
+
+
+def billed_document(b: WorldBuilder, idx: int, books_cents: int, billed_cents: int) -> int:
+    """The vendor invoice behind entry ``idx`` as billed: the books' document with its amount line
+    written for ``billed_cents``."""
+    r = b.books.document(int(b.cols.books_doc[idx]))
+    old, new = AMOUNT.render(Amount(books_cents)), AMOUNT.render(Amount(billed_cents))
+    assert old in r["body"], r["body"]
+    return b.add_document(r["doc_type"], r["title"], r["body"].replace(old, new), r["date"])
+
+
+# ---------------------------------------------------------------------------- the population
+def first_lines(b: WorldBuilder) -> tuple[np.ndarray, np.ndarray]:
     """(account index into the chart, debit cents) of every entry's first line as the listing will show it.
 
     Nothing here changes an entry's accounts, and a planted entry is always a two-line entry whose
@@ -165,17 +222,19 @@ def first_lines(b) -> tuple[np.ndarray, np.ndarray]:
     acct = b._line_account[first].astype(np.int64)
     val = b._line_value[first]
     cents = np.where(val > 0, val, 0).astype(np.int64)
-    changed = b.e["debit_cents"] != b._orig["debit_cents"]
-    cents[changed] = b.e["debit_cents"][changed]
+    now = b.cols.debit_cents
+    changed = now != Entries(b._orig).debit_cents
+    cents[changed] = now[changed]
     return acct, cents
 
 
-def preparer_codes(b) -> np.ndarray:
+def preparer_codes(b: WorldBuilder) -> np.ndarray:
     """Every entry's preparer as an integer (the books' user index; nothing here changes a preparer)."""
-    return b.books.docs.preparer[b.e["books_doc"]].astype(np.int64)
+    return b.books.docs.preparer[b.cols.books_doc].astype(np.int64)
 
 
-def _stats(acct: np.ndarray, cents: np.ndarray, manual: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+def _stats(acct: np.ndarray, cents: np.ndarray,
+           manual: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[int, float, float]]]:
     """Per-entry (median, scale) of its first-line account's manual population in USD (scale 0 where the
     population is too small or has no spread), and account code -> (n, median, MAD)."""
     na = int(acct.max()) + 1 if len(acct) else 1
@@ -199,21 +258,22 @@ def _stats(acct: np.ndarray, cents: np.ndarray, manual: np.ndarray) -> tuple[np.
     return med[acct], scale[acct], out
 
 
-def robust_z(b) -> np.ndarray:
+def robust_z(b: WorldBuilder) -> np.ndarray:
     """Every manual entry's robust z-score in its first-line account's population (0 where not testable)."""
     acct, cents = first_lines(b)
-    med, scale, _ = _stats(acct, cents, b.e["manual"])
-    ok = b.e["manual"] & (scale > 0)
+    manual = b.cols.manual
+    med, scale, _ = _stats(acct, cents, manual)
+    ok = manual & (scale > 0)
     z = np.zeros(b.n)
     z[ok] = (cents[ok] / 100.0 - med[ok]) / scale[ok]
     return z
 
 
-def _flow_single(b) -> np.ndarray:
+def _flow_single(b: WorldBuilder) -> np.ndarray:
     """Manual entries that are their preparer's only manual posting to the account, by a preparer with
     at least ``MIN_USER`` other manual entries."""
     acct, _cents = first_lines(b)
-    manual = b.e["manual"]
+    manual = b.cols.manual
     p = preparer_codes(b) + 1  # -1 (no preparer) becomes 0
     na = int(acct.max()) + 1
     pair = p * na + acct
@@ -222,13 +282,14 @@ def _flow_single(b) -> np.ndarray:
     return manual & (pair_n == 1) & (user_n - 1 >= MIN_USER)
 
 
-def rule_hits(b) -> np.ndarray:
+def rule_hits(b: WorldBuilder) -> np.ndarray:
     """The analytics plan's two tests over the whole year (the entries a correct agent vouches)."""
     z = robust_z(b)
     return (z > AMOUNT_Z) | (_flow_single(b) & (z > FLOW_Z))
 
 
-def _slips(cents: np.ndarray, rng) -> np.ndarray:
+# ---------------------------------------------------------------------------- keying slips, payments, reversals
+def _slips(cents: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Three keying slips of each amount (rows): one digit of the whole dollars typed twice
     (3,638.76 -> 36,638.76), the first two digits swapped (3,638.76 -> 6,338.76) and the leading
     digit mistyped as a higher one (3,638.76 -> 8,638.76); the cents are kept."""
@@ -247,20 +308,19 @@ def _slips(cents: np.ndarray, rng) -> np.ndarray:
     return np.vstack([doubled, swapped, mistyped]) * 100 + c
 
 
-def _payments(b) -> np.ndarray:
+def _payments(b: WorldBuilder) -> np.ndarray:
     """Per entry: the entry index of the one payment in the year that pays its vendor invoice in full,
     -1 when nothing pays it in the year, -2 when it is paid otherwise (in parts, or in part)."""
-    d = b.books.docs
-    e = b.e
-    vp = np.flatnonzero(e["doc_code"] == "VP")
-    vdoc = e["books_doc"][vp]
+    d, c = b.books.docs, b.cols
+    vp = np.flatnonzero(c.doc_code == "VP")
+    vdoc = c.books_doc[vp]
     par = d.parent[vdoc]
     has = par >= 0
     n_pay = np.bincount(par[has], minlength=len(d))
     full = has & (d.amount[vdoc] == d.amount[np.maximum(par, 0)]) & (n_pay[np.maximum(par, 0)] == 1)
     pay_of_doc = np.where(n_pay > 0, -2, -1).astype(np.int64)
     pay_of_doc[par[full]] = vp[full]
-    return pay_of_doc[e["books_doc"]]
+    return pay_of_doc[c.books_doc]
 
 
 def cash_covers(cash: np.ndarray, month: np.ndarray, pay: np.ndarray, extra: np.ndarray) -> np.ndarray:
@@ -270,43 +330,70 @@ def cash_covers(cash: np.ndarray, month: np.ndarray, pay: np.ndarray, extra: np.
     return (pay < 0) | (low[month[np.maximum(pay, 0)]] - extra >= 0)
 
 
-def pay_more(b, pay: int, extra: int, cash: np.ndarray, month: np.ndarray) -> None:
+def pay_more(b: WorldBuilder, pay: int, extra: int, cash: np.ndarray, month: np.ndarray) -> None:
     """The invoice's one payment (entry ``pay``; none when -1) pays ``extra`` cents more; ``cash`` follows."""
     if pay < 0:
         return
-    b.e["debit_cents"][pay] += extra
-    b.e["credit_cents"][pay] += extra
+    b.cols.debit_cents[pay] += extra
+    b.cols.credit_cents[pay] += extra
     cash[month[pay]:] -= extra
     b.used[pay] = True
 
 
-def _reversals(b) -> np.ndarray:
+def _reversals(b: WorldBuilder) -> np.ndarray:
     """Per entry: the entry index of the reversal of its accrual in the year, else -1."""
-    d = b.books.docs
-    e = b.e
-    rv = np.flatnonzero(e["doc_code"] == "RV")
-    par = d.parent[e["books_doc"][rv]]
+    d, c = b.books.docs, b.cols
+    rv = np.flatnonzero(c.doc_code == "RV")
+    par = d.parent[c.books_doc[rv]]
     rev_of_doc = np.full(len(d), -1, dtype=np.int64)
     rev_of_doc[par[par >= 0]] = rv[par >= 0]
-    return rev_of_doc[e["books_doc"]]
+    return rev_of_doc[c.books_doc]
 
 
-def plant(b) -> None:
-    rng = b.rng
-    e = b.e
+# ---------------------------------------------------------------------------- planting
+def plant(b: WorldBuilder) -> None:
+    """State the analytics plan; key a slip into manual invoices and accruals drawn from one pool
+    (defects: the document shows the true amount; decoys: the document is billed as keyed); add the
+    source documents of everything the plan's tests select and of a few ordinary manual entries."""
     plan = _plan(b)
-    manual = e["manual"]
+    b.claim("JE-12", documents=[plan])
+    cents, keyed, pool = _slipped_pool(b)
+    planted = _plant_slips(b, cents, keyed, pool)
+    for idx, bad in planted:
+        true, posted = int(cents[idx]), int(b.cols.debit_cents[idx])
+        if bad:
+            doc = b.source_document(idx)
+            b.add_defect(idx, "keying_error", CODE, [doc, plan], posted - true,
+                         facts=[f"{{D:{doc}}}", true / 100, posted / 100])
+        else:
+            doc = billed_document(b, idx, true, posted)
+            b.add_decoy(idx, "outlier_vouched_amount", [doc, plan],
+                        facts=[f"{{D:{doc}}}", posted / 100, str(b.cols.debit_account[idx])])
+        b.claim("JE-12", documents=[doc])
+    # the source documents of every other entry the tests select (genuine look-alikes) and of a few
+    # ordinary manual entries: the documents alone do not list the selection
+    hits = rule_hits(b)
+    hits[np.array([i for i, _ in planted], dtype=np.int64)] = False
+    ordinary = np.flatnonzero(b.cols.manual & ~hits & ~b.used)
+    extra = b.rng.choice(ordinary, size=min(len(ordinary), int(b.rng.integers(3, 7))), replace=False)
+    for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra])):
+        b.claim("JE-12", documents=[b.source_document(int(idx))])
+
+
+def _slipped_pool(b: WorldBuilder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(every entry's first-line cents, the amount each candidate would be keyed at, the candidates):
+    manual two-line vendor invoices without a goods receipt and month-end accruals, already more than
+    one MAD above their account's median (a slip moves them further up, which leaves every median and
+    MAD where the books put them, so the z-scores planted are exact), whose smallest slip above
+    ``PLANT_Z`` their approver could still approve; an invoice paid in instalments is left alone."""
+    c = b.cols
     acct, cents = first_lines(b)
-    med, scale, st = _stats(acct, cents, manual)
+    med, scale, _st = _stats(acct, cents, c.manual)
     limit = {u["user_id"]: int(round(u["approval_limit"] * 100)) for u in b.users}
-    # the pool: manual two-line vendor invoices without a goods receipt and month-end accruals; every
-    # candidate's keyed amount is fixed before its label, so defects and decoys share one surface;
-    # only entries already more than one MAD above their account's median: a slip moves them further up,
-    # which leaves every median and MAD where the books put them (so the z-scores planted are exact)
-    pool = (np.isin(e["doc_code"], _POOL) & manual & (e["n_lines"] == 2) & (scale > 0)
+    pool = (np.isin(c.doc_code, _POOL) & c.manual & (c.n_lines == 2) & (scale > 0)
             & (cents / 100.0 > med + scale / SCALE))
-    slips = _slips(cents[pool], rng)
-    appr_limit = np.array([limit.get(a, 0) for a in e["approver"][pool].tolist()], dtype=np.int64)
+    slips = _slips(cents[pool], b.rng)
+    appr_limit = np.array([limit.get(a, 0) for a in c.approver[pool].tolist()], dtype=np.int64)
     sc = scale[pool]
     z_slip = np.where(sc > 0, (slips / 100.0 - med[pool]) / np.where(sc > 0, sc, 1), 0.0)
     # the smallest slip that makes the entry an outlier and that its approver could still approve (a decoy's
@@ -316,12 +403,20 @@ def plant(b) -> None:
     keyed = cents.copy()
     keyed[pool] = slips[pick, np.arange(len(pick))]
     pool[np.flatnonzero(pool)[~valid.any(axis=0)]] = False
+    return cents, keyed, pool
+
+
+def _plant_slips(b: WorldBuilder, cents: np.ndarray, keyed: np.ndarray, pool: np.ndarray) -> list[tuple[int, bool]]:
+    """Draw the roles, then each candidate from the pool (every candidate's keyed amount is fixed
+    before its role, so defects and decoys share one surface), key its slip (an accrual's reversal
+    mirrors it; a decoy's payment pays it); the planted entries with their roles."""
+    c = b.cols
     pay = _payments(b)
     pool &= pay != -2  # an invoice paid in instalments would need its payments split: left alone
-    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
+    labels = roles(b.n_defects, b.n_decoys, b.rng)
     rev = _reversals(b)
     cash = b.books.period_end_balances()[:12, _CASH].astype(np.int64)  # the books' cash at each month end
-    month = (e["post_date"].astype("datetime64[M]").astype(np.int64) % 12)
+    month = (c.post_date.astype("datetime64[M]").astype(np.int64) % 12)
     planted: list[tuple[int, bool]] = []
     for bad in labels:
         cand = pool & ~b.used
@@ -333,44 +428,23 @@ def plant(b) -> None:
             break  # the seed's default draw of counts exceeds what this year holds: plant fewer
         idx = int(b.pick(1, cand, what="manual vendor invoices that a keying slip makes outliers")[0])
         true, posted = int(cents[idx]), int(keyed[idx])
-        e["debit_cents"][idx] = e["credit_cents"][idx] = posted
+        c.debit_cents[idx] = c.credit_cents[idx] = posted
+        changed = [idx]
         if rev[idx] >= 0:  # the next day's automatic reversal mirrors the accrual as posted
             r = int(rev[idx])
-            e["debit_cents"][r] = e["credit_cents"][r] = posted
+            c.debit_cents[r] = c.credit_cents[r] = posted
             b.used[r] = True
+            changed.append(r)
         if not bad:
             pay_more(b, int(pay[idx]), posted - true, cash, month)
+            changed += [int(pay[idx])] if pay[idx] >= 0 else []
+        b.claim("JE-12", entries=changed)
         planted.append((idx, bool(bad)))
-    for idx, bad in planted:
-        true, posted = int(cents[idx]), int(e["debit_cents"][idx])
-        if bad:
-            doc = b.source_document(idx)
-            b.add_defect(idx, "keying_error", CODE, [doc, plan], posted - true,
-                         facts=[f"{{D:{doc}}}", true / 100, posted / 100])
-        else:
-            doc = billed_document(b, idx, true, posted)
-            b.add_decoy(idx, "outlier_vouched_amount", [doc, plan],
-                        facts=[f"{{D:{doc}}}", posted / 100, str(e["debit_account"][idx])])
-    # the source documents of every other entry the tests select (genuine look-alikes) and of a few
-    # ordinary manual entries: the documents alone do not list the selection
-    hits = rule_hits(b)
-    hits[np.array([i for i, _ in planted], dtype=np.int64)] = False
-    ordinary = np.flatnonzero(manual & ~hits & ~b.used)
-    extra = rng.choice(ordinary, size=min(len(ordinary), int(rng.integers(3, 7))), replace=False)
-    for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra])):
-        b.source_document(int(idx))
+    return planted
 
 
-def billed_document(b, idx: int, books_cents: int, billed_cents: int) -> int:
-    """The vendor invoice behind entry ``idx`` as billed: the books' document worded for ``billed_cents``."""
-    r = b.books.document(int(b.e["books_doc"][idx]))
-    old, new = f"Amount: USD {books_cents / 100:,.2f}", f"Amount: USD {billed_cents / 100:,.2f}"
-    assert old in r["body"], r["body"]
-    return b.add_document(r["doc_type"], r["title"], r["body"].replace(old, new), r["date"])
-
-
-# ------------------------------------------------------------------ strategies
-def _find_plan(kit: Kit):
+# ---------------------------------------------------------------------------- strategies
+def _find_plan(kit: Kit) -> Generator[Action, str, str | None]:
     if kit.has("search_documents"):
         hits = (yield from kit.call("search_documents", query="robust z-score")).get("documents", [])
     else:
@@ -379,18 +453,16 @@ def _find_plan(kit: Kit):
     return hits[0]["doc_id"] if hits else None
 
 
-def _thresholds(body: str) -> dict:
-    """The plan's numbers; the defaults are the firm's standard ones if the plan cannot be read."""
-    def num(pattern: str, default: float) -> float:
-        m = re.search(pattern, body)
-        return float(m.group(1)) if m else default
-    return {"amount_z": num(r"Amount test\..*?exceeds (\d+(?:\.\d+)?)", AMOUNT_Z),
-            "min_pop": num(r"at least (\d+) entries is outside", MIN_POP),
-            "min_user": num(r"with at least (\d+) other", MIN_USER),
-            "flow_z": num(r"flow test\..*?exceeds (\d+(?:\.\d+)?)", FLOW_Z)}
+def _thresholds(body: str) -> dict[str, float]:
+    """The plan's limits; the firm's standard ones if the plan cannot be read."""
+    p = PLAN.parse(body)
+    if p is None:
+        return {"amount_z": AMOUNT_Z, "min_pop": float(MIN_POP), "min_user": float(MIN_USER), "flow_z": FLOW_Z}
+    return {"amount_z": float(p.amount_z), "min_pop": float(p.min_pop), "min_user": float(p.min_user),
+            "flow_z": float(p.flow_z)}
 
 
-def _baseline(rows: list[dict]) -> dict[str, dict]:
+def _baseline(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Median and MAD per debit account from ledger rows (when compute_stats is withheld)."""
     by: dict[str, list[float]] = {}
     for r in rows:
@@ -404,16 +476,19 @@ def _baseline(rows: list[dict]) -> dict[str, dict]:
 
 
 _MANUAL = {"column": "source", "op": "eq", "value": "manual"}
+#: an entry the tests scored: (robust z, its preparer's only entry to the account, its ledger row, its population)
+Scored = tuple[float, bool, dict[str, Any], dict[str, Any]]
 
 
-def _select(kit: Kit):
+def _select(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, float], list[str], dict[str, Scored],
+                                                      Counter[str]]]:
     """The plan's selection: the per-account robust baseline of the manual entries (``compute_stats``
     first, the ledger when it is withheld) and both tests. Returns (plan id, thresholds, selected,
     scored rows, users)."""
     plan = yield from _find_plan(kit)
     body = (yield from kit.open(plan)).get("body", "") if plan else ""
     th = _thresholds(body)
-    groups: dict[str, dict] = {}
+    groups: dict[str, Any] = {}
     if kit.has("compute_stats"):
         # the baseline comes first: no claim about an entry before the population is measured
         st = yield from kit.call("compute_stats", filters=[_MANUAL], measure="amount", group_by="account", top_z=0)
@@ -424,7 +499,7 @@ def _select(kit: Kit):
         groups = _baseline(rows)
     per_user = Counter(r["preparer"] for r in rows)
     pairs = Counter((r["preparer"], r["account"]) for r in rows)
-    scored = {}
+    scored: dict[str, Scored] = {}
     for r in rows:
         g = groups.get(r["account"], {})
         if g.get("n", 0) < th["min_pop"] or not g.get("mad"):
@@ -437,7 +512,7 @@ def _select(kit: Kit):
     return plan, th, selected, scored, per_user
 
 
-def _why(eid: str, sel: tuple, th: dict, users: Counter) -> str:
+def _why(sel: Scored, th: dict[str, float], users: Counter[str]) -> str:
     z, _single, r, g = sel
     base = (f"account {r['account']} population n={g['n']}, median {g['median']:,.2f}, MAD {g['mad']:,.2f}; "
             f"amount {r['debit']:,.2f} is robust z {z:.1f}")
@@ -447,72 +522,71 @@ def _why(eid: str, sel: tuple, th: dict, users: Counter) -> str:
             f"{r['account']} out of {users[r['preparer']]} entries")
 
 
-def naive(kit: Kit):
-    """Applies the plan's two outlier tests and flags every entry they select, without vouching any."""
-    plan, th, selected, scored, users = yield from _select(kit)
-    for eid in selected:
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(eid, CODE, [], f"Entry {eid} is an outlier: {_why(eid, scored[eid], th, users)}.")
-    yield from kit.submit(f"Per-account outlier tests: {len(selected)} entries outside their population flagged.")
+def _outliers(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """The entries the plan's two tests select, most outlying first, each with why it was selected."""
+    _plan, th, selected, scored, users = yield from _select(kit)
+    return {eid: {"why": _why(scored[eid], th, users)} for eid in selected}
 
 
-_USD = re.compile(r"USD (-?[\d,]+\.\d\d)")
-_DOC_ACCOUNT = re.compile(r"^Account: (\d{4})", re.M)
-_REF = re.compile(r"\b([A-Z]{2}-\d{5,})\b")
+RULE = SurfaceRule("an entry the analytics plan's amount test or user-account flow test selects", CODE, _outliers,
+                   "Entry {entry_id} is an outlier: {why}.",
+                   "Per-account outlier tests: {n} entries outside their population flagged.", in_order=False)
+naive = surface_naive(RULE)
 
 
-def careful(kit: Kit):
+def _ref_in(title: str) -> str | None:
+    """The first document number in a title (two capitals, a hyphen, five or more digits: ``VN-0001234``)."""
+    return next((w for w in title.split() if len(w) >= 8 and w[2] == "-" and w[:2].isascii() and w[:2].isalpha()
+                 and w[:2].isupper() and w[3:].isascii() and w[3:].isdigit()), None)
+
+
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the plan, takes the per-account robust baseline of the manual entries, selects with both
     tests, then vouches every selected entry to its source document: flags what disagrees (or has no
     document), clears what agrees."""
     plan, th, selected, scored, users = yield from _select(kit)
     ev_plan = [plan] if plan else []
-    support = {}
+    support: dict[str, str] = {}
     for d in (yield from kit.documents()):
-        m = _REF.search(d["title"])
-        if m:
-            support.setdefault(m.group(1), d["doc_id"])
-    n_flag = n_clear = 0
-    for eid in selected:
-        if kit.calls_left <= 3:
-            break
-        z, _single, r, g = scored[eid]
+        ref = _ref_in(d["title"])
+        if ref:
+            support.setdefault(ref, d["doc_id"])
+
+    def decide(eid: str) -> Generator[Action, str, Disposition]:
+        r = scored[eid][2]
         doc = support.get(r["reference"])
         if doc is None and kit.has("search_documents"):
             hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
             doc = next((h["doc_id"] for h in hits if r["reference"] in h.get("title", "")), None)
-        why = _why(eid, scored[eid], th, users)
-        if doc is None:
-            yield from kit.flag(eid, CODE, ev_plan,
-                                f"Entry {eid} was selected as an outlier ({why}); no source document for "
-                                f"{r['reference']} is in the pack, so it cannot be vouched.")
-            n_flag += 1
-            continue
-        body = (yield from kit.open(doc)).get("body", "")
-        figures = [float(x.replace(",", "")) for x in _USD.findall(body)]
-        ac = _DOC_ACCOUNT.search(body)
-        account = ac.group(1) if ac else None
-        amount = figures[-1] if figures else None
-        m_amount = re.search(r"^Amount: USD (-?[\d,]+\.\d\d)", body, re.M)
-        if m_amount:
-            amount = float(m_amount.group(1).replace(",", ""))
-        if not any(abs(f - r["debit"]) < 0.005 for f in figures):
-            yield from kit.flag(eid, CODE, [doc, *ev_plan],
-                                f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document "
-                                f"shows {amount:,.2f}, but the entry was keyed as {r['debit']:,.2f}, a misstatement of "
-                                f"{r['debit'] - amount:,.2f}.")
-            n_flag += 1
-        elif account is not None and account != r["account"]:
-            yield from kit.flag(eid, CODE, [doc, *ev_plan],
-                                f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document is "
-                                f"coded to GL account {account}, but the entry posted it to account {r['account']}.")
-            n_flag += 1
-        else:
-            yield from kit.clear(eid, [doc, *ev_plan],
-                                 f"Entry {eid} was selected as an outlier ({why}). Vouched to {doc}: the document "
-                                 f"supports the amount {r['debit']:,.2f}"
-                                 + (f" and the GL account {account}" if account else "") + "; no misstatement.")
-            n_clear += 1
+        body = (yield from kit.open(doc)).get("body", "") if doc else ""
+        return _vouch(eid, _why(scored[eid], th, users), r, doc, body, ev_plan)
+
+    flags, clears = tally((yield from review(kit, selected, decide, reserve=3)))
     yield from kit.submit(f"Per-account robust baseline of the manual entries (plan {plan}): {len(selected)} outliers "
-                          f"selected and vouched; {n_flag} misstated flagged, {n_clear} supported cleared.")
+                          f"selected and vouched; {flags} misstated flagged, {clears} supported cleared.")
+
+
+def _vouch(eid: str, why: str, r: dict[str, Any], doc: str | None, body: str, ev_plan: list[str]) -> Disposition:
+    """Vouch a selected entry (its first-line row ``r``) to its source document ``doc`` reading ``body``."""
+    head = f"Entry {eid} was selected as an outlier ({why})"
+    if doc is None:
+        return flag(eid, CODE, ev_plan, f"{head}; no source document for {r['reference']} is in the pack, so it "
+                                        "cannot be vouched.")
+    matched, stated, coded = MATCHED_AMOUNTS.search(body), AMOUNT.search(body), CODED_TO.search(body)
+    figures = [x / 100 for x in ((matched.goods, matched.variance, matched.total) if matched else ())]
+    figures += [stated.amount / 100] if stated else []
+    amount = stated.amount / 100 if stated else (figures[-1] if figures else None)
+    account = coded.account if coded else None
+    if not any(abs(f - r["debit"]) < 0.005 for f in figures):
+        return flag(eid, CODE, [doc, *ev_plan], f"{head}. Vouched to {doc}: the document shows {amount:,.2f}, but "
+                    f"the entry was keyed as {r['debit']:,.2f}, a misstatement of {r['debit'] - amount:,.2f}.")
+    if account is not None and account != r["account"]:
+        return flag(eid, CODE, [doc, *ev_plan], f"{head}. Vouched to {doc}: the document is coded to GL account "
+                    f"{account}, but the entry posted it to account {r['account']}.")
+    return clear(eid, [doc, *ev_plan], f"{head}. Vouched to {doc}: the document supports the amount "
+                 f"{r['debit']:,.2f}" + (f" and the GL account {account}" if account else "") + "; no misstatement.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=PLAN.template,
+            decisive="the selected entry's first-line debit and account against its source document's amount and "
+                     "GL account (the analytics plan's step 7), after the plan's robust z tests select it")
