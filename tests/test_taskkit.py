@@ -18,8 +18,8 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, DOC_NUMBER, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT,
+                                     TOKEN, USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -176,3 +176,24 @@ def test_the_posting_window_is_business_days_within_the_hours(day, t, hours):
     holidays = ["2025-12-25", "2025-07-04"]
     outside = (dt.date.fromisoformat(day).weekday() >= 5 or day in holidays or not hours[0] <= t < hours[1])
     assert POSTING_WINDOW.outside([day], [t], holidays, *hours).tolist() == [outside]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Usd:
+    amount: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ref:
+    ref: str
+
+
+def test_find_all_reads_every_passage_and_a_document_number_is_a_whole_word():
+    usd = Form(_Usd, "USD {amount}", amount=MONEY)
+    body = "Goods received: USD 1,234.56; price difference: USD -0.50; invoice total: USD 1,234.06\nDue: none"
+    assert usd.find_all(body) == [_Usd(123456), _Usd(-50), _Usd(123406)]
+    assert usd.find_all("no amount") == [] and usd.search(body) == _Usd(123456)
+    ref = Form(_Ref, "{ref}", ref=DOC_NUMBER)
+    assert ref.search("Vendor invoice VN-0001234 - Acme Supply") == _Ref("VN-0001234")
+    assert ref.search("XVN-0001234 and VN-1234 and VN-00012345X") is None
+    assert ref.parse("VI-0000042") == _Ref("VI-0000042")
