@@ -97,6 +97,12 @@ def _seconds(text: str) -> int:
 
 #: a time of day held as seconds after midnight, written ``HH:MM`` (whole minutes)
 HHMM = Kind("hh:mm", r"\d{2}:\d{2}", hhmm, _seconds, domain=(0, 24 * 3600 - 60, 60))
+#: a date and time of day as a listing or a log writes them (``2026-01-14 10:23`` or ``2026-01-14 10:23:45``),
+#: held as its text
+TIMESTAMP = Kind("timestamp", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?")
+#: a count written with thousands grouped (``1,234`` units), held as an int
+COUNT = Kind("count", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
+             domain=(0, 10**12, 1))
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')
 EMPTY = Kind("empty", "")
 #: the books' document number an entry's reference holds (``VN-0001234``: two capitals, a dash, five or
@@ -240,5 +246,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form",
-           "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]
+__all__ = ["COUNT", "DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TIMESTAMP", "TOKEN",
+           "WORD", "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]

@@ -74,15 +74,19 @@ def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> 
     return done
 
 
-def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition]], *,
+def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition | None]], *,
            reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
     """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
-    needs) and issue the disposition. The dispositions issued."""
+    needs) and issue the disposition; a ``decide`` that returns ``None`` (what it read does not
+    bear on the item: no support filed, a document of another kind) issues nothing for that item.
+    The dispositions issued."""
     out: list[Disposition] = []
     for item in items:
         if kit.calls_left <= reserve:
             break
         d = yield from decide(item)
+        if d is None:
+            continue
         yield from issue(kit, d)
         out.append(d)
     return out
@@ -114,7 +118,9 @@ class SurfaceRule:
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
     ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
-    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words."""
+    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words.
+    ``amount`` names the entry's field a flag reports as the misstatement (a task that asks for
+    amounts); ``None``, the default, reports none."""
 
     statement: str
     criteria: str
@@ -123,6 +129,7 @@ class SurfaceRule:
     summary: str
     evidence: tuple[str, ...] = ()
     in_order: bool = True
+    amount: str | None = None
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
@@ -133,6 +140,10 @@ class SurfaceRule:
         items = (e.format_map({**entry, "entry_id": entry_id}) for e in self.evidence)
         return [x for x in items if x]
 
+    def amount_of(self, entry: Mapping[str, Any]) -> float | None:
+        """The misstatement the flag of one caught entry reports (``None`` when the rule reports none)."""
+        return None if self.amount is None else entry[self.amount]
+
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
     """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
@@ -142,7 +153,7 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
         yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
-                                      rule.rationale(eid, hits[eid])) for eid in ids))
+                                      rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
         yield from kit.submit(rule.summary.format(n=len(hits)))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
