@@ -266,6 +266,16 @@ def test_a_surface_rule_reports_the_amount_it_names():
     assert flagged == [("E1", 3.0), ("E2", 12.5), ("E1", None), ("E2", None)]
 
 
+def test_a_surface_rule_summary_counts_what_it_caught_and_what_it_flagged_within_the_budget():
+    def select(kit):
+        yield None
+        return {f"E{i}": {} for i in range(5)}
+    kit = _Kit(4)
+    kit.flag = lambda *a, **k: _Budget.flag(kit, *a[:4])
+    _run(surface_naive(SurfaceRule("s", "X", select, "", "caught {n}, flagged {issued}"))(kit))
+    assert kit.summary == "caught 5, flagged 3"
+
+
 @FAST
 @given(st.dates().map(str), st.dates().map(str), st.dates().map(str), st.sampled_from(["", "PCA-1"]), st.booleans(),
        st.integers(1, 10**6), st.integers(1, 10**6))

@@ -117,7 +117,8 @@ class SurfaceRule:
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
-    ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
+    ``summary`` is one over ``n``, the number caught (and ``issued``, the number flagged before the
+    budget ran out). The entries are flagged in entry-id order, or
     in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words.
     ``amount`` names the entry's field a flag reports as the misstatement (a task that asks for
     amounts); ``None``, the default, reports none."""
@@ -152,9 +153,9 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     def naive(kit: Kit) -> Generator[Action, str, None]:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
-        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
-                                      rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
-        yield from kit.submit(rule.summary.format(n=len(hits)))
+        done = yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
+                                             rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
+        yield from kit.submit(rule.summary.format(n=len(hits), issued=done))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
