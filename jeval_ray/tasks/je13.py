@@ -403,7 +403,7 @@ def _behind_digits(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]
 
 RULE = SurfaceRule("every entry behind a preparer's over-represented leading digit is an anomaly", CODE,
                    _behind_digits, "Entry {entry_id}: {user}'s leading digit {d} is over-represented (z {z:.1f} "
-                   "over {size} entries).", "Flagged {n} entries behind over-represented leading digits.",
+                   "over {size} entries).", "Flagged {issued} entries behind over-represented leading digits.",
                    in_order=False)
 naive = surface_naive(RULE)
 
