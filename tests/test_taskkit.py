@@ -21,8 +21,10 @@ from hypothesis import given, settings, strategies as st
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import SIGNED_MONEY
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, review, roles)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, CLOSED_PERIOD, COUNT, DATE, DOC_NUMBER, INT, MONEY, NAME,
+                                     POSTING_WINDOW, ROUNDING_LIMIT, TIMESTAMP, TOKEN, USER_MAY_POST, Form, Kind, Many,
+                                     SurfaceRule, clear, dispose, fixed, flag, grouped_roles, review, roles,
+                                     surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -215,3 +217,113 @@ def test_the_posting_window_is_business_days_within_the_hours(day, t, hours):
     holidays = ["2025-12-25", "2025-07-04"]
     outside = (dt.date.fromisoformat(day).weekday() >= 5 or day in holidays or not hours[0] <= t < hours[1])
     assert POSTING_WINDOW.outside([day], [t], holidays, *hours).tolist() == [outside]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Usd:
+    amount: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ref:
+    ref: str
+
+
+def test_find_all_reads_every_passage_and_a_document_number_is_a_whole_word():
+    usd = Form(_Usd, "USD {amount}", amount=MONEY)
+    body = "Goods received: USD 1,234.56; price difference: USD -0.50; invoice total: USD 1,234.06\nDue: none"
+    assert usd.find_all(body) == [_Usd(123456), _Usd(-50), _Usd(123406)]
+    assert usd.find_all("no amount") == [] and usd.search(body) == _Usd(123456)
+    ref = Form(_Ref, "{ref}", ref=DOC_NUMBER)
+    assert ref.search("Vendor invoice VN-0001234 - Acme Supply") == _Ref("VN-0001234")
+    assert ref.search("XVN-0001234 and VN-1234 and VN-00012345X") is None
+    assert ref.parse("VI-0000042") == _Ref("VI-0000042")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shipped:
+    units: int
+    at: str
+
+
+def test_a_count_groups_thousands_and_a_timestamp_is_text():
+    f = Form(_Shipped, "{units} units at {at}", units=COUNT, at=TIMESTAMP)
+    for v in (_Shipped(1234567, "2026-01-14 10:23:45"), _Shipped(0, "2026-01-14 10:23")):
+        assert f.parse(f.render(v)) == v
+    assert f.render(_Shipped(1234, "2026-01-14 10:23")) == "1,234 units at 2026-01-14 10:23"
+    with pytest.raises(ValueError):
+        f.render(_Shipped(-1, "2026-01-14"))
+
+
+class _Kit(_Budget):
+    def __init__(self, calls):
+        super().__init__(calls)
+        self.cleared = []
+
+    def clear(self, eid, evidence, rationale):
+        self.cleared.append(eid)
+        self.calls_left -= 1
+        yield None
+
+    def submit(self, summary):
+        self.summary = summary
+        self.calls_left -= 1
+        yield None
+
+
+def _run(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_review_issues_nothing_for_an_item_decided_none():
+    kit = _Kit(10)
+
+    def decide(i):
+        yield None
+        return None if i % 2 else clear(str(i), [], "agrees")
+    issued = _run(review(kit, range(5), decide))
+    assert [d.entry_id for d in issued] == kit.cleared == ["0", "2", "4"]
+
+
+def test_a_surface_rule_reports_the_amount_it_names():
+    flagged = []
+
+    class K(_Kit):
+        def flag(self, eid, criteria, evidence, rationale, amount=None):
+            flagged.append((eid, amount))
+            yield None
+
+    def select(kit):
+        yield None
+        return {"E2": {"credit": 12.5}, "E1": {"credit": 3.0}}
+    _run(surface_naive(SurfaceRule("s", "X", select, "{credit}", "{n}", amount="credit"))(K(10)))
+    _run(surface_naive(SurfaceRule("s", "X", select, "{credit}", "{n}"))(K(10)))
+    assert flagged == [("E1", 3.0), ("E2", 12.5), ("E1", None), ("E2", None)]
+
+
+def test_a_surface_rule_summary_counts_what_it_caught_and_what_it_flagged_within_the_budget():
+    def select(kit):
+        yield None
+        return {f"E{i}": {} for i in range(5)}
+    kit = _Kit(4)
+    kit.flag = lambda *a, **k: _Budget.flag(kit, *a[:4])
+    _run(surface_naive(SurfaceRule("s", "X", select, "", "caught {n}, flagged {issued}"))(kit))
+    assert kit.summary == "caught 5, flagged 3"
+
+
+@FAST
+@given(st.dates().map(str), st.dates().map(str), st.dates().map(str), st.sampled_from(["", "PCA-1"]), st.booleans(),
+       st.integers(1, 10**6), st.integers(1, 10**6))
+def test_a_closed_period_takes_an_entry_only_under_a_request_approved_before_it_for_the_amount(
+        recorded, close, decided, request, approved, cents, approved_cents):
+    """Stated again: after the close date of its period, an entry needs a request approved before the
+    day it was recorded, for the amount posted; on or before the close date it is close work."""
+    posted = "2025-12-31"
+    assert CLOSED_PERIOD.after_close(recorded, posted, {"2025-12": close}) == (close if recorded > close else "")
+    assert CLOSED_PERIOD.after_close(recorded, posted, {}) == ""
+    ok = bool(request) and approved and decided < recorded and approved_cents == cents
+    assert CLOSED_PERIOD.check(recorded, cents / 100, request, approved, decided, approved_cents / 100).ok == ok

@@ -81,16 +81,24 @@ before the close date, shipped within the year, supported.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import calendar as cal, close as books_close
 from jeval_ray.books.documents import TYPE
 from jeval_ray.books.tables import doc_numbers
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import closing_rerun_time
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (CLOSED_PERIOD, COUNT, DATE, INT, LINE, MONEY, NAME, REF, TIMESTAMP, TOKEN,
+                                     Disposition, Form, Many, SurfaceRule, Task, clear, entry_ref, flag, parse_any,
+                                     review, surface_naive, tally)
+
 
 SPEC = spec(
     "JE-9",
@@ -168,8 +176,6 @@ FY_END_CLOSE = cal.iso(cal.YEAR_END_CLOSE)
 #: the accrual estimate tolerance the policy allows against the invoice that follows
 ACCRUAL_TOLERANCE = 0.10
 _CARRIERS = ("UPS Freight", "FedEx Freight", "XPO Logistics", "Bluegate Logistics", "Yellowstone Freight")
-_SHIP_DATE = re.compile(r"Ship date[^:]*:\s*(\d{4}-\d{2}-\d{2})")
-_USD = re.compile(r"USD ([\d,]+\.\d\d)")
 _REASONS = {
     "VN": ("vendor invoice for December services received after the close",
            "unrecorded December liability found in the January invoice review"),
@@ -195,40 +201,225 @@ _TOPSIDE_SUPPORT = (
 assert len(_TOPSIDE_SUPPORT) == len(books_close.TOP_SIDE)
 
 
-def _policy_body() -> str:
-    return (
-        "1. Scope. This policy applies to all revenue and to every journal entry posted to a period of FY2025, "
-        "and in particular to the fiscal year end (2025-12-31).\n"
-        "2. Product revenue (account 4000) is recognised when control of the goods passes to the customer. Under "
-        "the company's standard terms of sale (FCA our warehouse) control passes on the ship date recorded on the "
-        "delivery note, when the carrier signs for the goods. Goods that leave the warehouse after the last day "
-        "of a fiscal year may not be billed into that year.\n"
-        f"3. Year-end cut-off. Delivery notes for all product sales billed in the last ten days of the fiscal year "
-        f"({WINDOW_START} to {YEAR_END}) are retained in the audit support pack under the billing reference.\n"
-        "4. Period close. Each period is closed on the close date set in the financial close calendar (master data "
-        "calendar, kind period_close). Entries recorded up to and including the close date may still be posted "
-        "into the period being closed; this is normal close work. After the close date the period is locked: "
-        "entries recorded later are posted to the current open period. An entry may be posted into a closed "
-        "period only under a post-closing adjustment request approved by the Controller and the CFO before the "
-        "entry is recorded, for the reference and the amount approved. The FY2025 year-end close date is "
-        f"{FY_END_CLOSE}. The year-end closing entry (document type YC, system user SYS_BATCH) carries every "
-        "revenue and expense balance to retained earnings: the system runs it at the year-end close and runs it "
-        "again at the first full hour after any posting into the closed year, so that it closes the year's final "
-        "balances. Each run replaces the closing entry of the run before it (the ledger holds one closing entry, "
-        "timed at the last run); the close job's run log is kept in the close binder. A re-run is system "
-        "processing, not a post-closing adjustment; the postings that trigger it need their own authorisation.\n"
-        "5. Top-side adjustments (document type TS) are keyed by the Accounting Manager or the Controller. Each one "
-        "is supported by the calculation or third-party document it rests on, filed in the close binder under the "
-        "adjustment's reference; the amount booked is the amount that document supports.\n"
-        "6. Accruals. Services billed in arrears are accrued at each month end from the expected invoice and "
-        "reversed on the first day of the next month, when the invoice is recorded. An accrual within "
-        f"{ACCRUAL_TOLERANCE:.0%} of the invoice that follows is an acceptable estimate. For the year end, the "
-        "statements of account of the accrued vendors at 2026-01-31 are retained in the audit support pack.\n"
-        "7. Cut-off errors are corrected in the period to which the transaction belongs; the misstatement is the "
-        "amount recorded in the wrong period. An entry posted into a closed period without authorisation is "
-        "reported at the amount posted. An adjustment or accrual above its support is misstated by the amount it "
-        "exceeds the support."
-    )
+
+@dataclass(frozen=True)
+class Policy:
+    """The cut-off and close policy: the cut-off window, the year-end close date, the accrual tolerance (%)."""
+    start: str
+    end: str
+    close: str
+    tolerance: int
+
+
+POLICY = Form(Policy, (
+    "1. Scope. This policy applies to all revenue and to every journal entry posted to a period of FY2025, "
+    "and in particular to the fiscal year end (2025-12-31).\n"
+    "2. Product revenue (account 4000) is recognised when control of the goods passes to the customer. Under "
+    "the company's standard terms of sale (FCA our warehouse) control passes on the ship date recorded on the "
+    "delivery note, when the carrier signs for the goods. Goods that leave the warehouse after the last day "
+    "of a fiscal year may not be billed into that year.\n"
+    "3. Year-end cut-off. Delivery notes for all product sales billed in the last ten days of the fiscal year "
+    "({start} to {end}) are retained in the audit support pack under the billing reference.\n"
+    "4. Period close. Each period is closed on the close date set in the financial close calendar (master data "
+    "calendar, kind period_close). Entries recorded up to and including the close date may still be posted "
+    "into the period being closed; this is normal close work. After the close date the period is locked: "
+    "entries recorded later are posted to the current open period. An entry may be posted into a closed "
+    "period only under a post-closing adjustment request approved by the Controller and the CFO before the "
+    "entry is recorded, for the reference and the amount approved. The FY2025 year-end close date is "
+    "{close}. The year-end closing entry (document type YC, system user SYS_BATCH) carries every "
+    "revenue and expense balance to retained earnings: the system runs it at the year-end close and runs it "
+    "again at the first full hour after any posting into the closed year, so that it closes the year's final "
+    "balances. Each run replaces the closing entry of the run before it (the ledger holds one closing entry, "
+    "timed at the last run); the close job's run log is kept in the close binder. A re-run is system "
+    "processing, not a post-closing adjustment; the postings that trigger it need their own authorisation.\n"
+    "5. Top-side adjustments (document type TS) are keyed by the Accounting Manager or the Controller. Each one "
+    "is supported by the calculation or third-party document it rests on, filed in the close binder under the "
+    "adjustment's reference; the amount booked is the amount that document supports.\n"
+    "6. Accruals. Services billed in arrears are accrued at each month end from the expected invoice and "
+    "reversed on the first day of the next month, when the invoice is recorded. An accrual within "
+    "{tolerance}% of the invoice that follows is an acceptable estimate. For the year end, the "
+    "statements of account of the accrued vendors at 2026-01-31 are retained in the audit support pack.\n"
+    "7. Cut-off errors are corrected in the period to which the transaction belongs; the misstatement is the "
+    "amount recorded in the wrong period. An entry posted into a closed period without authorisation is "
+    "reported at the amount posted. An adjustment or accrual above its support is misstated by the amount it "
+    "exceeds the support."), start=DATE, end=DATE, close=DATE, tolerance=INT)
+
+
+@dataclass(frozen=True)
+class RejectedRequest:
+    """A post-closing adjustment request the Controller rejected."""
+    no: int
+    close: str
+    reference: str
+    account: str
+    requested: int
+    reason: str
+    preparer: str
+    asked: str
+    decided: str
+
+
+@dataclass(frozen=True)
+class ApprovedRequest(RejectedRequest):
+    """A post-closing adjustment request approved by the Controller and the CFO, for ``amount``."""
+    amount: int
+
+
+_REQUEST = ("Post-closing adjustment request PCA-26-{no}\n"
+            "Closed period: 2025-12 (FY2025 year-end close {close})\n"
+            "Entry reference: {reference}\n"
+            "Account: {account}    Amount requested: USD {requested}\n"
+            "Reason: {reason}\n"
+            "Requested by {preparer} on {asked}.\n"
+            "Decision: ")
+_REQUEST_KINDS = dict(no=INT, close=DATE, reference=TOKEN, account=TOKEN, requested=MONEY, reason=LINE, preparer=TOKEN,
+                      asked=DATE, decided=DATE)
+APPROVED = Form(ApprovedRequest, _REQUEST + "Approved by Isabel Brown, Controller, and James Wright, CFO, on "
+                "{decided}, for USD {amount}.", amount=MONEY, **_REQUEST_KINDS)
+REJECTED = Form(RejectedRequest, _REQUEST + "Rejected by Isabel Brown, Controller, on {decided}: post in the open "
+                "period 2026-01.", **_REQUEST_KINDS)
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    """The close job's first run, at the year-end close."""
+    no: int
+    at: str
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """A re-run of the close job after postings into the closed year (``postings``: ``POSTING`` texts)."""
+    no: int
+    at: str
+    postings: str
+
+
+@dataclass(frozen=True)
+class Posting:
+    """A posting into the closed year a re-run names."""
+    entry: str
+    reference: str
+    posted: str
+    recorded: str
+
+
+@dataclass(frozen=True)
+class CloseLog:
+    """The year-end close job's run log."""
+    ref: str
+    year_end: str
+    runs: tuple[FirstRun | Rerun, ...]
+    n_runs: int
+
+
+FIRST_RUN = Form(FirstRun, "Run {no}  {at}  year-end close FY2025 (period 2025-12 locked)", no=INT, at=TIMESTAMP)
+RERUN = Form(Rerun, "Run {no}  {at}  re-run after posting into the closed FY2025: {postings}", no=INT, at=TIMESTAMP,
+             postings=LINE)
+#: one posting a re-run names; a re-run's postings are these, joined by ", " (read back with ``find_all``)
+POSTING = Form(Posting, "entry {entry} ({reference}, posted {posted}, recorded {recorded})", entry=REF,
+               reference=TOKEN, posted=DATE, recorded=TIMESTAMP)
+CLOSE_LOG = Form(CloseLog, (
+    "Job: year-end closing FY2025, system user SYS_BATCH. Closing entry {ref}, posted {year_end}: every "
+    "revenue and expense balance to retained earnings (account 3100). Each run replaces the closing entry of "
+    "the run before it.\n{runs}\nCompleted: {n_runs} run(s); the closing entry {ref} stands as of the last run."),
+    ref=TOKEN, year_end=DATE, runs=Many((FIRST_RUN, RERUN)), n_runs=INT)
+
+
+@dataclass(frozen=True)
+class DeliveryNote:
+    """The carrier-signed delivery note of a sale: ``ship`` is when control passed."""
+    dn: int
+    company: str
+    customer: str
+    customer_id: str
+    reference: str
+    ship: str
+    carrier: str
+    pro: int
+    units: int
+    pallets: int
+
+
+@dataclass(frozen=True)
+class NoteTitle:
+    """A delivery note's title: the note, the billing reference it is filed under, the customer."""
+    dn: int
+    reference: str
+    customer: str
+
+
+NOTE = Form(DeliveryNote, (
+    "Delivery note DN-{dn}\n"
+    "Shipper: {company}, finished goods warehouse, Columbus OH\n"
+    "Customer: {customer} ({customer_id})\n"
+    "Billing reference: {reference}\n"
+    "Ship date (goods handed to carrier, carrier signature): {ship}\n"
+    "Carrier: {carrier}, pro number {pro}\n"
+    "Terms: FCA Columbus warehouse\n"
+    "Contents: {units} units, {pallets} pallets\n"
+    "Goods received in good order by the carrier; signed by the dispatch supervisor."),
+    dn=INT, company=LINE, customer=LINE, customer_id=TOKEN, reference=TOKEN, ship=DATE, carrier=NAME, pro=INT,
+    units=COUNT, pallets=INT)
+NOTE_TITLE = Form(NoteTitle, "Delivery note DN-{dn} - {reference} {customer}", dn=INT, reference=TOKEN, customer=LINE)
+
+
+@dataclass(frozen=True)
+class TopsideSupport:
+    """The close-binder support of a top-side adjustment: the one figure (``amount``) it rests on."""
+    title: str
+    issuer: str
+    company: str
+    dated: str
+    what: str
+    amount: int
+    reference: str
+    description: str
+
+
+TOPSIDE = Form(TopsideSupport, (
+    "{title}\n"
+    "Issued by: {issuer}\n"
+    "Addressed to: {company}, Finance\n"
+    "Date: {dated}\n"
+    "Subject: {what}: USD {amount}\n"
+    "Filed in the FY2025 close binder under top-side adjustment {reference} ({description})."),
+    title=LINE, issuer=LINE, company=LINE, dated=DATE, what=LINE, amount=MONEY, reference=TOKEN, description=LINE)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A vendor's statement at 2026-01-31 showing no January invoice: the service ended on ``ended``."""
+    vendor: str
+    vendor_id: str
+    company: str
+    service: str
+    what: str
+    ended: str
+
+
+@dataclass(frozen=True)
+class Invoiced:
+    """A vendor's statement at 2026-01-31 showing the January invoice for December services."""
+    vendor: str
+    vendor_id: str
+    company: str
+    service: str
+    number: int
+    dated: str
+    amount: int
+
+
+_STATEMENT = (STATEMENT_TITLE + " at 2026-01-31\nFrom: {vendor} ({vendor_id})\nTo: {company}, Accounts Payable\n"
+              "Service: {service}, billed monthly in arrears\n")
+_STATEMENT_END = "\nPayments are due 30 days from the invoice date."
+INVOICED = Form(Invoiced, _STATEMENT + "Invoices issued in January 2026:\n  Invoice {number} dated {dated}, for "
+                "December 2025 {service}: USD {amount}" + _STATEMENT_END, vendor=LINE, vendor_id=TOKEN, company=LINE,
+                service=LINE, number=INT, dated=DATE, amount=MONEY)
+ENDED = Form(Ended, _STATEMENT + "Invoices issued in January 2026: none.\nNote: {what} on {ended}; no services were "
+             "provided after that date and no further invoice will be issued. The November 2025 invoice was the "
+             "final one." + _STATEMENT_END, vendor=LINE, vendor_id=TOKEN, company=LINE, service=LINE, what=LINE,
+             ended=DATE)
 
 
 def _business(days: np.ndarray) -> np.ndarray:
@@ -236,30 +427,31 @@ def _business(days: np.ndarray) -> np.ndarray:
     return days[cal.is_business_day(days)]
 
 
-def plant(b) -> None:
+def plant(b: WorldBuilder) -> None:
     """Plant the four year-end procedures' defects and decoys into the year's books (see the module
     docstring) and the documents every in-scope entry needs, planted or not."""
-    rng = b.rng
-    e = b.e
+    rng, c = b.rng, b.cols
     near = b.knobs.near_miss
     d = b.books.docs
     close = np.datetime64(FY_END_CLOSE)
     year_end, window_start = np.datetime64(YEAR_END), np.datetime64(WINDOW_START)
-    policy = b.add_document("policy", POLICY_TITLE, _policy_body(), "2024-11-29")
+    stated = Policy(WINDOW_START, YEAR_END, FY_END_CLOSE, int(round(ACCRUAL_TOLERANCE * 100)))
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(stated), "2024-11-29")
+    b.claim("JE-9", documents=[policy])
     b.facts["brief_notes"] = {"year end close": f"the FY2025 books were closed on {FY_END_CLOSE}"}
 
     # entries by books document, and the documents with something after them in the year (a payment, a receipt)
     at = np.full(len(d.type), -1, dtype=np.int64)
-    at[e["books_doc"]] = np.arange(b.n)
+    at[c.books_doc] = np.arange(b.n)
     followed = np.zeros(len(d.type), dtype=bool)
     child = np.flatnonzero((d.parent >= 0) & (at >= 0))
     followed[d.parent[child]] = True
-    followed_e = followed[e["books_doc"]]
-    sh_of = np.where(d.parent[e["books_doc"]] >= 0, at[np.maximum(d.parent[e["books_doc"]], 0)], -1)
-    post, code = e["post_date"], e["doc_code"]
+    followed_e = followed[c.books_doc]
+    sh_of = np.where(d.parent[c.books_doc] >= 0, at[np.maximum(d.parent[c.books_doc], 0)], -1)
+    post, code = c.post_date, c.doc_code
     december = post >= np.datetime64("2025-12-01")
 
-    is_sale = (code == "CI") & (e["credit_account"] == REVENUE_ACCOUNT)
+    is_sale = (code == "CI") & (c.credit_account == REVENUE_ACCOUNT)
     # a sale the planting may move: billed the day its goods issue (its parent) posted
     safe_sh = np.zeros(b.n, dtype=bool)
     safe_sh[is_sale] = sh_of[is_sale] >= 0
@@ -268,61 +460,72 @@ def plant(b) -> None:
     # a misstatement the key reports is above clearly trivial (a post-closing entry is a control
     # deviation, reported whatever its amount)
     trivial = int(round(b.facts["clearly_trivial"] * 100))
-    above_trivial = d.amount[e["books_doc"]] >= trivial
+    above_trivial = d.amount[c.books_doc] >= trivial
     pools = {
         "rev": is_sale & december & ~followed_e & safe_sh & above_trivial,
-        "late": e["manual"] & december & ~followed_e & np.isin(code, list(_REASONS)),
+        "late": c.manual & december & ~followed_e & np.isin(code, list(_REASONS)),
         "topside": code == "TS",
         "accrual": (code == "AC") & (post == year_end) & above_trivial,
     }
-    weights = {"rev": 0.35, "late": 0.35, "topside": 0.2, "accrual": 0.1}
-    # one surface per kind: each candidate's kind is drawn first (within what the books hold), its label independently
-    n_all = b.n_defects + b.n_decoys
-    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
-    room = {k: int(v.sum()) for k, v in pools.items()}
-    kinds = []
-    for _ in range(n_all):
-        open_kinds = [k for k in weights if room[k] > 0] or ["rev"]
-        p = np.array([weights[k] for k in open_kinds])
-        k = open_kinds[int(rng.choice(len(open_kinds), p=p / p.sum()))]
-        room[k] -= 1
-        kinds.append(k)
-    kinds = np.array(kinds)
-    picked = {k: (b.pick(int((kinds == k).sum()), pools[k], what=f"{k} candidates"), labels[kinds == k])
-              for k in weights}
+    picked = _draw_kinds(b, pools)
 
     _plant_sales(b, *picked["rev"], sh_of, policy, near)
     _plant_post_closing(b, *picked["late"], policy, near, close)
     _plant_topside(b, *picked["topside"], np.flatnonzero(pools["topside"]), policy, near, trivial)
     _plant_accruals(b, *picked["accrual"], np.flatnonzero((code == "AC") & (post == year_end)), policy, near)
 
-    _close_log(b)
+    b.claim("JE-9", documents=[_close_log(b)])
 
     # every product sale billed in the window has its delivery note; so do a few ordinary sales earlier in the year
-    window_sales = np.flatnonzero(is_sale & (e["post_date"] >= window_start) & ~b.used)
+    window_sales = np.flatnonzero(is_sale & (c.post_date >= window_start) & ~b.used)
     for idx in window_sales:
-        _delivery_note(b, idx, e["post_date"][sh_of[idx]] if sh_of[idx] >= 0 else e["post_date"][idx])
-    others = np.flatnonzero(is_sale & (e["post_date"] < window_start) & ~b.used & (sh_of >= 0))
+        _delivery_note(b, int(idx), c.post_date[sh_of[idx]] if sh_of[idx] >= 0 else c.post_date[idx])
+    others = np.flatnonzero(is_sale & (c.post_date < window_start) & ~b.used & (sh_of >= 0))
     if len(others):
         for idx in np.sort(rng.choice(others, size=min(len(others), int(rng.integers(3, 7))), replace=False)):
-            _delivery_note(b, idx, e["post_date"][sh_of[idx]])
+            _delivery_note(b, int(idx), c.post_date[sh_of[idx]])
 
 
-def _plant_sales(b, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray, policy: int, near: float) -> None:
+#: the share of candidates of each kind (drawn within what the books hold)
+_WEIGHTS = {"rev": 0.35, "late": 0.35, "topside": 0.2, "accrual": 0.1}
+
+
+def _draw_kinds(b: WorldBuilder, pools: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One surface per kind: each candidate's kind is drawn first (within what the books hold), its
+    label independently. {kind: (the entries picked, their labels: True for a defect)}."""
+    rng = b.rng
+    n_all = b.n_defects + b.n_decoys
+    labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
+    room = {k: int(v.sum()) for k, v in pools.items()}
+    drawn = []
+    for _ in range(n_all):
+        open_kinds = [k for k in _WEIGHTS if room[k] > 0] or ["rev"]
+        p = np.array([_WEIGHTS[k] for k in open_kinds])
+        k = open_kinds[int(rng.choice(len(open_kinds), p=p / p.sum()))]
+        room[k] -= 1
+        drawn.append(k)
+    kinds = np.array(drawn)
+    return {k: (b.pick(int((kinds == k).sum()), pools[k], what=f"{k} candidates"), labels[kinds == k])
+            for k in _WEIGHTS}
+
+
+def _plant_sales(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray, policy: int,
+                 near: float) -> None:
     """Move December sales (with their goods issue) to a later day of the window; defects ship in January."""
-    rng, e = b.rng, b.e
+    rng, c = b.rng, b.cols
     window = _business(np.arange(np.datetime64(WINDOW_START), np.datetime64(YEAR_END) + 1))
     for idx, bad in zip(idx_all, bad_all):
-        later = window[window >= e["post_date"][idx]]
+        later = window[window >= c.post_date[idx]]
         day = later[int(rng.integers(0, len(later)))]
         for i in (idx, sh_of[idx]):
-            e["post_date"][i] = e["doc_date"][i] = e["entry_date"][i] = day
+            c.post_date[i] = c.doc_date[i] = c.entry_date[i] = day
+        b.claim("JE-9", entries=[int(idx), int(sh_of[idx])])
         if bad:
             # the carrier took the goods in January: the goods issue and the billing came first
             ship = cal.business_offset(np.datetime64("2026-01-02") + int(rng.integers(0, 1 + int(round((1 - near) * 8)))), 0)
         else:
             ship = day
-        doc = _delivery_note(b, idx, ship)
+        doc = _delivery_note(b, int(idx), ship)
         revenue = -sum(v for a, v in b.lines_of(idx) if a == REVENUE_ACCOUNT)
         facts = [f"{{D:{doc}}}", b.date_str(ship), b.date_str(day)]
         if bad:
@@ -332,78 +535,82 @@ def _plant_sales(b, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray,
             b.add_decoy(idx, "year_end_revenue_shipped", [doc, policy], facts=facts)
 
 
-def _plant_post_closing(b, idx_all: np.ndarray, bad_all: np.ndarray, policy: int, near: float,
+def _plant_post_closing(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarray, policy: int, near: float,
                         close: np.datetime64) -> None:
     """Record December entries after the year-end close; decoys under an approved request."""
-    rng, e = b.rng, b.e
+    rng, c = b.rng, b.cols
     for idx, bad in zip(idx_all, bad_all):
         k = int(rng.integers(2, 12))
         recorded = cal.business_offset(close, k)
         # a decision in time falls after the close and before the entry is recorded
         in_time = cal.business_offset(close, int(rng.integers(1, k)))
-        e["entry_date"][idx] = recorded
-        e["time_s"][idx] = int(rng.integers(9 * 3600, 17 * 3600))
-        cents = int(e["debit_cents"][idx])
+        c.entry_date[idx] = recorded
+        c.time_s[idx] = int(rng.integers(9 * 3600, 17 * 3600))
+        b.claim("JE-9", entries=[int(idx)])
+        cents = int(c.debit_cents[idx])
         base = ["entry", "master:calendar", policy]
         facts = [b.date_str(recorded), FY_END_CLOSE, cents / 100]
+        rec = b.date_str(recorded)
+        assert CLOSED_PERIOD.after_close(rec, b.date_str(c.post_date[idx]), {YEAR_END[:7]: FY_END_CLOSE})
         if not bad:
             h = _request(b, idx, in_time, "approved", cents)
+            assert CLOSED_PERIOD.check(rec, cents / 100, "PCA", True, b.date_str(in_time), cents / 100).ok
             b.add_decoy(idx, "post_closing_entry_approved", [h, "master:calendar", policy],
-                        facts=[f"{{D:{h}}}", b.date_str(in_time), b.date_str(recorded)])
+                        facts=[f"{{D:{h}}}", b.date_str(in_time), rec])
         elif rng.random() < near:
             # a request exists, but it does not authorise what was posted
             how = ("late", "rejected", "amount")[int(rng.integers(0, 3))]
+            extra: list[Any]
             if how == "late":
                 approved = cal.business_offset(recorded, int(rng.integers(2, 8)))
                 h = _request(b, idx, approved, "approved", cents, asked=in_time)
                 extra = [f"{{D:{h}}}", b.date_str(approved)]
+                verdict = CLOSED_PERIOD.check(rec, cents / 100, "PCA", True, b.date_str(approved), cents / 100)
             elif how == "rejected":
                 h = _request(b, idx, in_time, "rejected", cents)
                 extra = [f"{{D:{h}}}", "rejected"]
+                verdict = CLOSED_PERIOD.check(rec, cents / 100, "PCA", False, b.date_str(in_time))
             else:
                 allowed = int(cents * rng.uniform(0.3, 0.8))
                 h = _request(b, idx, in_time, "approved", allowed)
                 extra = [f"{{D:{h}}}", allowed / 100]
+                verdict = CLOSED_PERIOD.check(rec, cents / 100, "PCA", True, b.date_str(in_time), allowed / 100)
+            assert not verdict.ok
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", [*base, h], cents, facts=[*facts, *extra])
         else:
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
 
 
-def _close_log(b) -> int:
+def _close_log(b: WorldBuilder) -> int:
     """The year-end close job's run log: the first run at the close, then a re-run at the first full
     hour after each posting into the closed year (the policy's rule), naming the entries behind it.
     Its last run is the time the listing gives the closing entry (``build`` times it by the same
     ``closing_rerun_time``), so the log is what explains a closing entry recorded after the close."""
-    e, d = b.e, b.books.docs
+    c, d = b.cols, b.books.docs
     yc = int(np.flatnonzero(d.type == TYPE["YC"])[0])
     ref = doc_numbers(d, np.array([yc]))[0].as_py()
     first = np.datetime64(int(d.entry_date[yc]), "D").astype("datetime64[s]") + np.timedelta64(int(d.entry_time[yc]), "s")
-    ts = e["entry_date"].astype("datetime64[s]") + e["time_s"].astype("timedelta64[s]")
+    ts = c.entry_date.astype("datetime64[s]") + c.time_s.astype("timedelta64[s]")
     late = np.flatnonzero(ts >= first)
     late = late[np.argsort(ts[late], kind="stable")]
     rerun = closing_rerun_time(ts[late])
-    runs = [f"Run 1  {str(first)[:16].replace('T', ' ')}  year-end close FY2025 (period 2025-12 locked)"]
+    runs: list[FirstRun | Rerun] = [FirstRun(1, str(first)[:16].replace("T", " "))]
     for at in np.unique(rerun):
-        named = ", ".join(f"entry {{E:{int(i)}}} ({e['reference'][i]}, posted {b.date_str(e['post_date'][i])}, "
-                          f"recorded {str(ts[i]).replace('T', ' ')})" for i in late[rerun == at])
-        runs.append(f"Run {len(runs) + 1}  {str(at.astype('datetime64[m]')).replace('T', ' ')}  re-run after "
-                    f"posting into the closed FY2025: {named}")
+        named = ", ".join(POSTING.render(Posting(entry_ref(int(i)), str(c.reference[i]), b.date_str(c.post_date[i]),
+                                                 str(ts[i]).replace("T", " "))) for i in late[rerun == at])
+        runs.append(Rerun(len(runs) + 1, str(at.astype("datetime64[m]")).replace("T", " "), named))
     last = rerun.max() if len(late) else first
-    body = (
-        f"Job: year-end closing FY2025, system user SYS_BATCH. Closing entry {ref}, posted {YEAR_END}: every "
-        "revenue and expense balance to retained earnings (account 3100). Each run replaces the closing entry of "
-        "the run before it.\n" + "\n".join(runs) + "\n"
-        f"Completed: {len(runs)} run(s); the closing entry {ref} stands as of the last run.")
+    body = CLOSE_LOG.render(CloseLog(str(ref), YEAR_END, tuple(runs), len(runs)))
     return b.add_document("report", CLOSE_LOG_TITLE, body, b.date_str(last))
 
 
-def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float,
-                   trivial: int) -> None:
+def _plant_topside(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int,
+                   near: float, trivial: int) -> None:
     """Support for every top-side entry; a defect's support states less than was booked."""
-    rng, e = b.rng, b.e
+    rng, c = b.rng, b.cols
     label = {int(i): bool(x) for i, x in zip(idx_all, bad_all)}
     for idx in every:
-        booked = int(e["debit_cents"][idx])
+        booked = int(c.debit_cents[idx])
         bad = label.get(int(idx), False)
         supported = booked
         if bad:
@@ -414,6 +621,7 @@ def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarra
         doc = _topside_support(b, idx, supported)
         if int(idx) not in label:
             continue
+        b.claim("JE-9", entries=[int(idx)])
         if bad:
             b.add_defect(idx, "topside_unsupported", "UNSUPPORTED", [doc, "entry", policy], booked - supported,
                          facts=[f"{{D:{doc}}}", booked / 100, supported / 100, (booked - supported) / 100])
@@ -421,51 +629,49 @@ def _plant_topside(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarra
             b.add_decoy(idx, "topside_supported", [doc, policy], facts=[f"{{D:{doc}}}", booked / 100])
 
 
-def _plant_accruals(b, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int, near: float) -> None:
+def _plant_accruals(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarray, every: np.ndarray, policy: int,
+                    near: float) -> None:
     """A statement of account for every December accrual's vendor; a defect's shows no December service."""
-    rng, e = b.rng, b.e
+    rng, c = b.rng, b.cols
     label = {int(i): bool(x) for i, x in zip(idx_all, bad_all)}
     for idx in every:
-        accrued = int(e["debit_cents"][idx])
+        accrued = int(c.debit_cents[idx])
         bad = label.get(int(idx), False)
         spread = 0.03 + 0.05 * near
         invoice = None if bad else int(round(accrued / rng.uniform(1 - spread, 1 + spread)))
         doc, ended = _statement(b, idx, invoice)
         if int(idx) not in label:
             continue
+        b.claim("JE-9", entries=[int(idx)])
         if bad:
             b.add_defect(idx, "year_end_accrual_unsupported", "UNSUPPORTED", [doc, "entry", policy], accrued,
                          facts=[f"{{D:{doc}}}", ended, accrued / 100])
         else:
-            b.add_decoy(idx, "year_end_accrual_supported", [doc, policy], facts=[f"{{D:{doc}}}", invoice / 100])
+            b.add_decoy(idx, "year_end_accrual_supported", [doc, policy], facts=[f"{{D:{doc}}}", (invoice or 0) / 100])
 
 
-def _request(b, idx: int, decided: np.datetime64, status: str, cents: int, asked: np.datetime64 | None = None) -> int:
+def _request(b: WorldBuilder, idx: int, decided: np.datetime64, status: str, cents: int,
+             asked: np.datetime64 | None = None) -> int:
     """A post-closing adjustment request for entry ``idx`` (its reference), asked shortly before
     ``asked`` (default: the decision) and decided on ``decided``."""
-    rng = b.rng
-    e = b.e
+    rng, c = b.rng, b.cols
     no = int(rng.integers(100, 999))
     asked = max(cal.business_offset(decided if asked is None else asked, -int(rng.integers(0, 3)), roll="backward"),
                 np.datetime64(FY_END_CLOSE) + 1)
-    decision = (f"Approved by Isabel Brown, Controller, and James Wright, CFO, on {b.date_str(decided)}, for "
-                f"USD {cents / 100:,.2f}." if status == "approved" else
-                f"Rejected by Isabel Brown, Controller, on {b.date_str(decided)}: post in the open period 2026-01.")
-    code = str(e["doc_code"][idx])
-    reasons = _REASONS["AL release" if code == "AL" and str(e["debit_account"][idx]) == "1190" else code]
-    body = (
-        f"Post-closing adjustment request PCA-26-{no}\n"
-        f"Closed period: 2025-12 (FY2025 year-end close {FY_END_CLOSE})\n"
-        f"Entry reference: {e['reference'][idx]}\n"
-        f"Account: {e['debit_account'][idx]}    Amount requested: USD {int(e['debit_cents'][idx]) / 100:,.2f}\n"
-        f"Reason: {reasons[int(rng.integers(0, len(reasons)))]}\n"
-        f"Requested by {e['preparer'][idx]} on {b.date_str(asked)}.\n"
-        f"Decision: {decision}"
-    )
-    return b.add_document("memo", f"{REQUEST_TITLE} PCA-26-{no}", body, b.date_str(asked))
+    code = str(c.doc_code[idx])
+    reasons = _REASONS["AL release" if code == "AL" and str(c.debit_account[idx]) == "1190" else code]
+    reason = reasons[int(rng.integers(0, len(reasons)))]
+    head: dict[str, Any] = dict(no=no, close=FY_END_CLOSE, reference=str(c.reference[idx]),
+                                account=str(c.debit_account[idx]), requested=int(c.debit_cents[idx]), reason=reason,
+                                preparer=str(c.preparer[idx]), asked=b.date_str(asked), decided=b.date_str(decided))
+    body = (APPROVED.render(ApprovedRequest(**head, amount=cents)) if status == "approved" else
+            REJECTED.render(RejectedRequest(**head)))
+    doc = b.add_document("memo", f"{REQUEST_TITLE} PCA-26-{no}", body, b.date_str(asked))
+    b.claim("JE-9", documents=[doc])
+    return doc
 
 
-def _by_id(b, rows: str, key: str) -> dict:
+def _by_id(b: WorldBuilder, rows: str, key: str) -> dict[str, dict[str, Any]]:
     """``b.<rows>`` (customers, vendors) by id, built once per world."""
     memo = b.__dict__.setdefault("_je09_by_id", {})
     if rows not in memo:
@@ -473,107 +679,82 @@ def _by_id(b, rows: str, key: str) -> dict:
     return memo[rows]
 
 
-def _customer_name(b, idx: int) -> str:
-    cid = str(b.e["customer_id"][idx])
+def _customer_name(b: WorldBuilder, idx: int) -> str:
+    cid = str(b.cols.customer_id[idx])
     row = _by_id(b, "customers", "customer_id").get(cid)
     return row["name"] if row else cid
 
 
-def _delivery_note(b, idx: int, ship: np.datetime64) -> int:
+def _delivery_note(b: WorldBuilder, idx: int, ship: np.datetime64) -> int:
     """The carrier-signed delivery note of the sale billed by entry ``idx``, shipped on ``ship``."""
-    rng = b.rng
-    ref = str(b.e["reference"][idx])
+    rng, c = b.rng, b.cols
+    ref = str(c.reference[idx])
     customer = _customer_name(b, idx)
     dn = int(rng.integers(80_000, 99_999))
-    qty = b.books.docs.quantity[int(b.e["books_doc"][idx])]
-    body = (
-        f"Delivery note DN-{dn}\n"
-        f"Shipper: {b.facts['company_name']}, finished goods warehouse, Columbus OH\n"
-        f"Customer: {customer} ({b.e['customer_id'][idx]})\n"
-        f"Billing reference: {ref}\n"
-        f"Ship date (goods handed to carrier, carrier signature): {b.date_str(ship)}\n"
-        f"Carrier: {_CARRIERS[int(rng.integers(0, len(_CARRIERS)))]}, pro number {int(rng.integers(10**8, 10**9))}\n"
-        f"Terms: FCA Columbus warehouse\n"
-        f"Contents: {int(qty):,} units, {int(rng.integers(1, 12))} pallets\n"
-        "Goods received in good order by the carrier; signed by the dispatch supervisor."
-    )
+    qty = b.books.docs.quantity[int(c.books_doc[idx])]
+    carrier = _CARRIERS[int(rng.integers(0, len(_CARRIERS)))]
+    pro = int(rng.integers(10**8, 10**9))
+    note = DeliveryNote(dn, b.facts["company_name"], customer, str(c.customer_id[idx]), ref, b.date_str(ship), carrier,
+                        pro, int(qty), int(rng.integers(1, 12)))
     # a delivery note is raised when the order is released to the warehouse (on or before the goods
     # issue): the listing shows that date, the ship date is read in the note
-    raised = cal.business_offset(b.e["doc_date"][idx], -int(rng.integers(0, 3)), roll="backward")
-    return b.add_document("shipping_document", f"Delivery note DN-{dn} - {ref} {customer}", body, b.date_str(raised))
+    raised = cal.business_offset(c.doc_date[idx], -int(rng.integers(0, 3)), roll="backward")
+    doc = b.add_document("shipping_document", NOTE_TITLE.render(NoteTitle(dn, ref, customer)), NOTE.render(note),
+                         b.date_str(raised))
+    b.claim("JE-9", documents=[doc])
+    return doc
 
 
-def _topside_support(b, idx: int, cents: int) -> int:
+def _topside_support(b: WorldBuilder, idx: int, cents: int) -> int:
     """The close-binder support of top-side entry ``idx``, stating ``cents`` as the one figure it rests on."""
-    rng, e = b.rng, b.e
-    purpose = int(b.books.docs.ext_ref[int(e["books_doc"][idx])])
+    rng, c = b.rng, b.cols
+    purpose = int(b.books.docs.ext_ref[int(c.books_doc[idx])])
     title, issuer, what = _TOPSIDE_SUPPORT[purpose]
-    ref = str(e["reference"][idx])
-    entered = e["entry_date"][idx]
+    ref = str(c.reference[idx])
+    entered = c.entry_date[idx]
     if purpose == 1:  # the engagement letter is signed before the audit starts
         dated = cal.business_offset(np.datetime64("2025-09-01") + int(rng.integers(0, 45)), 0)
     else:  # committee minutes and statements at the year end, before the adjustment was keyed
         lo = np.datetime64("2025-12-15") if purpose == 0 else np.datetime64("2026-01-02")
         days = _business(np.arange(lo, entered))
         dated = days[int(rng.integers(0, len(days)))] if len(days) else entered
-    body = (
-        f"{title}\n"
-        f"Issued by: {issuer}\n"
-        f"Addressed to: {b.facts['company_name']}, Finance\n"
-        f"Date: {b.date_str(dated)}\n"
-        f"Subject: {what}: USD {cents / 100:,.2f}\n"
-        f"Filed in the FY2025 close binder under top-side adjustment {ref} ({e['description'][idx]})."
-    )
-    return b.add_document("memo", f"{title} ({ref})", body, b.date_str(dated))
+    body = TOPSIDE.render(TopsideSupport(title, issuer, b.facts["company_name"], b.date_str(dated), what, cents, ref,
+                                         str(c.description[idx])))
+    doc = b.add_document("memo", f"{title} ({ref})", body, b.date_str(dated))
+    b.claim("JE-9", documents=[doc])
+    return doc
 
 
-def _statement(b, idx: int, invoice_cents: int | None) -> tuple[int, str]:
+def _statement(b: WorldBuilder, idx: int, invoice_cents: int | None) -> tuple[int, str]:
     """The statement of account at 2026-01-31 of the vendor accrued by entry ``idx``: the January
     invoice for December services, or none because the service ended in November. Returns the
     document and the date the service ended ("" when it did not)."""
-    rng, e = b.rng, b.e
-    vid = str(e["vendor_id"][idx])
+    rng, c = b.rng, b.cols
+    vid = str(c.vendor_id[idx])
     vendor = _by_id(b, "vendors", "vendor_id")[vid]
     service = "utility supply" if vendor["category"] == "utilities" else "professional services"
-    lines = [f"{STATEMENT_TITLE} at 2026-01-31", f"From: {vendor['name']} ({vid})",
-             f"To: {b.facts['company_name']}, Accounts Payable", f"Service: {service}, billed monthly in arrears"]
+    who = dict(vendor=vendor["name"], vendor_id=vid, company=b.facts["company_name"], service=service)
     ended = ""
     if invoice_cents is not None:
         inv_day = _business(np.arange(np.datetime64("2026-01-05"), np.datetime64("2026-01-24")))
         day = inv_day[int(rng.integers(0, len(inv_day)))]
-        lines += ["Invoices issued in January 2026:",
-                  f"  Invoice {int(rng.integers(10_000, 99_999))} dated {b.date_str(day)}, for December 2025 "
-                  f"{service}: USD {invoice_cents / 100:,.2f}"]
+        body = INVOICED.render(Invoiced(**who, number=int(rng.integers(10_000, 99_999)), dated=b.date_str(day),
+                                        amount=invoice_cents))
     else:
         ended = str(cal.business_offset(np.datetime64("2025-11-30"), 0, roll="backward"))
         what = "the supply account was closed" if service == "utility supply" else "the engagement was completed"
-        lines += ["Invoices issued in January 2026: none.",
-                  f"Note: {what} on {ended}; no services were provided after that date and no further invoice "
-                  "will be issued. The November 2025 invoice was the final one."]
-    lines.append("Payments are due 30 days from the invoice date.")
+        body = ENDED.render(Ended(**who, what=what, ended=ended))
     title = f"{STATEMENT_TITLE} - {vendor['name']} ({vid}) at 2026-01-31"
-    return b.add_document("vendor_statement", title, "\n".join(lines), "2026-01-31"), ended
+    doc = b.add_document("vendor_statement", title, body, "2026-01-31")
+    b.claim("JE-9", documents=[doc])
+    return doc, ended
 
 
 # ----------------------------------------------------------------------------- strategies
-_REQ = {"ref": re.compile(r"Entry reference: (\S+)"),
-        "decision": re.compile(r"Decision: (Approved|Rejected) .*? on (\d{4}-\d{2}-\d{2})"),
-        "amount": re.compile(r"on \d{4}-\d{2}-\d{2}, for USD ([\d,]+\.\d\d)")}
-_WINDOW = re.compile(r"last ten days of the fiscal year \((\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)\)")
-_TOLERANCE = re.compile(r"within (\d+)% of the invoice")
-_DEC_INVOICE = re.compile(r"Invoice (\d+) dated (\d{4}-\d\d-\d\d), for December 2025 [^:]*: USD ([\d,]+\.\d\d)")
-_ENDED = re.compile(r"(?:closed|completed) on (\d{4}-\d\d-\d\d)")
+Head = dict[str, Any]
 
 
-def _period_end(day: str) -> str:
-    return str(cal.last_day_of_month(np.datetime64(day[:10])))
-
-
-def _usd(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def _scan(kit: Kit, start: str, end: str):
+def _scan(kit: Kit, start: str, end: str) -> Generator[Action, str, tuple[dict[str, Head], list[Head]]]:
     """Entry headers (line 1) of the slice and the product revenue lines billed in the cut-off window."""
     heads = yield from kit.ledger(filters=[{"column": "line_no", "op": "eq", "value": 1}],
                                   columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source", "reference",
@@ -584,195 +765,195 @@ def _scan(kit: Kit, start: str, end: str):
     return entries_of(heads), [r for r in rev if start <= r["posting_date"][:10] <= end and r["credit"]]
 
 
-def naive(kit: Kit):
-    """Flags all product revenue billed in the last ten days of the year and every FY2025 entry
-    recorded after the year end, reading neither the calendar nor any document."""
+def _year_end_and_late(kit: Kit) -> Generator[Action, str, dict[str, Head]]:
+    """Product revenue billed in the last ten days of the year, then every FY2025 entry recorded after
+    the year end (by entry id), each with the amount a flag reports and why it was caught."""
     heads, rev = yield from _scan(kit, WINDOW_START, YEAR_END)
-    flags = []
-    for r in rev:
-        flags.append((r["entry_id"], r["credit"], f"Revenue {r['reference']} of {r['credit']:.2f} booked at the year end on {r['posting_date']}."))
+    out = {r["entry_id"]: {**r, "amount": r["credit"], "why": f"Revenue {r['reference']} of {r['credit']:.2f} "
+                                                              f"booked at the year end on {r['posting_date']}."}
+           for r in rev}
     for eid, h in sorted(heads.items()):
         if h["posting_date"][:4] == "2025" and h["entry_timestamp"][:10] > YEAR_END and h["document_type"] != "YC":
-            flags.append((eid, h["total_debit"], f"Entry recorded {h['entry_timestamp'][:10]} after the year end, posted {h['posting_date']}."))
-    for eid, amount, why in flags:
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(eid, "CUTOFF", [], f"Entry {eid}: {why}", amount=amount)
-    yield from kit.submit(f"Flagged {len(flags)} year-end and late-recorded entries.")
+            out[eid] = {**h, "amount": h["total_debit"], "why": f"Entry recorded {h['entry_timestamp'][:10]} after "
+                                                                f"the year end, posted {h['posting_date']}."}
+    return out
 
 
-def careful(kit: Kit):
-    """Reads the policy (window, tolerance) and the close calendar; vouches year-end sales to their
-    delivery notes; checks entries recorded after the close against the post-closing requests;
-    agrees each top-side adjustment to its support and each year-end accrual to the vendor's
-    statement of the following month."""
-    docs = yield from kit.documents()
+RULE = SurfaceRule("product revenue billed in the last ten days of the year, and every FY2025 entry recorded after "
+                   "the year end", "CUTOFF", _year_end_and_late, "Entry {entry_id}: {why}",
+                   "Flagged {n} year-end and late-recorded entries.", in_order=False, amount="amount")
+naive = surface_naive(RULE)
+
+
+def _policy(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, tuple[list[str], str, str, float]]:
+    """([the policy's id] or [], the cut-off window's first and last day, the accrual tolerance) as the
+    policy states them (the defaults when there is none)."""
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "cut-off" in d["title"].lower()), None)
-    pol = [policy] if policy else []
-    start, end, tol = WINDOW_START, YEAR_END, ACCRUAL_TOLERANCE
-    if policy:
-        body = (yield from kit.open(policy)).get("body", "")
-        m = _WINDOW.search(body)
-        if m:
-            start, end = m.group(1), m.group(2)
-        m = _TOLERANCE.search(body)
-        if m:
-            tol = int(m.group(1)) / 100
-    cal_rows = yield from kit.master("calendar")
-    closes = {}
-    for r in cal_rows:
-        m = re.search(r"(\d{4}-\d{2})", r.get("description", ""))
-        if r.get("kind") == "period_close" and m:
-            closes[m.group(1)] = r["date"][:10]
-    heads, rev = yield from _scan(kit, start, end)
+    if not policy:
+        return [], WINDOW_START, YEAR_END, ACCRUAL_TOLERANCE
+    stated = POLICY.parse((yield from kit.open(policy)).get("body", ""))
+    if stated is None:
+        return [policy], WINDOW_START, YEAR_END, ACCRUAL_TOLERANCE
+    return [policy], stated.start, stated.end, stated.tolerance / 100
 
+
+def _in_scope(heads: dict[str, Head], closes: dict[str, str],
+              end: str) -> tuple[list[tuple[str, Head, str]], list[tuple[str, Head]], list[tuple[str, Head]]]:
+    """(entries recorded after their period's close, with the close date; top-side entries; the
+    accruals posted on the year end), by entry id."""
     late, topside, accruals = [], [], []
     for eid, h in sorted(heads.items()):
-        rec, posted = h["entry_timestamp"][:10], h["posting_date"][:10]
-        close = closes.get(posted[:7])
-        if close and rec > close and h["document_type"] != "YC":
+        posted = h["posting_date"][:10]
+        close = CLOSED_PERIOD.after_close(h["entry_timestamp"][:10], posted, closes)
+        if close and h["document_type"] != "YC":
             late.append((eid, h, close))
         elif h["document_type"] == "TS":
             topside.append((eid, h))
         elif h["document_type"] == "AC" and posted == end:
             accruals.append((eid, h))
+    return late, topside, accruals
 
-    by_title = {d["doc_id"]: d["title"] for d in docs}
-    notes = {}
+
+def _requests(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, dict[str, tuple[str, RejectedRequest]]]:
+    """{entry reference: (request id, the request)} of every post-closing adjustment request in the pack."""
+    out = {}
     for d in docs:
-        if d["doc_type"] == "shipping_document":
-            m = re.search(r" - (\S+) ", d["title"])
-            if m:
-                notes.setdefault(m.group(1), d["doc_id"])
-    requests = {}
-    if late:
-        for d in docs:
-            if d["title"].startswith(REQUEST_TITLE):
-                body = (yield from kit.open(d["doc_id"])).get("body", "")
-                ref, dec, amt = (_REQ[k].search(body) for k in ("ref", "decision", "amount"))
-                if ref and dec:
-                    requests[ref.group(1)] = (d["doc_id"], dec.group(1), dec.group(2), _usd(amt.group(1)) if amt else None)
+        if d["title"].startswith(REQUEST_TITLE):
+            req = parse_any((yield from kit.open(d["doc_id"])).get("body", ""), (APPROVED, REJECTED))
+            if req is not None:
+                out[req.reference] = (d["doc_id"], req)
+    return out
 
-    n_flag = n_clear = 0
-    for eid, h, close in late:
-        if kit.calls_left <= 3:
-            break
-        rec = h["entry_timestamp"][:10]
-        entry = yield from kit.call("get_entry", entry_id=eid)
-        amount = entry.get("total_debit", h["total_debit"])
-        req = requests.get(h.get("reference", ""))
-        if req and req[1] == "Approved" and req[2] < rec and req[3] is not None and abs(req[3] - amount) < 0.005:
-            yield from kit.clear(
-                eid, [req[0], "master:calendar", *pol],
-                f"Entry {eid} was posted into the closed period {h['posting_date'][:7]} and recorded on {rec}, after the "
-                f"close date {close}, under post-closing adjustment request {req[0]}, approved by the Controller and "
-                f"the CFO on {req[2]} (before it was recorded) for the amount posted, {amount:,.2f}.")
-            n_clear += 1
-            continue
-        if req is None:
-            why = "No post-closing adjustment request authorises it."
-        elif req[1] == "Rejected":
-            why = f"Post-closing request {req[0]} for it was rejected on {req[2]}."
-        elif req[2] >= rec:
-            why = f"Post-closing request {req[0]} was approved only on {req[2]}, after the entry was recorded."
-        else:
-            why = f"Post-closing request {req[0]} approved {req[3]:.2f} only, not the {amount:.2f} posted."
-        yield from kit.flag(
-            eid, "CUTOFF", [eid, "master:calendar", *pol, *([req[0]] if req else [])],
-            f"Entry {eid} is posted into the closed period {h['posting_date'][:7]} but was recorded on {rec}, after that "
-            f"period's close date {close}; the policy locks closed periods, so {amount:.2f} was posted into the closed "
-            f"year without authorisation. {why}", amount=amount)
-        n_flag += 1
 
-    for eid, h in topside:
-        if kit.calls_left <= 3:
-            break
-        ref = h.get("reference", "")
-        doc_id = next((i for i, t in by_title.items() if ref and f"({ref})" in t), None)
-        if doc_id is None:
-            continue
-        body = (yield from kit.open(doc_id)).get("body", "")
-        m = re.search(r"Subject: .*?: USD ([\d,]+\.\d\d)", body)
-        if not m:
-            continue
-        supported, booked = _usd(m.group(1)), h["total_debit"]
-        if booked - supported > 0.005:
-            entry = yield from kit.call("get_entry", entry_id=eid)
-            booked = entry.get("total_debit", booked)
-            excess = round(booked - supported, 2)
-            yield from kit.flag(
-                eid, "UNSUPPORTED", [doc_id, eid, *pol],
-                f"Top-side adjustment {eid} ({ref}) books {booked:.2f} at the year end, but its support {doc_id} states "
-                f"{supported:.2f}; the excess of {excess:.2f} is not supported and overstates expense and accrued "
-                "liabilities.", amount=excess)
-            n_flag += 1
-        else:
-            yield from kit.clear(eid, [doc_id, *pol],
-                                 f"Top-side adjustment {eid} ({ref}) of {booked:.2f} agrees with its support {doc_id}, "
-                                 f"which states {supported:.2f}.")
-            n_clear += 1
-
-    for eid, h in accruals:
-        if kit.calls_left <= 3:
-            break
-        vid = h.get("vendor_id") or ""
-        doc_id = next((i for i, t in by_title.items() if vid and t.startswith(STATEMENT_TITLE) and f"({vid})" in t), None)
-        if doc_id is None:
-            continue
-        body = (yield from kit.open(doc_id)).get("body", "")
-        accrued = h["total_debit"]
-        inv = _DEC_INVOICE.search(body)
-        if inv and abs(accrued - _usd(inv.group(3))) <= tol * _usd(inv.group(3)):
-            yield from kit.clear(eid, [doc_id, *pol],
-                                 f"Year-end accrual {eid} of {accrued:.2f} is followed by invoice {inv.group(1)} of "
-                                 f"{_usd(inv.group(3)):.2f} dated {inv.group(2)} for December 2025 ({doc_id}), within the "
-                                 f"policy's {tol:.0%} estimate tolerance.")
-            n_clear += 1
-            continue
-        entry = yield from kit.call("get_entry", entry_id=eid)
-        accrued = entry.get("total_debit", accrued)
-        ended = _ENDED.search(body)
-        if inv:
-            why = f"the only December invoice is {_usd(inv.group(3)):.2f}, outside the {tol:.0%} tolerance"
-        else:
-            why = ("no invoice for December 2025 services was issued" +
-                   (f"; the service ended on {ended.group(1)}" if ended else ""))
-        yield from kit.flag(
-            eid, "UNSUPPORTED", [doc_id, eid, *pol],
-            f"Year-end accrual {eid} of {accrued:.2f} for vendor {vid} is reversed on 1 January but the vendor's "
-            f"statement {doc_id} shows {why}: the accrual is unsupported and overstates expense and accrued "
-            f"liabilities by {accrued:.2f}.", amount=accrued)
-        n_flag += 1
-
-    for r in rev:
-        if kit.calls_left <= 3:
-            break
-        doc_id = notes.get(r["reference"])
-        if doc_id is None and kit.has("search_documents"):
-            hits = (yield from kit.call("search_documents", query=f"delivery note {r['reference']}")).get("documents", [])
-            doc_id = hits[0]["doc_id"] if hits else None
-        if doc_id is None:
-            continue
-        body = (yield from kit.open(doc_id)).get("body", "")
-        m = _SHIP_DATE.search(body)
-        if not m:
-            continue
-        ship, eid = m.group(1), r["entry_id"]
-        if ship > end:
-            yield from kit.call("get_entry", entry_id=eid)
-            yield from kit.flag(
-                eid, "CUTOFF", [doc_id, eid, *pol],
-                f"Entry {eid} books revenue {r['reference']} of {r['credit']:.2f} on {r['posting_date']}, but delivery "
-                f"note {doc_id} shows the carrier took the goods on {ship}, after the year end; under the policy revenue "
-                f"is recognised at shipment, so {r['credit']:.2f} of revenue is recorded in the wrong year.",
-                amount=r["credit"])
-            n_flag += 1
-        else:
-            yield from kit.clear(eid, [doc_id, *pol],
-                                 f"Entry {eid}: revenue {r['reference']} billed on {r['posting_date']}; delivery note "
-                                 f"{doc_id} shows shipment on {ship}, within the year, so cut-off is correct.")
-            n_clear += 1
+def careful(kit: Kit) -> Generator[Action, str, None]:
+    """Reads the policy (window, tolerance) and the close calendar; checks entries recorded after the
+    close against the post-closing requests; agrees each top-side adjustment to its support and each
+    year-end accrual to the vendor's statement of the following month; vouches year-end sales to their
+    delivery notes."""
+    docs = yield from kit.documents()
+    pol, start, end, tol = yield from _policy(kit, docs)
+    cal_rows = yield from kit.master("calendar")
+    closes = {r["description"].split()[-1]: r["date"][:10] for r in cal_rows if r.get("kind") == "period_close"}
+    heads, rev = yield from _scan(kit, start, end)
+    late, topside, accruals = _in_scope(heads, closes, end)
+    titles = {d["doc_id"]: d["title"] for d in docs}
+    notes: dict[str, str] = {}
+    for d in docs:
+        title = NOTE_TITLE.parse(d["title"]) if d["doc_type"] == "shipping_document" else None
+        if title:
+            notes.setdefault(title.reference, d["doc_id"])
+    requests = (yield from _requests(kit, docs)) if late else {}
+    done = yield from review(kit, late, lambda it: _post_closing(kit, *it, requests, pol), reserve=3)
+    done += yield from review(kit, topside, lambda it: _topside(kit, *it, titles, pol), reserve=3)
+    done += yield from review(kit, accruals, lambda it: _accrual(kit, *it, titles, pol, tol), reserve=3)
+    done += yield from review(kit, rev, lambda r: _sale(kit, r, notes, end, pol), reserve=3)
+    flags, clears = tally(done)
     yield from kit.submit(
-        f"Year-end review: {n_flag} exceptions flagged (sales cut-off, post-closing entries, top-side adjustments and "
-        f"accruals beyond their support); {n_clear} items vouched and cleared; other close work recorded on or before "
+        f"Year-end review: {flags} exceptions flagged (sales cut-off, post-closing entries, top-side adjustments and "
+        f"accruals beyond their support); {clears} items vouched and cleared; other close work recorded on or before "
         "the close date noted.")
+
+
+def _post_closing(kit: Kit, eid: str, h: Head, close: str, requests: dict[str, tuple[str, RejectedRequest]],
+                  pol: list[str]) -> Generator[Action, str, Disposition]:
+    """An entry recorded after its period's close: cleared under a request approved before it was
+    recorded for the amount posted, flagged otherwise."""
+    rec = h["entry_timestamp"][:10]
+    entry = yield from kit.call("get_entry", entry_id=eid)
+    amount = entry["total_debit"] if "total_debit" in entry else h["total_debit"]
+    doc, req = requests.get(h.get("reference", ""), ("", None))
+    approved = req.amount / 100 if isinstance(req, ApprovedRequest) else None
+    verdict = CLOSED_PERIOD.check(rec, amount, doc, isinstance(req, ApprovedRequest), req.decided if req else "",
+                                  approved)
+    if verdict.ok and req is not None:
+        return clear(eid, [doc, "master:calendar", *pol],
+                     f"Entry {eid} was posted into the closed period {h['posting_date'][:7]} and recorded on {rec}, "
+                     f"after the close date {close}, under post-closing adjustment request {doc}, approved by the "
+                     f"Controller and the CFO on {req.decided} (before it was recorded) for the amount posted, "
+                     f"{amount:,.2f}.")
+    return flag(eid, "CUTOFF", [eid, "master:calendar", *pol, *([doc] if doc else [])],
+                f"Entry {eid} is posted into the closed period {h['posting_date'][:7]} but was recorded on {rec}, "
+                f"after that period's close date {close}; the policy locks closed periods, so {amount:.2f} was "
+                f"posted into the closed year without authorisation. {verdict.why}", amount=amount)
+
+
+def _topside(kit: Kit, eid: str, h: Head, titles: dict[str, str],
+             pol: list[str]) -> Generator[Action, str, Disposition | None]:
+    """A top-side adjustment agreed to the support filed under its reference (none: nothing to issue)."""
+    ref = h.get("reference", "")
+    doc_id = next((i for i, t in titles.items() if ref and f"({ref})" in t), None)
+    if doc_id is None:
+        return None
+    support = TOPSIDE.parse((yield from kit.open(doc_id)).get("body", ""))
+    if support is None:
+        return None
+    supported, booked = support.amount / 100, h["total_debit"]
+    if booked - supported <= 0.005:
+        return clear(eid, [doc_id, *pol], f"Top-side adjustment {eid} ({ref}) of {booked:.2f} agrees with its "
+                                          f"support {doc_id}, which states {supported:.2f}.")
+    entry = yield from kit.call("get_entry", entry_id=eid)
+    booked = entry["total_debit"] if "total_debit" in entry else booked
+    excess = round(booked - supported, 2)
+    return flag(eid, "UNSUPPORTED", [doc_id, eid, *pol],
+                f"Top-side adjustment {eid} ({ref}) books {booked:.2f} at the year end, but its support {doc_id} "
+                f"states {supported:.2f}; the excess of {excess:.2f} is not supported and overstates expense and "
+                "accrued liabilities.", amount=excess)
+
+
+def _accrual(kit: Kit, eid: str, h: Head, titles: dict[str, str], pol: list[str],
+             tol: float) -> Generator[Action, str, Disposition | None]:
+    """A year-end accrual agreed to the vendor's statement of January (none filed: nothing to issue)."""
+    vid = h.get("vendor_id") or ""
+    doc_id = next((i for i, t in titles.items() if vid and t.startswith(STATEMENT_TITLE) and f"({vid})" in t), None)
+    if doc_id is None:
+        return None
+    statement = parse_any((yield from kit.open(doc_id)).get("body", ""), (INVOICED, ENDED))
+    accrued = h["total_debit"]
+    inv = statement if isinstance(statement, Invoiced) else None
+    if inv and abs(accrued - inv.amount / 100) <= tol * (inv.amount / 100):
+        return clear(eid, [doc_id, *pol], f"Year-end accrual {eid} of {accrued:.2f} is followed by invoice "
+                                          f"{inv.number} of {inv.amount / 100:.2f} dated {inv.dated} for December "
+                                          f"2025 ({doc_id}), within the policy's {tol:.0%} estimate tolerance.")
+    entry = yield from kit.call("get_entry", entry_id=eid)
+    accrued = entry.get("total_debit", accrued)
+    if inv:
+        why = f"the only December invoice is {inv.amount / 100:.2f}, outside the {tol:.0%} tolerance"
+    else:
+        why = "no invoice for December 2025 services was issued" + (
+            f"; the service ended on {statement.ended}" if isinstance(statement, Ended) else "")
+    return flag(eid, "UNSUPPORTED", [doc_id, eid, *pol],
+                f"Year-end accrual {eid} of {accrued:.2f} for vendor {vid} is reversed on 1 January but the vendor's "
+                f"statement {doc_id} shows {why}: the accrual is unsupported and overstates expense and accrued "
+                f"liabilities by {accrued:.2f}.", amount=accrued)
+
+
+def _sale(kit: Kit, r: Head, notes: dict[str, str], end: str,
+          pol: list[str]) -> Generator[Action, str, Disposition | None]:
+    """A sale billed in the cut-off window vouched to its delivery note (none found: nothing to issue)."""
+    doc_id = notes.get(r["reference"])
+    if doc_id is None and kit.has("search_documents"):
+        hits = (yield from kit.call("search_documents", query=f"delivery note {r['reference']}")).get("documents", [])
+        doc_id = hits[0]["doc_id"] if hits else None
+    if doc_id is None:
+        return None
+    note = NOTE.parse((yield from kit.open(doc_id)).get("body", ""))
+    if note is None:
+        return None
+    ship, eid = note.ship, r["entry_id"]
+    if ship <= end:
+        return clear(eid, [doc_id, *pol], f"Entry {eid}: revenue {r['reference']} billed on {r['posting_date']}; "
+                                          f"delivery note {doc_id} shows shipment on {ship}, within the year, so "
+                                          "cut-off is correct.")
+    yield from kit.call("get_entry", entry_id=eid)
+    return flag(eid, "CUTOFF", [doc_id, eid, *pol],
+                f"Entry {eid} books revenue {r['reference']} of {r['credit']:.2f} on {r['posting_date']}, but delivery "
+                f"note {doc_id} shows the carrier took the goods on {ship}, after the year end; under the policy "
+                f"revenue is recognised at shipment, so {r['credit']:.2f} of revenue is recorded in the wrong year.",
+                amount=r["credit"])
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(CLOSED_PERIOD,),
+            decisive="per kind: the delivery note's ship date against the year end; the entry timestamp against the "
+                     "period's close date (master:calendar) and the post-closing request's decision, date and "
+                     "amount; the top-side support's figure and the vendor's January statement against the amount "
+                     "booked")

@@ -53,15 +53,21 @@ about 80-105 manual entries, enough for a digit test and for a spike of 12-21 en
 
 from __future__ import annotations
 
-import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import master as md
-from jeval_ray.errors import ConfigError
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import Knobs, key, spec
+from jeval_ray.errors import ConfigError
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
 from jeval_ray.tasks.je12 import _payments, billed_document, cash_covers, first_lines, pay_more, preparer_codes
+from jeval_ray.tasks.taskkit import (DOC_NUMBER, INT, MONEY, Disposition, Form, SurfaceRule, Task, clear, flag, review,
+                                     surface_naive, tally)
 
 SPEC = spec(
     "JE-13",
@@ -111,44 +117,64 @@ MIN_SELECTED = 12
 THRESHOLD_CENTS = 5_000_00
 SCHEME_USERS = ("AKIM", "BOKAFOR")
 GUIDE_TITLE = "Internal audit analytics guide - digit tests"
+REVIEW_TITLE = "Manual journal entry review thresholds"
 CODE = "DIGIT_ANOMALY"
 
 
-def _guide(b) -> int:
-    return b.add_document(
-        "policy", GUIDE_TITLE,
-        "Digit analysis of journal entries.\n"
-        "1. Population: the manual journal entries, measured by the debit of their first line (amounts of USD 10 "
-        "or more), tested per preparer (user id) and for all preparers together.\n"
-        f"2. Populations of fewer than {MIN_TEST} entries are too small to test; do not draw conclusions from them.\n"
-        "3. First-digit test: compare the proportion of each leading digit with Benford's law. The mean absolute "
-        "deviation (MAD) summarises conformity, but small populations and recurring fees make it noisy, so the "
-        "selection is made digit by digit.\n"
-        "4. For each digit compute z = (|observed proportion - expected proportion| - 1/(2n)) / sqrt(expected x "
-        f"(1 - expected) / n). A digit is over-represented when its observed proportion exceeds the expected one and "
-        f"z exceeds {Z_SELECT:.0f} (every preparer and every digit is tested, so the usual 1.96 would select by "
-        "chance).\n"
-        "5. The population test is the baseline: it shows whether the manual entries as a whole conform, not whose "
-        "entries to select. A digit over-represented in the population is traced to the preparers behind it "
-        "through their own tests (step 4). Entries are selected only from a preparer whose own test over-represents "
-        "a digit: that preparer's entries beginning with that digit. A population excess that no preparer's own "
-        "test shows selects nothing; record it in the working papers with the preparers' tests.\n"
-        "6. An over-represented digit is a reason to select entries, not a finding. Vouch each selected entry to "
-        "its source document in the PBC pack (the document number is the entry's reference): the amount keyed must "
-        "be the amount on the document. Selected entries that agree are cleared; selected entries that disagree or "
-        "have no source document are reported.",
-        "2024-11-04",
-    )
+@dataclass(frozen=True)
+class Guide:
+    """The internal-audit guide to digit tests: the smallest population tested and the selection z."""
+    min_test: int
+    z_select: int
 
 
-def _review_policy(b) -> int:
-    return b.add_document(
-        "policy", "Manual journal entry review thresholds",
-        "Manual journal entries are approved before posting by an approver other than the preparer. Entries of USD "
-        "5,000 or more keyed by AP or AR clerks, and entries of USD 10,000 or more keyed by GL accountants, also "
-        "require review by the Accounting Manager at month end. Thresholds are reviewed annually by the Controller.",
-        "2024-12-02",
-    )
+@dataclass(frozen=True)
+class ReviewThresholds:
+    """The review-threshold policy (its thresholds are fixed: AP and AR clerks USD 5,000)."""
+
+
+@dataclass(frozen=True)
+class Usd:
+    """An amount a books document states (``USD 1,234.56``)."""
+    amount: int
+
+
+@dataclass(frozen=True)
+class Filed:
+    """The books' document number a support-pack title files (``Vendor invoice VN-0001234 - ...``)."""
+    ref: str
+
+
+GUIDE = Form(Guide, (
+    "Digit analysis of journal entries.\n"
+    "1. Population: the manual journal entries, measured by the debit of their first line (amounts of USD 10 "
+    "or more), tested per preparer (user id) and for all preparers together.\n"
+    "2. Populations of fewer than {min_test} entries are too small to test; do not draw conclusions from them.\n"
+    "3. First-digit test: compare the proportion of each leading digit with Benford's law. The mean absolute "
+    "deviation (MAD) summarises conformity, but small populations and recurring fees make it noisy, so the "
+    "selection is made digit by digit.\n"
+    "4. For each digit compute z = (|observed proportion - expected proportion| - 1/(2n)) / sqrt(expected x "
+    "(1 - expected) / n). A digit is over-represented when its observed proportion exceeds the expected one and "
+    "z exceeds {z_select} (every preparer and every digit is tested, so the usual 1.96 would select by "
+    "chance).\n"
+    "5. The population test is the baseline: it shows whether the manual entries as a whole conform, not whose "
+    "entries to select. A digit over-represented in the population is traced to the preparers behind it "
+    "through their own tests (step 4). Entries are selected only from a preparer whose own test over-represents "
+    "a digit: that preparer's entries beginning with that digit. A population excess that no preparer's own "
+    "test shows selects nothing; record it in the working papers with the preparers' tests.\n"
+    "6. An over-represented digit is a reason to select entries, not a finding. Vouch each selected entry to "
+    "its source document in the PBC pack (the document number is the entry's reference): the amount keyed must "
+    "be the amount on the document. Selected entries that agree are cleared; selected entries that disagree or "
+    "have no source document are reported."), min_test=INT, z_select=INT)
+REVIEW = Form(ReviewThresholds, (
+    "Manual journal entries are approved before posting by an approver other than the preparer. Entries of USD "
+    "5,000 or more keyed by AP or AR clerks, and entries of USD 10,000 or more keyed by GL accountants, also "
+    "require review by the Accounting Manager at month end. Thresholds are reviewed annually by the Controller."))
+#: every amount a books document states, and the one its ``Amount:`` line states
+USD = Form(Usd, "USD {amount}", amount=MONEY)
+AMOUNT = Form(Usd, "Amount: USD {amount}", amount=MONEY)
+#: the reference a support-pack title files the document under
+FILED = Form(Filed, "{ref}", ref=DOC_NUMBER)
 
 
 def _first_digit_of(cents: np.ndarray) -> np.ndarray:
@@ -163,11 +189,11 @@ def digit_z(counts: np.ndarray, n: int) -> np.ndarray:
     return np.where(p > BENFORD, z, 0.0)
 
 
-def selection(b) -> np.ndarray:
+def selection(b: WorldBuilder) -> np.ndarray:
     """The guide's selection over the whole year: the manual entries of every testable preparer whose
     leading digit is over-represented in that preparer's population."""
     _acct, cents = first_lines(b)
-    tested = b.e["manual"] & (cents >= 1000)
+    tested = b.cols.manual & (cents >= 1000)
     digit = _first_digit_of(cents)
     prep = preparer_codes(b) + 1
     counts = np.bincount(prep[tested] * 10 + digit[tested], minlength=(int(prep.max()) + 1) * 10)
@@ -178,7 +204,7 @@ def selection(b) -> np.ndarray:
     return tested & hot[prep, digit]
 
 
-def rule_hits(b) -> np.ndarray:
+def rule_hits(b: WorldBuilder) -> np.ndarray:
     """What a correct agent vouches (the guide's selection)."""
     return selection(b)
 
@@ -210,32 +236,41 @@ def _scheme_size(base4: int, n: int, s0: int) -> int:
     return int(s[ok[0]]) if len(ok) else n
 
 
-def plant(b) -> None:
-    rng = b.rng
-    e = b.e
-    _guide(b)
-    _review_policy(b)
-    _acct, cents = first_lines(b)
-    total = b.n_defects + b.n_decoys
-    pay = _payments(b)
-    tested = e["manual"] & (cents >= 1000)
+def _scheme_pools(b: WorldBuilder, cents: np.ndarray, pay: np.ndarray,
+                  total: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Per scheme user: the invoices that may be moved below the threshold, and how many must be."""
+    c = b.cols
+    tested = c.manual & (cents >= 1000)
     digit = _first_digit_of(cents)
     # a vendor that bills one fixed sum every period (rent, subscriptions, premiums): an invoice of another
     # sum would stand out against the vendor's other months whatever it bills, so none is moved
-    m = b.books.master
-    vcat = m.vendor_category[b.books.docs.partner[e["books_doc"]]]
-    fixed_fee = (e["vendor_id"] != "") & np.isin(
-        vcat, [i for i, c in enumerate(md.CATEGORIES) if c.flow in ("recurring", "prepaid")])
+    vcat = b.books.master.vendor_category[b.books.docs.partner[c.books_doc]]
+    fixed_fee = (c.vendor_id != "") & np.isin(
+        vcat, [i for i, cat in enumerate(md.CATEGORIES) if cat.flow in ("recurring", "prepaid")])
     # the pool: the clerk's manual two-line vendor invoices without a goods receipt, USD 500-3,999.99 and
     # not beginning with 4, of a vendor billing by the job, paid in one payment or not at all in the year
     pools, sizes = {}, {}
     for u in SCHEME_USERS:
-        g = tested & (e["preparer"] == u)
+        g = tested & (c.preparer == u)
         n = int(g.sum())
-        pools[u] = g & (e["doc_code"] == "VN") & (e["n_lines"] == 2) & (cents >= 500_00) & (cents < 4_000_00) \
+        pools[u] = g & (c.doc_code == "VN") & (c.n_lines == 2) & (cents >= 500_00) & (cents < 4_000_00) \
             & (digit != 4) & (pay != -2) & ~fixed_fee
         base4 = int((g & (digit == 4)).sum())
         sizes[u] = _scheme_size(base4, n, max(total, MIN_SELECTED)) if n >= MIN_TEST else 10**9
+    return pools, sizes
+
+
+def plant(b: WorldBuilder) -> None:
+    """State the digit-test guide and the review thresholds; move one AP clerk's invoices to just under
+    the threshold (the keyed amount drawn before the label): a defect's invoice bills the original
+    amount, a decoy's the amount keyed (its payment follows); file every selected entry's source document."""
+    rng, c = b.rng, b.cols
+    docs = [b.add_document("policy", GUIDE_TITLE, GUIDE.render(Guide(MIN_TEST, int(Z_SELECT))), "2024-11-04"),
+            b.add_document("policy", REVIEW_TITLE, REVIEW.render(ReviewThresholds()), "2024-12-02")]
+    _acct, cents = first_lines(b)
+    total = b.n_defects + b.n_decoys
+    pay = _payments(b)
+    pools, sizes = _scheme_pools(b, cents, pay, total)
     fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
     if total and not fit:
         need = min(sizes.values())
@@ -250,7 +285,7 @@ def plant(b) -> None:
         K, D = _planted_counts(b.n_defects, b.n_decoys, sizes[user])
         labels = rng.permutation(np.array([True] * K + [False] * D, dtype=bool))
         cash = b.books.period_end_balances()[:12, 0].astype(np.int64)  # cash is the chart's first account
-        month = e["post_date"].astype("datetime64[M]").astype(np.int64) % 12
+        month = c.post_date.astype("datetime64[M]").astype(np.int64) % 12
         pool = np.flatnonzero(pools[user])
         for bad in labels:
             cand = pool[~b.used[pool]]
@@ -261,38 +296,56 @@ def plant(b) -> None:
                 cand = cand[cash_covers(cash, month, pay[cand], keyed - cents[cand])]
             idx = int(b.pick(1, among=cand, what=f"invoices of {user} to move below the review threshold")[0])
             true = int(cents[idx])
-            e["debit_cents"][idx] = e["credit_cents"][idx] = keyed
+            c.debit_cents[idx] = c.credit_cents[idx] = keyed
             if not bad:
                 pay_more(b, int(pay[idx]), keyed - true, cash, month)
+            b.claim("JE-13", entries=[idx] + ([int(pay[idx])] if not bad and pay[idx] >= 0 else []))
             planted.append((idx, bool(bad), true, keyed))
-        for idx, bad, true, keyed in planted:
-            if bad:
-                doc = b.source_document(idx)
-                b.add_defect(idx, "invoice_keyed_above_billed", CODE, [doc, "master:users"], keyed - true,
-                             facts=[keyed / 100, true / 100, f"{{D:{doc}}}", user])
-            else:
-                doc = billed_document(b, idx, true, keyed)
-                b.add_decoy(idx, "invoice_agrees", [doc], facts=[keyed / 100, f"{{D:{doc}}}"])
-    # every other selected entry's source document, and a few ordinary manual entries'
+        docs += _vouchers(b, planted, user)
+    b.claim("JE-13", documents=docs + _support(b, planted))
+
+
+def _vouchers(b: WorldBuilder, planted: list[tuple[int, bool, int, int]], user: str) -> list[int]:
+    """Each planted entry's invoice and its key: the books' invoice for the original amount (a defect)
+    or worded for the amount keyed (a decoy). The documents added."""
+    docs = []
+    for idx, bad, true, keyed in planted:
+        if bad:
+            doc = b.source_document(idx)
+            b.add_defect(idx, "invoice_keyed_above_billed", CODE, [doc, "master:users"], keyed - true,
+                         facts=[keyed / 100, true / 100, f"{{D:{doc}}}", user])
+        else:
+            doc = billed_document(b, idx, true, keyed)
+            b.add_decoy(idx, "invoice_agrees", [doc], facts=[keyed / 100, f"{{D:{doc}}}"])
+        docs.append(doc)
+    return docs
+
+
+def _support(b: WorldBuilder, planted: list[tuple[int, bool, int, int]]) -> list[int]:
+    """The source document of every other selected entry and of a few ordinary manual entries."""
     hits = selection(b)
     hits[np.array([p[0] for p in planted], dtype=np.int64)] = False
-    ordinary = np.flatnonzero(e["manual"] & ~hits & ~b.used)
-    extra = rng.choice(ordinary, size=min(len(ordinary), int(rng.integers(3, 7))), replace=False)
-    for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra])):
-        b.source_document(int(idx))
+    ordinary = np.flatnonzero(b.cols.manual & ~hits & ~b.used)
+    extra = b.rng.choice(ordinary, size=min(len(ordinary), int(b.rng.integers(3, 7))), replace=False)
+    return [b.source_document(int(idx)) for idx in np.sort(np.concatenate([np.flatnonzero(hits), extra]))]
 
 
 # ---------------------------------------------------------------------------- strategies
+Test = dict[str, Any]
+#: a selection: (the preparer, the digit, its z, the preparer's tested entries, the ledger rows it selects)
+Found = tuple[str, int, float, int, list[dict[str, Any]]]
+
+
 def _first_digit(amount: float) -> int:
     return int(f"{abs(amount):.2f}".lstrip("0.")[0])
 
 
-def _counts(test: dict) -> np.ndarray | None:
+def _counts(test: Test) -> np.ndarray | None:
     dist = test.get("distribution")
     return None if not dist else np.array([dist[str(d)]["count"] for d in range(1, 10)])
 
 
-def _local_test(amounts: list[float]) -> dict:
+def _local_test(amounts: list[float]) -> Test:
     """The first-digit test done by hand from ledger rows (when ``compute_stats`` is withheld)."""
     amounts = [a for a in amounts if a >= 10]
     n = len(amounts)
@@ -305,7 +358,7 @@ def _local_test(amounts: list[float]) -> dict:
                              for d, c in zip(range(1, 10), counts)}}
 
 
-def _digit_stats(kit: Kit, filters: list[dict], amounts: list[float]):
+def _digit_stats(kit: Kit, filters: list[dict[str, Any]], amounts: list[float]) -> Generator[Action, str, Test]:
     """A first-digit test through ``compute_stats`` when the tool is there, else computed by hand."""
     if kit.has("compute_stats"):
         obs = yield from kit.call("compute_stats", filters=filters, digits="first", top_z=0)
@@ -316,16 +369,16 @@ def _digit_stats(kit: Kit, filters: list[dict], amounts: list[float]):
 _MANUAL = {"column": "source", "op": "eq", "value": "manual"}
 
 
-def _select(kit: Kit):
+def _select(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
     """The guide's selection: per testable preparer, the entries beginning with an over-represented digit.
-    Returns (manual rows by preparer, population test, [(user, digit, z, n, rows)])."""
+    Returns (the population test, [(user, digit, z, n, rows)], the largest z first)."""
     rows = yield from kit.ledger(filters=[_MANUAL, {"column": "line_no", "op": "eq", "value": 1}],
                                  columns=["entry_id", "debit", "preparer", "reference"])
-    by_user: dict[str, list[dict]] = {}
+    by_user: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_user.setdefault(r["preparer"], []).append(r)
     pop = yield from _digit_stats(kit, [_MANUAL], [r["debit"] for r in rows])
-    found = []
+    found: list[Found] = []
     for user in sorted(u for u, rs in by_user.items() if sum(r["debit"] >= 10 for r in rs) >= MIN_TEST):
         test = yield from _digit_stats(kit, [{"column": "preparer", "op": "eq", "value": user}, _MANUAL],
                                        [r["debit"] for r in by_user[user]])
@@ -338,29 +391,24 @@ def _select(kit: Kit):
             sel = [r for r in by_user[user] if r["debit"] >= 10 and _first_digit(r["debit"]) == d]
             found.append((user, int(d), float(z[d - 1]), n, sel))
     found.sort(key=lambda f: -f[2])
-    return by_user, pop, found
+    return pop, found
 
 
-def naive(kit: Kit):
-    """Runs the digit tests and flags every entry behind an over-represented digit, without vouching."""
-    _by_user, _pop, found = yield from _select(kit)
-    n = 0
-    for user, d, z, size, sel in found:
-        for r in sel:
-            if kit.calls_left <= 1:
-                break
-            yield from kit.flag(r["entry_id"], CODE, [],
-                                f"Entry {r['entry_id']}: {user}'s leading digit {d} is over-represented (z {z:.1f} "
-                                f"over {size} entries).")
-            n += 1
-    yield from kit.submit(f"Flagged {n} entries behind over-represented leading digits.")
+def _behind_digits(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """The entries the guide selects, the largest z first, each with its preparer, digit, z and test size."""
+    _pop, found = yield from _select(kit)
+    return {r["entry_id"]: {**r, "user": user, "d": d, "z": z, "size": size}
+            for user, d, z, size, sel in found for r in sel}
 
 
-_REF = re.compile(r"\b([A-Z]{2}-\d{5,})\b")
-_USD = re.compile(r"USD (-?[\d,]+\.\d\d)")
+RULE = SurfaceRule("every entry behind a preparer's over-represented leading digit is an anomaly", CODE,
+                   _behind_digits, "Entry {entry_id}: {user}'s leading digit {d} is over-represented (z {z:.1f} "
+                   "over {size} entries).", "Flagged {issued} entries behind over-represented leading digits.",
+                   in_order=False)
+naive = surface_naive(RULE)
 
 
-def _traced(pop: dict, found: list) -> str:
+def _traced(pop: Test, found: list[Found]) -> str:
     """The working-paper note on the population test (the guide's baseline): each over-represented
     digit of the population and the preparers whose own tests show it, or that none does."""
     counts = _counts(pop)
@@ -374,51 +422,55 @@ def _traced(pop: dict, found: list) -> str:
     return "; " + "; ".join(notes) if notes else "; the population conforms digit by digit"
 
 
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Tests each preparer's leading digits, selects the entries behind every over-represented digit and
     vouches each to its source document: flags what is keyed above the document, clears what agrees."""
     yield from kit.master("users")
-    by_user, pop, found = yield from _select(kit)
+    pop, found = yield from _select(kit)
     if not found:
         yield from kit.submit(f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}; no preparer's "
                               "leading digit is over-represented; nothing selected.")
         return
-    support = {}
-    for d in (yield from kit.documents()):
-        m = _REF.search(d["title"])
-        if m:
-            support.setdefault(m.group(1), d["doc_id"])
-    n_flag = n_clear = 0
-    for user, d, z, size, sel in found:
-        why = (f"{user}'s manual entries (n={size}) begin with {d} more often than Benford's law expects "
-               f"(z {z:.1f} above the guide's {Z_SELECT:g}; population MAD {pop.get('mad')})")
-        for r in sel:
-            if kit.calls_left <= 3:
-                break
-            doc = support.get(r["reference"])
-            if doc is None:
-                yield from kit.flag(r["entry_id"], CODE, ["master:users"],
-                                    f"Selected: {why}. No source document for {r['reference']} in the pack; "
-                                    f"the entry of USD {r['debit']:,.2f} cannot be vouched.")
-                n_flag += 1
-                continue
-            body = (yield from kit.open(doc)).get("body", "")
-            m = re.search(r"^Amount: USD (-?[\d,]+\.\d\d)", body, re.M)
-            figures = [float(x.replace(",", "")) for x in _USD.findall(body)]
-            if any(abs(f - r["debit"]) < 0.005 for f in figures):
-                yield from kit.clear(r["entry_id"], [doc],
-                                     f"Selected: {why}. Vouched to {doc}, which is for USD {r['debit']:,.2f}, the "
-                                     f"amount keyed.")
-                n_clear += 1
-                continue
-            billed = float(m.group(1).replace(",", "")) if m else (figures[-1] if figures else 0.0)
-            yield from kit.flag(
-                r["entry_id"], CODE, [doc, "master:users"],
-                f"Selected: {why}. Vouched to {doc}: the document is for USD {billed:,.2f} but {user} keyed USD "
-                f"{r['debit']:,.2f}, overstating it by {r['debit'] - billed:,.2f}, just under the clerk's "
-                f"review threshold.")
-            n_flag += 1
+    support: dict[str, str] = {}
+    for doc in (yield from kit.documents()):
+        filed = FILED.search(doc["title"])
+        if filed:
+            support.setdefault(filed.ref, doc["doc_id"])
+    items = [(f"{user}'s manual entries (n={size}) begin with {d} more often than Benford's law expects "
+              f"(z {z:.1f} above the guide's {Z_SELECT:g}; population MAD {pop.get('mad')})", user, r)
+             for user, d, z, size, sel in found for r in sel]
+
+    def decide(item: tuple[str, str, dict[str, Any]]) -> Generator[Action, str, Disposition]:
+        why, user, r = item
+        doc_id = support.get(r["reference"])
+        body = None if doc_id is None else (yield from kit.open(doc_id)).get("body", "")
+        return _vouch(why, user, r, doc_id, body)
+
+    flags, clears = tally((yield from review(kit, items, decide, reserve=3)))
     yield from kit.submit(
         f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}. Selected the entries behind "
         + "; ".join(f"{u}'s digit {d} (z {z:.1f})" for u, d, z, _n, _s in found)
-        + f"; vouched them to their source documents: {n_flag} not supported (flagged), {n_clear} agree (cleared).")
+        + f"; vouched them to their source documents: {flags} not supported (flagged), {clears} agree (cleared).")
+
+
+def _vouch(why: str, user: str, r: dict[str, Any], doc: str | None, body: str | None) -> Disposition:
+    """A selected entry vouched to its source document (``None`` when the pack has none): cleared when
+    the document states the amount keyed, flagged otherwise."""
+    eid, keyed = r["entry_id"], r["debit"]
+    if doc is None or body is None:
+        return flag(eid, CODE, ["master:users"], f"Selected: {why}. No source document for {r['reference']} in the "
+                                                 f"pack; the entry of USD {keyed:,.2f} cannot be vouched.")
+    figures = [u.amount / 100 for u in USD.find_all(body)]
+    if any(abs(f - keyed) < 0.005 for f in figures):
+        return clear(eid, [doc], f"Selected: {why}. Vouched to {doc}, which is for USD {keyed:,.2f}, the amount keyed.")
+    stated = AMOUNT.search(body)
+    billed = stated.amount / 100 if stated else (figures[-1] if figures else 0.0)
+    return flag(eid, CODE, [doc, "master:users"],
+                f"Selected: {why}. Vouched to {doc}: the document is for USD {billed:,.2f} but {user} keyed USD "
+                f"{keyed:,.2f}, overstating it by {keyed - billed:,.2f}, just under the clerk's review threshold.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=GUIDE.template,
+            decisive="the amount keyed against the amount on the selected entry's source document (the vendor "
+                     "invoice filed under its reference), the selection made by the preparer's own first-digit test "
+                     "(z above the guide's threshold)")

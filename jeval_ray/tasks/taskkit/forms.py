@@ -104,8 +104,17 @@ def _seconds(text: str) -> int:
 
 #: a time of day held as seconds after midnight, written ``HH:MM`` (whole minutes)
 HHMM = Kind("hh:mm", r"\d{2}:\d{2}", hhmm, _seconds, domain=(0, 24 * 3600 - 60, 60))
+#: a date and time of day as a listing or a log writes them (``2026-01-14 10:23`` or ``2026-01-14 10:23:45``),
+#: held as its text
+TIMESTAMP = Kind("timestamp", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?")
+#: a count written with thousands grouped (``1,234`` units), held as an int
+COUNT = Kind("count", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
+             domain=(0, 10**12, 1))
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')
 EMPTY = Kind("empty", "")
+#: the books' document number an entry's reference holds (``VN-0001234``: two capitals, a dash, five or
+#: more digits), as a whole word, so ``Form.search`` finds it inside a title
+DOC_NUMBER = Kind("document number", r"\b[A-Z]{2}-[0-9]{5,}\b")
 #: an entry or document reference: ``{E:idx}`` / ``{D:handle}`` when planted, the id once built
 REF = Kind("ref", r"\{[ED]:\d+\}|DOC-\d+|\d+")
 
@@ -204,6 +213,11 @@ class Form(Generic[T]):
         m = self.regex.search(text)
         return None if m is None else self.cls(**{n: k.read(m.group(n)) for n, k in self.kinds.items()})
 
+    def find_all(self, text: str) -> list[T]:
+        """The fields of every passage of ``text`` of this form, left to right, not overlapping (every
+        amount ``USD {amount}`` of a document)."""
+        return [self.cls(**{n: k.read(m.group(n)) for n, k in self.kinds.items()}) for m in self.regex.finditer(text)]
+
 
 @dataclass(frozen=True)
 class Lines:
@@ -239,5 +253,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
-           "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any", "SIGNED_MONEY"]
+__all__ = ["COUNT", "DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TIMESTAMP", "TOKEN",
+           "WORD", "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any", "SIGNED_MONEY"]

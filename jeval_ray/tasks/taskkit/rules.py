@@ -141,10 +141,49 @@ class PostingWindow:
         return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
 
 
+@dataclass(frozen=True)
+class ClosedPeriod:
+    """A period is locked after its close date (``master:calendar``, kind ``period_close``): an entry
+    recorded (its entry timestamp) after the close date of the period it is posted to was posted
+    into a closed period. That is allowed only under a post-closing adjustment request approved by
+    the Controller and the CFO before the entry was recorded, for the amount posted; a rejected
+    request, one approved on or after the day the entry was recorded, or one approved for another
+    amount does not authorise it. The system's closing entry (YC) is not such an entry."""
+
+    statement: str = ("an entry recorded after the close date of the period it is posted to (master:calendar) was "
+                      "posted into a closed period: allowed only under a post-closing adjustment request approved "
+                      "by the Controller and the CFO before it was recorded, for the amount posted")
+
+    def after_close(self, recorded: str, posted: str, closes: Mapping[str, str]) -> str:
+        """The close date of the period ``posted`` (ISO) falls in when the entry, recorded on
+        ``recorded``, came after it; '' when it did not (or the period has no close date).
+        ``closes``: {``YYYY-MM``: close date}."""
+        close = closes.get(posted[:7], "")
+        return close if close and recorded[:10] > close else ""
+
+    def check(self, recorded: str, amount: float, request: str = "", approved: bool = False, decided: str = "",
+              approved_amount: float | None = None) -> Verdict:
+        """Whether a request (its id, ``''`` when none; ``approved`` or rejected on ``decided``, for
+        ``approved_amount``) authorises an entry of ``amount`` recorded on ``recorded`` after the close."""
+        if not request:
+            return Verdict(False, "No post-closing adjustment request authorises it.")
+        if not approved:
+            return Verdict(False, f"Post-closing request {request} for it was rejected on {decided}.")
+        if decided >= recorded:
+            return Verdict(False, f"Post-closing request {request} was approved only on {decided}, after the entry "
+                                  "was recorded.")
+        if approved_amount is None or abs(approved_amount - amount) >= 0.005:
+            return Verdict(False, f"Post-closing request {request} approved {approved_amount or 0:.2f} only, not the "
+                                  f"{amount:.2f} posted.")
+        return Verdict(True, f"Post-closing request {request} was approved on {decided}, before the entry was "
+                             f"recorded on {recorded}, for the amount posted, {amount:,.2f}.")
+
+
 ACCOUNT_OPEN = AccountOpen()
+CLOSED_PERIOD = ClosedPeriod()
 POSTING_WINDOW = PostingWindow()
 USER_MAY_POST = UserMayPost()
 ROUNDING_LIMIT = RoundingLimit()
 
-__all__ = ["ACCOUNT_OPEN", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "PostingWindow",
-           "RoundingLimit", "UserMayPost", "Verdict"]
+__all__ = ["ACCOUNT_OPEN", "CLOSED_PERIOD", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen",
+           "ClosedPeriod", "PostingWindow", "RoundingLimit", "UserMayPost", "Verdict"]

@@ -77,8 +77,9 @@ def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> 
 def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition | None]], *,
            reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
     """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
-    needs) and issue the disposition; ``decide`` returns ``None`` for an item it disposes of no
-    disposition now (nothing to say, or one the procedure issues later). The dispositions issued."""
+    needs) and issue the disposition; a ``decide`` that returns ``None`` (what it read does not
+    bear on the item: no support filed, a document of another kind) issues nothing for that item.
+    The dispositions issued."""
     out: list[Disposition] = []
     for item in items:
         if kit.calls_left <= reserve:
@@ -116,8 +117,11 @@ class SurfaceRule:
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
-    ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
-    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words."""
+    ``summary`` is one over ``n``, the number caught (and ``issued``, the number flagged before the
+    budget ran out). The entries are flagged in entry-id order, or
+    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words.
+    ``amount`` names the entry's field a flag reports as the misstatement (a task that asks for
+    amounts); ``None``, the default, reports none."""
 
     statement: str
     criteria: str
@@ -126,6 +130,7 @@ class SurfaceRule:
     summary: str
     evidence: tuple[str, ...] = ()
     in_order: bool = True
+    amount: str | None = None
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
@@ -136,6 +141,10 @@ class SurfaceRule:
         items = (e.format_map({**entry, "entry_id": entry_id}) for e in self.evidence)
         return [x for x in items if x]
 
+    def amount_of(self, entry: Mapping[str, Any]) -> float | None:
+        """The misstatement the flag of one caught entry reports (``None`` when the rule reports none)."""
+        return None if self.amount is None else entry[self.amount]
+
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
     """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
@@ -144,9 +153,9 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     def naive(kit: Kit) -> Generator[Action, str, None]:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
-        yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
-                                      rule.rationale(eid, hits[eid])) for eid in ids))
-        yield from kit.submit(rule.summary.format(n=len(hits)))
+        done = yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
+                                             rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
+        yield from kit.submit(rule.summary.format(n=len(hits), issued=done))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
