@@ -19,7 +19,7 @@ from hypothesis import given, settings, strategies as st
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
+                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, review, roles)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -146,6 +146,23 @@ def test_dispose_stops_while_a_call_is_left_for_the_summary():
     except StopIteration as stop:
         assert stop.value == 3
     assert kit.issued == ["0", "1", "2"] and kit.calls_left == 1
+
+
+def test_review_issues_nothing_for_an_item_its_decision_leaves_unjudged():
+    kit = _Budget(5)
+
+    def decide(i):
+        kit.calls_left -= 1  # one read per item
+        yield None
+        return None if i == 1 else flag(str(i), "X", [], "why")
+
+    gen = review(kit, range(4), decide)
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        assert [d.entry_id for d in stop.value] == ["0"]
+    assert kit.issued == ["0"] and kit.calls_left == 2  # read 0, flag 0, read 1 (nothing issued); two left: stop
 
 
 def test_plants_cannot_claim_what_another_plant_changed():

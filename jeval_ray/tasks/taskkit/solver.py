@@ -74,15 +74,18 @@ def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> 
     return done
 
 
-def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition]], *,
+def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition | None]], *,
            reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
     """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
-    needs) and issue the disposition. The dispositions issued."""
+    needs) and issue the disposition. ``decide`` returns ``None`` when what it read leaves nothing
+    to judge (a document not of its form): nothing is issued for that item. The dispositions issued."""
     out: list[Disposition] = []
     for item in items:
         if kit.calls_left <= reserve:
             break
         d = yield from decide(item)
+        if d is None:
+            continue
         yield from issue(kit, d)
         out.append(d)
     return out
