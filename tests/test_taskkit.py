@@ -19,7 +19,8 @@ from hypothesis import given, settings, strategies as st
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, review, roles)
+                                     USER_MAY_POST, Form, Kind, Many, SurfaceRule, dispose, fixed, flag, grouped_roles,
+                                     review, roles, surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -163,6 +164,26 @@ def test_review_issues_nothing_for_an_item_its_decision_leaves_unjudged():
     except StopIteration as stop:
         assert [d.entry_id for d in stop.value] == ["0"]
     assert kit.issued == ["0"] and kit.calls_left == 2  # read 0, flag 0, read 1 (nothing issued); two left: stop
+
+
+def test_a_surface_rule_states_the_amount_of_the_field_it_names():
+    class _Kit(_Budget):
+        def submit(self, summary):
+            self.summary = summary
+            yield None
+
+    def select(kit):
+        return {"2": {"total": 5.0}, "1": {"total": 7.5}}
+        yield
+
+    kit = _Kit(9)
+    kit.flag = lambda eid, criteria, evidence, rationale, amount=None: iter([kit.issued.append((eid, amount))])
+    for rule, amounts in ((SurfaceRule("s", "X", select, "E {entry_id}", "{n}", amount="total"), [7.5, 5.0]),
+                          (SurfaceRule("s", "X", select, "E {entry_id}", "{n}"), [None, None])):
+        kit.issued = []
+        for _ in surface_naive(rule)(kit):
+            pass
+        assert kit.issued == list(zip(["1", "2"], amounts)) and kit.summary == "2"
 
 
 def test_plants_cannot_claim_what_another_plant_changed():

@@ -116,8 +116,10 @@ class SurfaceRule:
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
-    ``summary`` is one over ``n``, the number caught. The entries are flagged in entry-id order, or
-    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words."""
+    ``summary`` is one over ``n``, the number caught; ``amount`` names the entry's field whose value
+    each flag states as its amount (a task that asks for amounts). The entries are flagged in
+    entry-id order, or in the order ``select`` returns them when ``in_order`` is false.
+    ``statement`` is the rule in words."""
 
     statement: str
     criteria: str
@@ -126,6 +128,9 @@ class SurfaceRule:
     summary: str
     evidence: tuple[str, ...] = ()
     in_order: bool = True
+    #: the field of a caught entry holding the amount each flag states (a task that asks for amounts,
+    #: e.g. the entry's own total); '' states none
+    amount: str = ""
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
@@ -136,6 +141,10 @@ class SurfaceRule:
         items = (e.format_map({**entry, "entry_id": entry_id}) for e in self.evidence)
         return [x for x in items if x]
 
+    def amount_of(self, entry: Mapping[str, Any]) -> float | None:
+        """The amount the flag of one caught entry states (``None`` when the rule states none)."""
+        return entry[self.amount] if self.amount else None
+
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
     """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
@@ -145,7 +154,7 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
         yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
-                                      rule.rationale(eid, hits[eid])) for eid in ids))
+                                      rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
         yield from kit.submit(rule.summary.format(n=len(hits)))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
