@@ -186,6 +186,12 @@ def test_a_surface_rule_states_the_amount_of_the_field_it_names():
         assert kit.issued == list(zip(["1", "2"], amounts)) and kit.summary == "2"
 
 
+def test_a_surface_rule_flags_under_the_criteria_of_the_field_it_names():
+    hits = {"1": {"code": "A"}, "2": {"code": "B"}}
+    assert [SurfaceRule("s", "X", None, "", "", criteria_of="code").criteria_for(hits[k]) for k in "12"] == ["A", "B"]
+    assert SurfaceRule("s", "X", None, "", "").criteria_for(hits["1"]) == "X"
+
+
 def test_plants_cannot_claim_what_another_plant_changed():
     b = WorldBuilder(tasks.get_task("JE-4"), 0, tasks.resolve_knobs("JE-4"))
     b.claim("first", entries=[1, 2], rows=[("users", "NWALSH")], documents=[0])
