@@ -9,8 +9,9 @@ import statistics
 import pytest
 
 from jeval_ray.episode import play
-from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
+from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE
 from jeval_ray.world import generate_world
+from support.je11 import parse_pairs
 
 SEEDS = range(5)
 #: the answer key is audited over more seeds than the agents play (a world takes ~20 ms)
