@@ -20,7 +20,7 @@ from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
                                      USER_MAY_POST, Form, Kind, Many, SurfaceRule, dispose, fixed, flag, grouped_roles,
-                                     review, roles, surface_naive)
+                                     mentions, review, roles, surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -190,6 +190,11 @@ def test_a_surface_rule_flags_under_the_criteria_of_the_field_it_names():
     hits = {"1": {"code": "A"}, "2": {"code": "B"}}
     assert [SurfaceRule("s", "X", None, "", "", criteria_of="code").criteria_for(hits[k]) for k in "12"] == ["A", "B"]
     assert SurfaceRule("s", "X", None, "", "").criteria_for(hits["1"]) == "X"
+
+
+def test_mentions_finds_whole_words_in_any_case():
+    assert mentions("Keyed by akim (AP).", "AKIM") and mentions("Anna  Kim; Anna Kim", "anna kim")
+    assert not mentions("AKIMBO", "AKIM") and not mentions("", "AKIM") and not mentions("A.KIM", "A+KIM")
 
 
 def test_plants_cannot_claim_what_another_plant_changed():
