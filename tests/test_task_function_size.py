@@ -24,7 +24,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("je09.py", "careful"): _NOT_YET,
     ("je10.py", "plant"): _NOT_YET,
     ("je10.py", "careful"): _NOT_YET,
-    ("je15.py", "plant"): _NOT_YET,
     ("je16.py", "careful"): _NOT_YET,
     ("je16.py", "_plant_off_hours"): _NOT_YET,
 }
