@@ -375,7 +375,8 @@ def _policies(b: WorldBuilder) -> tuple[int, int]:
     return rp, pair
 
 
-#: an approval to write: (earliest, latest meeting day, the minutes item, (role, entry, type, criteria, evidence, facts))
+#: an approval to write: (earliest, latest meeting day, the minutes item,
+#: (role, entry, type, criteria, evidence, facts))
 MinutesItem = tuple[Any, Any, Item, tuple[str, int, str, str | None, list[Any], list[Any]]]
 
 
@@ -552,7 +553,8 @@ def _manual_revenue(b: WorldBuilder) -> tuple[int, str]:
     bd = int(c.books_doc[idx])
     parent = doc_number(str(TYPE_CODES[d.type[d.parent[bd]]]), int(d.parent[bd])) if d.parent[bd] >= 0 else ""
     customer = next(x["name"] for x in b.customers if x["customer_id"] == str(c.customer_id[idx]))
-    return idx, PAIRS["manual_revenue"][3].format(doc_date=b.date_str(c.doc_date[idx]), customer=customer, parent=parent)
+    why = PAIRS["manual_revenue"][3]
+    return idx, why.format(doc_date=b.date_str(c.doc_date[idx]), customer=customer, parent=parent)
 
 
 def _topside(b: WorldBuilder, kind: str, topside: np.ndarray, room: dict[str, int]) -> tuple[int, str]:
@@ -655,7 +657,8 @@ def _surface(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     cands, _docs, pol = yield from _survey(kit, read_policies=False)
     rp = {"criteria": CODE, "rp_ev": "master:related_parties", "pair_ev": "", "finding": "is a transaction with "
           "related party"}
-    pair = {"criteria": PAIR_CODE, "rp_ev": "", "pair_ev": pol["pair"] or "", "finding": "uses the non-standard pairing"}
+    pair = {"criteria": PAIR_CODE, "rp_ev": "", "pair_ev": pol["pair"] or "",
+            "finding": "uses the non-standard pairing"}
     return {k: {**c, **(rp if c["kind"] == "rp" else pair)} for k, c in cands.items()
             if c["kind"] != "rp" or c.get("document_type") in ("VN", "VI")}
 

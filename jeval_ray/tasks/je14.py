@@ -252,7 +252,8 @@ POLICY = Form(Policy, (
     "basis, approved by the Controller or the CFO, and may be recorded as a top-side adjustment after the period close "
     "until the reporting package is issued; the memo and the open-items report are retained with the journal voucher."))
 _TITLE_KINDS: dict[str, Any] = dict(ref=TOKEN, customer=NAME, period=TOKEN)
-NOTE_TITLE = Form(DisputeTitle, "Credit committee note: disputed invoices {ref} - {customer} ({period})", **_TITLE_KINDS)
+NOTE_TITLE = Form(DisputeTitle, "Credit committee note: disputed invoices {ref} - {customer} ({period})",
+                  **_TITLE_KINDS)
 MEMO_TITLE = Form(DisputeTitle, "Memo: release of specific reserve {ref} - {customer} ({period})", **_TITLE_KINDS)
 OPEN_ITEMS_TITLE = Form(AsOf, "Accounts receivable open items and aging as of {date}", date=DATE)
 RELEASE_TEXT = Form(EntryText, "Release specific reserve {customer} - {month} close", customer=NAME, month=TOKEN)
@@ -266,8 +267,8 @@ NOTE = Form(Note, (
     "Accountant), approved by {approver} ({approver_role}) on {entered}."),
     entered=DATE, customer=NAME, customer_id=TOKEN, provided_at=DATE, amount=MONEY, ref=TOKEN, preparer=NAME,
     approver=NAME, approver_role=NAME,
-    invoices=Many((Form(Disputed, "{number} dated {dated}, open USD {amount}", number=TOKEN, dated=DATE, amount=MONEY),),
-                  "; "))
+    invoices=Many((Form(Disputed, "{number} dated {dated}, open USD {amount}", number=TOKEN, dated=DATE,
+                        amount=MONEY),), "; "))
 MEMO = Form(Memo, (
     "To: Accounting file, period {period}. From: {preparer}, Accounting Manager. Subject: journal voucher {ref}, "
     "release of the specific reserve held against {customer} ({customer_id}) for the disputed invoices {invoices} "
@@ -522,12 +523,14 @@ def _note_and_memo(b: WorldBuilder, dp: _Dispute, names: dict[str, tuple[str, st
         entered, cname, cid, tuple(Disputed(n, md.iso(d.doc_date[int(i)]), int(a)) for n, i, a in zip(inv, dp.items,
                                                                                                      dp.held)),
         md.iso(int(md.MONTH_ENDS[dp.m0 - 1])), s0, dp.p_ref, names["FNGUYEN"][0], *names[dp.p_app]))
-    h_note = b.add_document("memo", NOTE_TITLE.render(DisputeTitle(dp.p_ref, cname, f"2025-{dp.m0:02d}")), note, entered)
+    h_note = b.add_document("memo", NOTE_TITLE.render(DisputeTitle(dp.p_ref, cname, f"2025-{dp.m0:02d}")), note,
+                            entered)
     period = f"2025-{dp.mm:02d}"
     memo = MEMO.render(Memo(
         period, names["HJOHANSSON"][0], dp.r_ref, cname, cid, tuple(Invoice(n) for n in inv), dp.p_ref, s0,
         REASONS[int(b.rng.integers(0, len(REASONS)))], dp.release, *names[dp.r_app], md.iso(dp.r_entered)))
-    h_memo = b.add_document("memo", MEMO_TITLE.render(DisputeTitle(dp.r_ref, cname, period)), memo, md.iso(dp.r_entered))
+    h_memo = b.add_document("memo", MEMO_TITLE.render(DisputeTitle(dp.r_ref, cname, period)), memo,
+                            md.iso(dp.r_entered))
     return [h_note, h_memo]
 
 

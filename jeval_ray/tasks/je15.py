@@ -275,10 +275,12 @@ STATEMENT_LINE = Form(StatementLine, "{value_date} | {reference} | {details} | {
                       value_date=DATE, reference=TOKEN, details=LINE, counterparty=TOKEN, amount=fixed(2))
 STATEMENT = Form(Statement, (
     "{bank} - statement of account\nAccount holder: {holder}; account {account}\nStatement period: {start} to {end}\n"
-    "Opening balance USD {opening}; credits USD {credits}; debits USD {debits}; closing balance USD {closing}\n{lines}"),
+    "Opening balance USD {opening}; credits USD {credits}; debits USD {debits}; closing balance USD {closing}\n"
+    "{lines}"),
     bank=LINE, holder=LINE, account=LINE, start=DATE, end=DATE, opening=MONEY, credits=MONEY, debits=MONEY,
-    closing=MONEY, lines=Many((Form(ColumnHeads, "Value date | Reference | Details | Counterparty account | Amount USD"),
-                               STATEMENT_LINE)))
+    closing=MONEY,
+    lines=Many((Form(ColumnHeads, "Value date | Reference | Details | Counterparty account | Amount USD"),
+                STATEMENT_LINE)))
 STATEMENT_TITLE = Form(StatementTitle, "Bank statement - operating account - {month} {year}", month=NAME)
 #: the books' wording of a vendor payment (jeval_ray.books.tables), kept when the vendor is renamed
 PAYMENT_TEXT = Form(PaymentText, "Payment run {vendor} invoice {invoice}", vendor=LINE, invoice=TOKEN)
@@ -733,8 +735,8 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     who = "; ".join(f"{u['user_id']} ({u['name']}, {u['role']})" for u in named.values()) or "none found"
     shell_names = ", ".join(f"{vmap[k]['name']} ({k})" for k in sorted(shells)) or "no vendor"
     yield from kit.submit(
-        f"Shell-vendor scheme: {len(flags)} invoices (USD {sum(paid):,.2f}) from {shell_names} paid to the bank account "
-        f"of employee {who}. Cleared {len(clears)} invoices of new vendors with verified bank accounts.")
+        f"Shell-vendor scheme: {len(flags)} invoices (USD {sum(paid):,.2f}) from {shell_names} paid to the bank "
+        f"account of employee {who}. Cleared {len(clears)} invoices of new vendors with verified bank accounts.")
 
 
 def _scheme(eid: str, h: dict[str, Any], entry: dict[str, Any], amount: float, v: dict[str, Any],
