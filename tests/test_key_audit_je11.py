@@ -9,8 +9,9 @@ import re
 import pytest
 
 from jeval_ray.books import chart, master as md
-from jeval_ray.tasks.je11 import DIRECTORS, MEMO_TITLE, PAIR_POLICY_TITLE, parse_pairs
+from jeval_ray.tasks.je11 import DIRECTORS, MEMO_TITLE, PAIR_POLICY_TITLE
 from jeval_ray.world import generate_world
+from support.je11 import parse_pairs
 
 KEY_SEEDS = range(24)
 #: the documented share of the red-flag rule's hits that are not planted (module docstring)

@@ -21,8 +21,6 @@ _NOT_YET = "not yet migrated onto the task kit (issue 26): its planting phases a
 ALLOWED: dict[tuple[str, str], str] = {
     ("je05.py", "plant"): _NOT_YET,
     ("je08.py", "plant"): _NOT_YET,
-    ("je14.py", "plant"): _NOT_YET,
-    ("je15.py", "plant"): _NOT_YET,
 }
 
 

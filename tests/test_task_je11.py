@@ -8,9 +8,10 @@ import re
 
 import pytest
 
-from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE, parse_pairs
+from jeval_ray.tasks.je11 import MEMO_TITLE, PAIR_POLICY_TITLE, RP_POLICY_TITLE
 from jeval_ray.world import generate_world
 from support.worlds import world as cached_world
+from support.je11 import parse_pairs
 
 #: the answer key is audited over more seeds than the task contract reads one by one (a world takes ~20 ms)
 KEY_SEEDS = range(16)

@@ -23,7 +23,7 @@ from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import SIGNED_MONEY
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, CLOSED_PERIOD, COUNT, DATE, DOC_NUMBER, INT, MONEY, NAME,
                                      POSTING_WINDOW, ROUNDING_LIMIT, TIMESTAMP, TOKEN, USER_MAY_POST, Form, Kind, Many,
-                                     SurfaceRule, clear, dispose, fixed, flag, grouped_roles, review, roles,
+                                     SurfaceRule, clear, dispose, fixed, flag, grouped_roles, mentions, review, roles,
                                      surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
@@ -186,6 +186,38 @@ def test_review_issues_what_decide_returns_and_nothing_for_none():
         assert [d.entry_id for d in stop.value] == ["0", "2"]
     # 6: read 0, flag 0 (4); read 1, nothing (3); read 2, flag 2 (1 <= 2: stop)
     assert kit.issued == ["0", "2"] and kit.calls_left == 1
+
+
+
+def test_a_surface_rule_states_the_amount_of_the_field_it_names():
+    class _Kit(_Budget):
+        def submit(self, summary):
+            self.summary = summary
+            yield None
+
+    def select(kit):
+        return {"2": {"total": 5.0}, "1": {"total": 7.5}}
+        yield
+
+    kit = _Kit(9)
+    kit.flag = lambda eid, criteria, evidence, rationale, amount=None: iter([kit.issued.append((eid, amount))])
+    for rule, amounts in ((SurfaceRule("s", "X", select, "E {entry_id}", "{n}", amount="total"), [7.5, 5.0]),
+                          (SurfaceRule("s", "X", select, "E {entry_id}", "{n}"), [None, None])):
+        kit.issued = []
+        for _ in surface_naive(rule)(kit):
+            pass
+        assert kit.issued == list(zip(["1", "2"], amounts)) and kit.summary == "2"
+
+
+def test_a_surface_rule_flags_under_the_criteria_of_the_field_it_names():
+    hits = {"1": {"code": "A"}, "2": {"code": "B"}}
+    assert [SurfaceRule("s", "X", None, "", "", criteria_of="code").criteria_for(hits[k]) for k in "12"] == ["A", "B"]
+    assert SurfaceRule("s", "X", None, "", "").criteria_for(hits["1"]) == "X"
+
+
+def test_mentions_finds_whole_words_in_any_case():
+    assert mentions("Keyed by akim (AP).", "AKIM") and mentions("Anna  Kim; Anna Kim", "anna kim")
+    assert not mentions("AKIMBO", "AKIM") and not mentions("", "AKIM") and not mentions("A.KIM", "A+KIM")
 
 
 def test_plants_cannot_claim_what_another_plant_changed():

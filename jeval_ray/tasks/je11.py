@@ -55,18 +55,25 @@ that settled the related-party invoices carry the related vendor too; they are s
 transactions to approve, and the rule leaves them out.
 """
 
+
 from __future__ import annotations
 
-import re
+import dataclasses
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit, entries_of
 from jeval_ray.books import calendar as cal, chart, master as md
-from jeval_ray.books.documents import doc_number, TYPE_CODES
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.books.documents import TYPE_CODES, doc_number
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS
-
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
+                                     clear, dispose, flag, parse_any, read_while, review, surface_naive)
 
 SPEC = spec(
     "JE-11",
@@ -189,64 +196,201 @@ MANUAL_BILLERS = ("HJOHANSSON", "IBROWN")
 CFO = ("James Wright", "JWRIGHT")
 
 
-def _money(cents: int) -> str:
-    return f"{cents / 100:,.2f}"
-
-
 def _account_name(code: str) -> str:
     return chart.ACCOUNTS[chart.CODE[code]].name
 
 
-def _approver_for(b, cents: int, preparer: str) -> str:
+def _approver_for(b: WorldBuilder, cents: int, preparer: str) -> str:
     """The lowest approver whose limit covers the amount, never the preparer (as the books route it)."""
     return next(a for a in APPROVERS if a != preparer and b.user(a)["approval_limit"] * 100 >= cents)
 
 
-def _policies(b) -> tuple[int, int]:
-    rp = b.add_document(
-        "policy", RP_POLICY_TITLE,
-        "Section 1. Scope. This policy applies to every transaction between Northwind Components Inc. and a "
-        "related party.\n"
-        "Section 2. Related parties. A related party is any person or entity on the related-party register "
-        "maintained by the company secretary: directors, officers, their close family members, entities they "
-        "own, control or manage, and shareholders holding more than 5% of the shares. Customers, lenders and "
-        "grant bodies are not related parties unless they are on the register.\n"
-        "Section 3. Approval. Every transaction with a related party, whatever its amount, requires the approval "
-        "of the board of directors before it is recorded. Only directors vote; an interested director declares the "
-        "interest and abstains, an interested officer declares it and leaves the meeting for the item. The approval "
-        "is recorded in the board minutes, naming the counterparty, the amount and the invoice reference. A signed "
-        "contract or purchase order does not replace board approval.\n"
-        "Section 4. Reporting. Transactions recorded without board approval are reported to the audit committee "
-        "and disclosed to the external auditor.",
-        "2024-11-20",
-    )
-    lines = [f"  - Debit {dr} ({_account_name(dr)}) / Credit {cr} ({_account_name(cr)})"
-             for dr, cr, _d, _r in PAIRS.values()]
-    pair = b.add_document(
-        "policy", PAIR_POLICY_TITLE,
-        "Section 6.1. The account combinations below are non-standard when posted by a manual journal entry. Such an "
-        "entry may only be recorded after the CFO has approved it in writing; the approval memo names the entry "
-        "reference, the accounts, the amount and the reason, and is dated before the entry is recorded.\n"
-        + "\n".join(lines) + "\n"
-        "Section 6.2. Standard processes. Revenue is recorded by the billing interface from shipments. The monthly "
-        "allowance review (document type AL, prepared by a senior accountant and approved under the approval "
-        "matrix) is the standard process for provisions and releases of the allowance for doubtful accounts; its "
-        "entries are not non-standard.\n"
-        "Section 6.3. Entries with these combinations recorded without the required approval are reported to the "
-        "audit committee. Other combinations follow the standard approval matrix.",
-        "2024-11-20",
-    )
+# ---------------------------------------------------------------------------- documents
+@dataclass(frozen=True)
+class RelatedPartyPolicy:
+    """The related party transactions policy (fixed text)."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A combination the journal-entry policy lists as non-standard."""
+    dr: str
+    dr_name: str
+    cr: str
+    cr_name: str
+
+
+@dataclass(frozen=True)
+class PairPolicy:
+    """The journal-entry policy on non-standard account combinations: the combinations it lists."""
+    pairs: tuple[Pair, ...]
+
+
+@dataclass(frozen=True)
+class CfoMemo:
+    """A memo on a non-standard entry: the entry, its accounts and amount, the reason; ``day`` of the decision."""
+    ref: str
+    dr: str
+    dr_name: str
+    cr: str
+    cr_name: str
+    amount: int
+    reason: str
+    day: str
+
+
+@dataclass(frozen=True)
+class Approval(CfoMemo):
+    """The CFO's written approval of a non-standard entry."""
+    cfo: str
+
+
+@dataclass(frozen=True)
+class Refusal(CfoMemo):
+    """The CFO asked for support and gave no approval."""
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A master services agreement with a related vendor (supports prices, approves nothing)."""
+    signed: str
+    name: str
+    vendor_id: str
+    service: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """An item of board minutes presenting a related-party invoice (``n``: its number in the minutes)."""
+    n: int
+    name: str
+    person: str
+    ref: str
+    dated: str
+    amount: int
+    service: str
+
+
+@dataclass(frozen=True)
+class Deferred(Item):
+    """The board deferred the decision."""
+
+
+@dataclass(frozen=True)
+class Declined(Item):
+    """The board declined to approve."""
+
+
+@dataclass(frozen=True)
+class Approved(Item):
+    """The board resolved to approve, the interested director abstaining."""
+
+
+@dataclass(frozen=True)
+class ApprovedOfficerOut(Approved):
+    """The board resolved to approve, the interested officer (no vote) out of the meeting."""
+
+
+@dataclass(frozen=True)
+class Minutes:
+    """The minutes of a board meeting: the day, the related-party items, the number of the last item."""
+    day: str
+    items: tuple[Item, ...]
+    last: int
+
+
+@dataclass(frozen=True)
+class Named:
+    """A document title naming a party or a day."""
+    name: str
+
+
+RP_POLICY = Form(RelatedPartyPolicy, (
+    "Section 1. Scope. This policy applies to every transaction between Northwind Components Inc. and a "
+    "related party.\n"
+    "Section 2. Related parties. A related party is any person or entity on the related-party register "
+    "maintained by the company secretary: directors, officers, their close family members, entities they "
+    "own, control or manage, and shareholders holding more than 5% of the shares. Customers, lenders and "
+    "grant bodies are not related parties unless they are on the register.\n"
+    "Section 3. Approval. Every transaction with a related party, whatever its amount, requires the approval "
+    "of the board of directors before it is recorded. Only directors vote; an interested director declares the "
+    "interest and abstains, an interested officer declares it and leaves the meeting for the item. The approval "
+    "is recorded in the board minutes, naming the counterparty, the amount and the invoice reference. A signed "
+    "contract or purchase order does not replace board approval.\n"
+    "Section 4. Reporting. Transactions recorded without board approval are reported to the audit committee "
+    "and disclosed to the external auditor."))
+PAIR_POLICY = Form(PairPolicy, (
+    "Section 6.1. The account combinations below are non-standard when posted by a manual journal entry. Such an "
+    "entry may only be recorded after the CFO has approved it in writing; the approval memo names the entry "
+    "reference, the accounts, the amount and the reason, and is dated before the entry is recorded.\n{pairs}\n"
+    "Section 6.2. Standard processes. Revenue is recorded by the billing interface from shipments. The monthly "
+    "allowance review (document type AL, prepared by a senior accountant and approved under the approval "
+    "matrix) is the standard process for provisions and releases of the allowance for doubtful accounts; its "
+    "entries are not non-standard.\n"
+    "Section 6.3. Entries with these combinations recorded without the required approval are reported to the "
+    "audit committee. Other combinations follow the standard approval matrix."),
+    pairs=Many((Form(Pair, "  - Debit {dr} ({dr_name}) / Credit {cr} ({cr_name})", dr=TOKEN, dr_name=LINE, cr=TOKEN,
+                     cr_name=LINE),)))
+_MEMO_HEAD = "Journal entry {ref}: Debit {dr} {dr_name} / Credit {cr} {cr_name}, USD {amount}.\nReason: {reason}.\n"
+_MEMO_KINDS: dict[str, Any] = dict(ref=TOKEN, dr=TOKEN, dr_name=LINE, cr=TOKEN, cr_name=LINE, amount=MONEY, reason=LINE,
+                                   day=DATE)
+APPROVAL = Form(Approval, _MEMO_HEAD + "Approved: {cfo}, CFO, on {day}.", cfo=NAME, **_MEMO_KINDS)
+REFUSAL = Form(Refusal, _MEMO_HEAD + "Not approved: the CFO asked for the supporting analysis before deciding; no "
+               "approval given as of {day}.", **_MEMO_KINDS)
+CONTRACT_TITLE = Form(Named, "Master services agreement - {name}", name=NAME)
+CONTRACT = Form(Contract, (
+    "Agreement dated {signed} between Northwind Components Inc. and {name} ({vendor_id}) for {service}. Fees are "
+    "invoiced as services are delivered, at the rates in Schedule A. Payment terms 30 days. Signed for Northwind "
+    "Components Inc. by James Wright, CFO, and for {name} by its managing partner."),
+    signed=DATE, name=NAME, vendor_id=TOKEN, service=LINE)
+_ITEM = ("Item {n}. Related-party transaction - {name}. {person} declared an interest in {name}. Management presented "
+         "invoice {ref} from {name} dated {dated} for USD {amount} for {service}. ")
+_ITEM_KINDS: dict[str, Any] = dict(name=NAME, person=NAME, ref=TOKEN, dated=DATE, amount=MONEY, service=LINE)
+_RESOLVED = "directors present voted in favour and it was RESOLVED that the transaction be approved."
+MINUTES_TITLE = Form(Named, "Minutes of the board of directors meeting - {name}", name=DATE)
+MINUTES = Form(Minutes, (
+    "Minutes of the meeting of the board of directors of Northwind Components Inc. held on {day}.\n\n"
+    f"Present: {', '.join(BOARD)}. In attendance: James Wright (CFO), Isabel Brown (Controller), the company "
+    "secretary.\n\nItem 1. The minutes of the previous meeting were read and signed.\n\n{items}\n\n"
+    "Item {last}. Management presented the trading update; no further business."),
+    day=DATE, items=Many((
+        Form(Deferred, _ITEM + "The board asked for two competing quotes and deferred the decision to a later meeting; "
+             "no approval was given.", **_ITEM_KINDS),
+        Form(Declined, _ITEM + "The board considered the price above market and declined to approve the transaction.",
+             **_ITEM_KINDS),
+        Form(ApprovedOfficerOut, _ITEM + "After discussion, with {person}, who attends as an officer and has no vote, "
+             "having left the meeting for this item, the " + _RESOLVED, **_ITEM_KINDS),
+        Form(Approved, _ITEM + "After discussion, with {person} abstaining, the other " + _RESOLVED, **_ITEM_KINDS)),
+        "\n\n"))
+
+
+#: the policy on non-standard combinations as the world states it
+LISTED = PairPolicy(tuple(Pair(dr, _account_name(dr), cr, _account_name(cr)) for dr, cr, _d, _r in PAIRS.values()))
+
+
+# ---------------------------------------------------------------------------- planting
+def _policies(b: WorldBuilder) -> tuple[int, int]:
+    rp = b.add_document("policy", RP_POLICY_TITLE, RP_POLICY.render(RelatedPartyPolicy()), "2024-11-20")
+    pair = b.add_document("policy", PAIR_POLICY_TITLE, PAIR_POLICY.render(LISTED), "2024-11-20")
     return rp, pair
 
 
-def plant(b) -> None:
+#: an approval to write: (earliest, latest meeting day, the minutes item,
+#: (role, entry, type, criteria, evidence, facts))
+MinutesItem = tuple[Any, Any, Item, tuple[str, int, str, str | None, list[Any], list[Any]]]
+
+
+def plant(b: WorldBuilder) -> None:
+    """Add the policies, the related-party register and related vendors; draw each candidate's kind
+    (related-party invoice or non-standard pairing) and, independently, whether it is an exception;
+    plant them and write the board minutes and CFO memos that approve (or discuss) them."""
     rng = b.rng
     rp_policy, pair_policy = _policies(b)
 
     # the related-party register and the related vendors (new vendor ids: no base entry uses them)
     k_rp = int(rng.integers(3, 5))
     order = [int(i) for i in rng.permutation(len(RP_VENDORS))]
-    register: list[dict] = []
+    register: list[dict[str, Any]] = []
     rp_vendors = [_related_vendor(b, RP_VENDORS[i], register) for i in sorted(order[:k_rp])]
     spare = order[k_rp:]
     for name, rel, kind in RP_OTHERS:
@@ -259,15 +403,16 @@ def plant(b) -> None:
     labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
     is_rp = rng.random(n_all) < 0.6
     rp_labels, pair_labels = labels[is_rp], labels[~is_rp]
-    # approvals to write: (earliest, latest meeting or memo day, text, record) per item
-    minutes_items: list[tuple] = []
+    minutes_items: list[MinutesItem] = []
     _related_party_invoices(b, rp_vendors, spare, register, rp_labels, rp_policy, minutes_items)
     b.related_parties.extend(sorted(register, key=lambda r: r["party"]))
+    b.claim("JE-11", rows=[("related_parties", r["party"]) for r in register], documents=[rp_policy, pair_policy])
     _pairings(b, pair_labels, pair_policy)
     _minutes(b, minutes_items)
 
 
-def _related_vendor(b, row: tuple, register: list[dict]) -> tuple:
+def _related_vendor(b: WorldBuilder, row: tuple[str, str, str, str, str],
+                    register: list[dict[str, Any]]) -> tuple[str, str, str, str, str]:
     """Add a related vendor to the vendor master and its register entry; returns its planting tuple."""
     rng = b.rng
     name, rel, person, category, service = row
@@ -275,26 +420,27 @@ def _related_vendor(b, row: tuple, register: list[dict]) -> tuple:
     b.vendors.append({"vendor_id": vid, "name": name, "category": category, "bank_account": b.bank_account(),
                       "payment_terms_days": 30, "created_on": str(np.datetime64("2018-01-01") + int(rng.integers(0, 2400))),
                       "created_by": "GSILVA", "status": "active"})
+    b.claim("JE-11", rows=[("vendors", vid)])
     register.append({"party": name, "relationship": rel, "party_type": "entity",
                      "identified_on": str(np.datetime64("2019-01-01") + int(rng.integers(0, 1800)))})
     return vid, name, person, category, service
 
 
-def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], register: list[dict], rp_labels: np.ndarray,
-                            rp_policy: int, items: list) -> None:
+def _related_party_invoices(b: WorldBuilder, rp_vendors: list[tuple[str, str, str, str, str]], spare: list[int],
+                            register: list[dict[str, Any]], rp_labels: np.ndarray, rp_policy: int,
+                            items: list[MinutesItem]) -> None:
     """Bills of the related vendors' categories re-pointed (with their payments) to the related vendors;
     when the register's trading vendors have no bill of their category left, another related vendor
     (a spare) joins the register."""
-    rng = b.rng
-    e = b.e
+    rng, c = b.rng, b.cols
     near = b.knobs.near_miss
     # each entry's vendor category ("" without a vendor), from the books' partner of the document
     m = b.books.master
-    vcat_idx = np.where(e["vendor_id"] != "", m.vendor_category[b.books.docs.partner[e["books_doc"]]], -1)
+    vcat_idx = np.where(c.vendor_id != "", m.vendor_category[b.books.docs.partner[c.books_doc]], -1)
     vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
     # a board meeting fits between the invoice date and the day the invoice is recorded
-    gap = cal.business_count(e["doc_date"] + 1, e["entry_date"])
-    bills = (e["doc_code"] == "VN") & (gap >= 1)
+    gap = cal.business_count(c.doc_date + 1, c.entry_date)
+    bills = (c.doc_code == "VN") & (gap >= 1)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
     used_vendors = set()
     vorder = rng.permutation(len(rp_vendors))
@@ -314,132 +460,131 @@ def _related_party_invoices(b, rp_vendors: list[tuple], spare: list[int], regist
         vid, name, person, category, service = rp_vendors[left[0] if left else j]
         idx = int(b.pick(1, bills & (vcat == category), what=f"{category} bills")[0])
         used_vendors.add(vid)
-        old = names[str(e["vendor_id"][idx])]
-        for x in [idx, *_payments_of(b, idx)]:
-            e["vendor_id"][x] = vid
-            e["description"][x] = str(e["description"][x]).replace(old, name)
-        ref = str(e["reference"][idx])
-        cents = int(e["debit_cents"][idx])
-        doc_date = e["doc_date"][idx]
-        lo, hi = doc_date + 1, e["entry_date"][idx] - 1
-        head = (f"Related-party transaction - {name}. {person} declared an interest in {name}. Management "
-                f"presented invoice {ref} from {name} dated {b.date_str(doc_date)} for USD {_money(cents)} "
-                f"for {service}.")
-        evidence = ["entry", "master:related_parties", rp_policy]
+        old = names[str(c.vendor_id[idx])]
+        moved = [idx, *_payments_of(b, idx)]
+        b.claim("JE-11", entries=moved)
+        for x in moved:
+            c.vendor_id[x] = vid
+            c.description[x] = str(c.description[x]).replace(old, name)
+        cents = int(c.debit_cents[idx])
+        doc_date = c.doc_date[idx]
+        lo, hi = doc_date + 1, c.entry_date[idx] - 1
+        item = Item(0, name, person, str(c.reference[idx]), b.date_str(doc_date), cents, service)
+        evidence: list[Any] = ["entry", "master:related_parties", rp_policy]
         if is_defect:
-            facts = [name, person, cents / 100]
+            facts: list[Any] = [name, person, cents / 100]
             if rng.random() < near:
-                verdict = ("The board asked for two competing quotes and deferred the decision to a later "
-                           "meeting; no approval was given." if rng.random() < 0.5 else
-                           "The board considered the price above market and declined to approve the transaction.")
-                items.append((lo, hi, f"{head} {verdict}", ("defect", idx, "related_party_unapproved", CODE,
-                                                            evidence, facts)))
+                verdict = Deferred if rng.random() < 0.5 else Declined
+                items.append((lo, hi, verdict(**vars(item)), ("defect", idx, "related_party_unapproved", CODE,
+                                                             evidence, facts)))
             else:
                 b.add_defect(idx, "related_party_unapproved", CODE, evidence, facts=facts)
         else:
             # only directors vote: an interested director abstains, an interested officer leaves the room
-            recusal = (f"{person} abstaining, the other directors present" if person in DIRECTORS else
-                       f"{person}, who attends as an officer and has no vote, having left the meeting for this item, "
-                       "the directors present")
-            items.append((lo, hi, f"{head} After discussion, with {recusal} voted in favour and it was RESOLVED that "
-                                  f"the transaction be approved.",
-                          ("decoy", idx, "related_party_approved", None, ["master:related_parties"],
-                           [name, cents / 100])))
+            approved = Approved if person in DIRECTORS else ApprovedOfficerOut
+            items.append((lo, hi, approved(**vars(item)), ("decoy", idx, "related_party_approved", None,
+                                                          ["master:related_parties"], [name, cents / 100])))
 
     # contracts exist for every related vendor used: they support prices, they do not approve anything
     for vid, name, person, category, service in rp_vendors:
         if vid not in used_vendors:
             continue
         d = str(np.datetime64("2023-01-01") + int(rng.integers(0, 600)))
-        b.add_document("contract", f"Master services agreement - {name}",
-                       f"Agreement dated {d} between Northwind Components Inc. and {name} ({vid}) for "
-                       f"{service}. Fees are invoiced as services are delivered, at the rates in Schedule A. "
-                       f"Payment terms 30 days. Signed for Northwind Components Inc. by James Wright, CFO, and "
-                       f"for {name} by its managing partner.", d)
+        b.claim("JE-11", documents=[b.add_document("contract", CONTRACT_TITLE.render(Named(name)),
+                                                   CONTRACT.render(Contract(d, name, vid, service)), d)])
 
 
-def _payments_of(b, idx: int) -> list[int]:
+def _payments_of(b: WorldBuilder, idx: int) -> list[int]:
     """The payment entries that settled invoice entry ``idx`` (the books' parent links)."""
-    e = b.e
-    vp = np.flatnonzero(e["doc_code"] == "VP")
-    return vp[b.books.docs.parent[e["books_doc"][vp]] == e["books_doc"][idx]].tolist()
+    c = b.cols
+    vp = np.flatnonzero(c.doc_code == "VP")
+    out: list[int] = vp[b.books.docs.parent[c.books_doc[vp]] == c.books_doc[idx]].tolist()
+    return out
 
 
-def _pairings(b, pair_labels: np.ndarray, pair_policy: int) -> None:
+def _pairings(b: WorldBuilder, pair_labels: np.ndarray, pair_policy: int) -> None:
     """Non-standard combinations: customer invoices booked by manual journal, year-end top-sides re-targeted."""
-    rng = b.rng
-    e = b.e
-    near = b.knobs.near_miss
-    d = b.books.docs
+    rng, c = b.rng, b.cols
     # what the allowance holds and what repairs cost in the year (a release or a capitalisation never exceeds it)
     year_end = b.books.balances_at(md.YEAR_END)
     room = {"reserve_release": -int(year_end[chart.CODE["1190"]]), "capitalised_expense": int(year_end[chart.CODE["6600"]])}
     for is_defect in pair_labels:
         kind = str(rng.choice(list(PAIRS)))
-        topside = (e["doc_code"] == "TS") & ~b.used
+        topside = (c.doc_code == "TS") & ~b.used
         if kind != "manual_revenue" and (not topside.any() or room[kind] < 2_000_00):
             kind = "manual_revenue"
-        dr, cr, desc, reason = PAIRS[kind]
-        if kind == "manual_revenue":
-            idx = int(b.pick(1, (e["doc_code"] == "CI") & (e["credit_account"] == "4000"), what="customer invoices")[0])
-            # a manual journal keyed from the shipment 1-3 business days after the invoice date, posted to that date
-            prep = MANUAL_BILLERS[int(rng.integers(0, len(MANUAL_BILLERS)))]
-            e["manual"][idx] = True
-            e["doc_type"][idx] = "TS"
-            e["entry_date"][idx] = cal.business_offset(e["post_date"][idx], int(rng.integers(1, 4)))
-            e["time_s"][idx] = int(md.office_hours(rng, 1)[0])
-            e["preparer"][idx] = prep
-            e["approver"][idx] = _approver_for(b, int(e["debit_cents"][idx]), prep)
-            bd = int(e["books_doc"][idx])
-            parent = doc_number(str(TYPE_CODES[d.type[d.parent[bd]]]), int(d.parent[bd])) if d.parent[bd] >= 0 else ""
-            customer = next(c["name"] for c in b.customers if c["customer_id"] == str(e["customer_id"][idx]))
-            why = reason.format(doc_date=b.date_str(e["doc_date"][idx]), customer=customer, parent=parent)
-        else:
-            idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
-            # an estimate in whole hundreds, within what the allowance holds or repairs cost
-            cents = min(int(room[kind] * rng.uniform(0.4, 0.8)), md.MAX_MANUAL_CENTS // 2) // 10_000 * 10_000
-            room[kind] -= cents
-            e["debit_account"][idx], e["credit_account"][idx] = dr, cr
-            e["debit_cents"][idx] = e["credit_cents"][idx] = cents
-            e["description"][idx] = desc
-            e["approver"][idx] = _approver_for(b, cents, str(e["preparer"][idx]))
-            why = reason
-        cents = int(e["debit_cents"][idx])
-        ref = str(e["reference"][idx])
+        idx, why = _manual_revenue(b) if kind == "manual_revenue" else _topside(b, kind, topside, room)
+        dr, cr = PAIRS[kind][:2]
+        cents = int(c.debit_cents[idx])
+        memo = CfoMemo(str(c.reference[idx]), dr, _account_name(dr), cr, _account_name(cr), cents, why, "")
         # the CFO approves on a business day from the document date to the day before the entry
-        window = cal.business_days(e["doc_date"][idx], e["entry_date"][idx] - 1)
-        head = (f"Journal entry {ref}: Debit {dr} {_account_name(dr)} / Credit {cr} {_account_name(cr)}, "
-                f"USD {_money(cents)}.\nReason: {why}.")
+        window = cal.business_days(c.doc_date[idx], c.entry_date[idx] - 1)
         typ = f"unusual_pairing_{'un' if is_defect else ''}approved:{kind}"
-        if is_defect:
-            facts = [dr, cr, cents / 100]
-            evidence = ["entry", pair_policy]
-            if rng.random() < near * 0.5:
-                if rng.random() < 0.5:
-                    day = cal.business_offset(e["entry_date"][idx], int(rng.integers(1, 8)))
-                    text = f"{head}\nApproved: {CFO[0]}, CFO, on {b.date_str(day)}."
-                else:
-                    day = window[int(rng.integers(0, len(window)))]
-                    text = (f"{head}\nNot approved: the CFO asked for the supporting analysis before deciding; "
-                            f"no approval given as of {b.date_str(day)}.")
-                h = b.add_document("memo", MEMO_TITLE, text, b.date_str(day))
-                b.add_defect(idx, typ, PAIR_CODE, [*evidence, h], facts=[*facts, f"{{D:{h}}}"])
-            else:
-                b.add_defect(idx, typ, PAIR_CODE, evidence, facts=facts)
-        else:
+        b.claim("JE-11", entries=[idx])
+        if not is_defect:
             day = window[int(rng.integers(0, len(window)))]
-            h = b.add_document("memo", MEMO_TITLE, f"{head}\nApproved: {CFO[0]}, CFO, on {b.date_str(day)}.",
-                               b.date_str(day))
+            h = _cfo_memo(b, Approval(**{**vars(memo), "day": b.date_str(day)}, cfo=CFO[0]))
             b.add_decoy(idx, typ, [h, pair_policy], facts=[f"{{D:{h}}}", b.date_str(day), dr, cr, cents / 100])
+        elif rng.random() < b.knobs.near_miss * 0.5:
+            if rng.random() < 0.5:
+                day = cal.business_offset(c.entry_date[idx], int(rng.integers(1, 8)))
+                h = _cfo_memo(b, Approval(**{**vars(memo), "day": b.date_str(day)}, cfo=CFO[0]))
+            else:
+                day = window[int(rng.integers(0, len(window)))]
+                h = _cfo_memo(b, Refusal(**{**vars(memo), "day": b.date_str(day)}))
+            b.add_defect(idx, typ, PAIR_CODE, ["entry", pair_policy, h], facts=[dr, cr, cents / 100, f"{{D:{h}}}"])
+        else:
+            b.add_defect(idx, typ, PAIR_CODE, ["entry", pair_policy], facts=[dr, cr, cents / 100])
 
 
-def _minutes(b, items: list[tuple]) -> None:
+def _manual_revenue(b: WorldBuilder) -> tuple[int, str]:
+    """One of the books' customer invoices booked instead by a manual journal of the accounting
+    manager or the controller, keyed from the shipment 1-3 business days after the invoice date and
+    posted to that date; (the entry, the reason a CFO memo gives)."""
+    rng, c, d = b.rng, b.cols, b.books.docs
+    idx = int(b.pick(1, (c.doc_code == "CI") & (c.credit_account == "4000"), what="customer invoices")[0])
+    prep = MANUAL_BILLERS[int(rng.integers(0, len(MANUAL_BILLERS)))]
+    c.manual[idx] = True
+    c.doc_type[idx] = "TS"
+    c.entry_date[idx] = cal.business_offset(c.post_date[idx], int(rng.integers(1, 4)))
+    c.time_s[idx] = int(md.office_hours(rng, 1)[0])
+    c.preparer[idx] = prep
+    c.approver[idx] = _approver_for(b, int(c.debit_cents[idx]), prep)
+    bd = int(c.books_doc[idx])
+    parent = doc_number(str(TYPE_CODES[d.type[d.parent[bd]]]), int(d.parent[bd])) if d.parent[bd] >= 0 else ""
+    customer = next(x["name"] for x in b.customers if x["customer_id"] == str(c.customer_id[idx]))
+    why = PAIRS["manual_revenue"][3]
+    return idx, why.format(doc_date=b.date_str(c.doc_date[idx]), customer=customer, parent=parent)
+
+
+def _topside(b: WorldBuilder, kind: str, topside: np.ndarray, room: dict[str, int]) -> tuple[int, str]:
+    """A year-end top-side entry of the books re-targeted to the pairing ``kind``, for an estimate in
+    whole hundreds within what the allowance holds or repairs cost; (the entry, the memo's reason)."""
+    rng, c = b.rng, b.cols
+    dr, cr, desc, reason = PAIRS[kind]
+    idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
+    cents = min(int(room[kind] * rng.uniform(0.4, 0.8)), md.MAX_MANUAL_CENTS // 2) // 10_000 * 10_000
+    room[kind] -= cents
+    c.debit_account[idx], c.credit_account[idx] = dr, cr
+    c.debit_cents[idx] = c.credit_cents[idx] = cents
+    c.description[idx] = desc
+    c.approver[idx] = _approver_for(b, cents, str(c.preparer[idx]))
+    return idx, str(reason)
+
+
+def _cfo_memo(b: WorldBuilder, memo: Approval | Refusal) -> int:
+    """Add a CFO memo on a non-standard entry, dated the day of its decision."""
+    body = APPROVAL.render(memo) if isinstance(memo, Approval) else REFUSAL.render(memo)
+    return b.add_document("memo", MEMO_TITLE, body, memo.day)
+
+
+def _minutes(b: WorldBuilder, items: list[MinutesItem]) -> None:
     """Board meetings for the related-party items: each item's meeting is a business day after its
     invoice date and before its entry; a meeting is held at the latest day of the first open item and
     takes every item whose window contains it."""
     order = sorted(range(len(items)), key=lambda i: (items[i][1], i))
     meetings: list[tuple[np.datetime64, list[int]]] = []
-    placed = set()
+    placed: set[int] = set()
     for i in order:
         if i in placed:
             continue
@@ -451,51 +596,31 @@ def _minutes(b, items: list[tuple]) -> None:
     rng = b.rng
     for d, members in meetings:
         day = str(d)
-        body = [f"Minutes of the meeting of the board of directors of Northwind Components Inc. held on {day}.",
-                f"Present: {', '.join(BOARD)}. In attendance: James Wright (CFO), Isabel Brown (Controller), "
-                "the company secretary.",
-                "Item 1. The minutes of the previous meeting were read and signed."]
         members = [members[int(j)] for j in rng.permutation(len(members))]
-        for k, i in enumerate(members):
-            body.append(f"Item {k + 2}. {items[i][2]}")
-        body.append(f"Item {len(members) + 2}. Management presented the trading update; no further business.")
-        h = b.add_document("board_minutes", f"Minutes of the board of directors meeting - {day}", "\n\n".join(body), day)
+        listed = tuple(dataclasses.replace(items[i][2], n=k + 2) for k, i in enumerate(members))
+        h = b.add_document("board_minutes", MINUTES_TITLE.render(Named(day)),
+                           MINUTES.render(Minutes(day, listed, len(members) + 2)), day)
+        b.claim("JE-11", documents=[h])
         for i in members:
             role, idx, kind, code, ev, facts = items[i][3]
             if role == "decoy":
                 b.add_decoy(idx, kind, [h, *ev], facts=[f"{{D:{h}}}", day, *facts])
             else:
                 # discussed but deferred or declined: these minutes are part of the proof that nothing approved it
-                b.add_defect(idx, kind, code, [*ev, h], facts=[*facts, f"{{D:{h}}}"])
-# ------------------------------------------------------------------ strategies
-def parse_pairs(body: str) -> set[tuple[str, str]]:
-    """(debit, credit) account pairs from the policy's 'Debit … / Credit …' lines."""
-    out = set()
-    for dr, cr in re.findall(r"Debit ([^()]+?) \([^)]*\) / Credit ([^()]+?) \(", body):
-        for a in re.findall(r"\d{4}", dr):
-            for c in re.findall(r"\d{4}", cr):
-                out.add((a, c))
-    return out
+                b.add_defect(idx, kind, str(code), [*ev, h], facts=[*facts, f"{{D:{h}}}"])
 
 
-def _approvals(body: str) -> dict[str, bool]:
-    """Reference -> approved? for each minutes item that names an entry reference."""
-    out = {}
-    for item in re.split(r"\n\s*\n", body):
-        approved = bool(re.search(r"RESOLVED that the \w+ be approved", item))
-        for ref in re.findall(r"\b[A-Z]{2,4}-\d{4,}\b", item):
-            out[ref] = out.get(ref, False) or approved
-    return out
-
-
-def _survey(kit: Kit, read_policies: bool):
-    """Shared first steps: register, vendor master, policies, ledger; returns the candidates."""
+# ---------------------------------------------------------------------------- strategies
+def _survey(kit: Kit, read_policies: bool) -> Generator[Action, str, tuple[dict[str, dict[str, Any]],
+                                                                             list[dict[str, Any]], dict[str, Any]]]:
+    """Shared first steps: register, vendor master, policies, ledger; returns the candidates (each
+    with its ``kind``, rp or pair, ``what`` it is and the register's relationship ``rel``)."""
     register = yield from kit.master("related_parties")
     vendors = yield from kit.master("vendors")
     rel = {r["party"]: r["relationship"] for r in register}
     rp_ids = {v["vendor_id"]: v["name"] for v in vendors if v["name"] in rel}
     docs = yield from kit.documents()
-    pol = {"rp": None, "pair": None}
+    pol: dict[str, Any] = {"rp": None, "pair": None}
     pairs: set[tuple[str, str]] = set()
     for d in docs:
         if d["doc_type"] == "policy" and d["title"] == RP_POLICY_TITLE and read_policies:
@@ -506,7 +631,8 @@ def _survey(kit: Kit, read_policies: bool):
         yield from kit.open(pol["rp"])
     if pol["pair"]:
         # the pairing rule itself is in this policy, so even the naive screen reads it
-        pairs = parse_pairs((yield from kit.open(pol["pair"])).get("body", ""))
+        policy = PAIR_POLICY.parse((yield from kit.open(pol["pair"])).get("body", ""))
+        pairs = {(p.dr, p.cr) for p in policy.pairs} if policy else set()
     rows = yield from kit.ledger(columns=["entry_id", "line_no", "account", "debit", "credit", "vendor_id", "reference",
                                           "posting_date", "entry_timestamp", "source", "document_type"])
     ents = entries_of(sorted(rows, key=lambda r: (r["entry_id"], r["line_no"])))
@@ -519,103 +645,116 @@ def _survey(kit: Kit, read_policies: bool):
         hit = sorted((a, c) for a in dr_of.get(eid, ()) for c in cr_of.get(eid, ()) if (a, c) in pairs)
         if ent.get("vendor_id") in rp_ids:
             name = rp_ids[ent["vendor_id"]]
-            cands[eid] = ("rp", name, rel[name], ent)
+            cands[eid] = {**ent, "kind": "rp", "what": name, "rel": rel[name]}
         elif hit and ent.get("source") == "manual":
-            cands[eid] = ("pair", f"Dr {hit[0][0]} / Cr {hit[0][1]}", "", ent)
+            cands[eid] = {**ent, "kind": "pair", "what": f"Dr {hit[0][0]} / Cr {hit[0][1]}", "rel": ""}
     return cands, docs, pol
 
 
-def naive(kit: Kit):
-    """Flags every invoice of a related vendor and every manual entry with a listed pairing, without
-    reading the board minutes, the approval memos or the policy's standard processes."""
+def _surface(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """The red-flag rule's hits: invoices of a vendor on the register (a payment settles an invoice:
+    the transaction to approve is the invoice) and manual entries with a pairing the policy lists."""
     cands, _docs, pol = yield from _survey(kit, read_policies=False)
-    # a payment settles an invoice: the transaction to approve is the invoice
-    cands = {k: c for k, c in cands.items() if c[0] != "rp" or c[3].get("document_type") in ("VN", "VI")}
-    for eid, (kind, what, _rel, ent) in sorted(cands.items()):
-        if kit.calls_left <= 1:
-            break
-        ev = ["master:related_parties"] if kind == "rp" else ([pol["pair"]] if pol["pair"] else [])
-        text = (f"Entry {eid} is a transaction with related party {what}." if kind == "rp" else
-                f"Entry {eid} uses the non-standard pairing {what}.")
-        yield from kit.flag(eid, CODE if kind == "rp" else PAIR_CODE, ev, text)
-    yield from kit.submit(f"Flagged {len(cands)} related-party or non-standard entries.")
+    rp = {"criteria": CODE, "rp_ev": "master:related_parties", "pair_ev": "", "finding": "is a transaction with "
+          "related party"}
+    pair = {"criteria": PAIR_CODE, "rp_ev": "", "pair_ev": pol["pair"] or "",
+            "finding": "uses the non-standard pairing"}
+    return {k: {**c, **(rp if c["kind"] == "rp" else pair)} for k, c in cands.items()
+            if c["kind"] != "rp" or c.get("document_type") in ("VN", "VI")}
 
 
-def _memo_approvals(body: str) -> dict[str, tuple[bool, str]]:
-    """Reference -> (approved?, date) from a CFO approval memo."""
-    m = re.search(r"Journal entry ([A-Z]{2,4}-\d{4,})", body)
-    if not m:
-        return {}
-    ok = re.search(r"Approved: [^,]+, CFO, on (\d{4}-\d\d-\d\d)", body)
-    return {m.group(1): (bool(ok), ok.group(1) if ok else "")}
+RULE = SurfaceRule("an invoice of a vendor on the related-party register, or a manual entry with a combination the "
+                   "policy lists as non-standard", CODE, _surface, "Entry {entry_id} {finding} {what}.",
+                   "Flagged {n} related-party or non-standard entries.", ("{rp_ev}", "{pair_ev}"),
+                   criteria_of="criteria")
+naive = surface_naive(RULE)
 
 
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Finds candidates (related-vendor invoices; manual non-standard pairings outside the allowance
     review), reads the board minutes and the CFO's approval memos, clears what was approved before
     the entry was recorded, flags the rest."""
     cands, docs, pol = yield from _survey(kit, read_policies=True)
     # the payments of an invoice are not transactions of their own; the allowance review is a standard process
-    cands = {k: c for k, c in cands.items()
-             if (c[0] == "rp" and c[3].get("document_type") in ("VN", "VI"))
-             or (c[0] == "pair" and c[3].get("document_type") != "AL")}
-    approvals: dict[str, tuple[str, bool, str]] = {}
-    readable = sorted((d for d in docs if d["doc_type"] == "board_minutes" or d["title"] == MEMO_TITLE),
-                      key=lambda d: d["doc_id"])
-    for d in readable:
-        if kit.calls_left <= len(cands) + 2:  # keep at least one call per candidate
-            break
-        body = (yield from kit.open(d["doc_id"])).get("body", "")
-        if d["doc_type"] == "board_minutes":
-            m = re.search(r"held on (\d{4}-\d\d-\d\d)", body)
-            day = m.group(1) if m else d.get("date", "")
-            found = {ref: (ok, day) for ref, ok in _approvals(body).items()}
-        else:
-            found = _memo_approvals(body)
-        for ref, (ok, day) in found.items():
-            if ok or ref not in approvals:
-                approvals[ref] = (d["doc_id"], ok, day)
-    flags, clears = [], []
-    for eid, (kind, what, rel, ent) in sorted(cands.items()):
-        doc, ok, day = approvals.get(ent.get("reference", ""), (None, False, ""))
-        recorded = str(ent.get("entry_timestamp", ""))[:10]
-        prior = ok and day < recorded
-        (clears if prior else flags).append((eid, kind, what, rel, ent, doc, day, ok, recorded))
-    for eid, kind, what, rel, ent, doc, day, ok, recorded in flags:
-        if kit.calls_left <= 2:
-            break
+    cands = {k: c for k, c in cands.items() if (c["kind"] == "rp" and c.get("document_type") in ("VN", "VI"))
+             or (c["kind"] == "pair" and c.get("document_type") != "AL")}
+    ids = [d["doc_id"] for d in sorted(docs, key=lambda d: d["doc_id"])
+           if d["doc_type"] == "board_minutes" or d["title"] == MEMO_TITLE]
+    # keep at least one call per candidate
+    approvals = _approvals((yield from read_while(kit, ids, reserve=len(cands) + 2)))
+    seen = {eid: approvals.get(cands[eid].get("reference", ""), (None, False, "")) for eid in sorted(cands)}
+    prior = [eid for eid, (_doc, ok, day) in seen.items() if ok and day < _recorded(cands[eid])]
+    late = [eid for eid in seen if eid not in prior]
+
+    def decide(eid: str) -> Generator[Action, str, Disposition]:
         entry = yield from kit.call("get_entry", entry_id=eid)
-        ref = entry.get("reference", ent.get("reference"))
-        amt = entry.get("total_debit", ent.get("total_debit", 0.0))
-        if doc and ok:
-            seen = f" {doc} approves {ref} only on {day}, after it was recorded on {recorded}."
-        elif doc:
-            seen = f" {doc} discusses {ref} but records no approval."
-        else:
-            seen = " No board minutes or approval memo approve it."
-        if kind == "rp":
-            ev = [eid, "master:related_parties"] + ([pol["rp"]] if pol["rp"] else [])
-            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is an invoice from {what}, on the related-party register "
-                    f"({rel}); policy {pol['rp']} requires prior board approval.{seen}")
-        else:
-            ev = [eid] + ([pol["pair"]] if pol["pair"] else [])
-            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is a manual entry posting {what}, a non-standard combination "
-                    f"under policy {pol['pair']} that needs the CFO's prior written approval.{seen}")
-        if doc:
-            ev.append(doc)
-        yield from kit.flag(eid, CODE if kind == "rp" else PAIR_CODE, ev, text)
-    for eid, kind, what, rel, ent, doc, day, _ok, recorded in clears:
-        if kit.calls_left <= 1:
-            break
-        ref, amt = ent.get("reference"), ent.get("total_debit", 0.0)
-        if kind == "rp":
-            ev = [doc, "master:related_parties"]
-            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) with related party {what} was approved by the board before "
-                    f"it was recorded: minutes {doc} of the meeting on {day} resolve to approve {ref} for USD {amt:,.2f}.")
-        else:
-            ev = [doc] + ([pol["pair"]] if pol["pair"] else [])
-            text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) posting {what} was approved in writing by the CFO on {day}, "
-                    f"before it was recorded on {recorded}: memo {doc} names {ref}, the accounts and USD {amt:,.2f}.")
-        yield from kit.clear(eid, ev, text)
-    yield from kit.submit(f"{len(cands)} related-party or non-standard entries examined: {len(flags)} without prior "
-                          f"approval flagged, {len(clears)} approved beforehand cleared.")
+        return _unapproved(eid, cands[eid], entry, seen[eid], pol)
+
+    yield from review(kit, late, decide)
+    yield from dispose(kit, [_approved(eid, cands[eid], seen[eid], pol) for eid in prior])
+    yield from kit.submit(f"{len(cands)} related-party or non-standard entries examined: {len(late)} without prior "
+                          f"approval flagged, {len(prior)} approved beforehand cleared.")
+
+
+def _recorded(ent: dict[str, Any]) -> str:
+    return str(ent.get("entry_timestamp", ""))[:10]
+
+
+def _approvals(bodies: dict[str, str]) -> dict[str, tuple[str | None, bool, str]]:
+    """Reference -> (the document, approved?, its day) from the minutes and memos read, in the order
+    read: an approval wins over a mention."""
+    out: dict[str, tuple[str | None, bool, str]] = {}
+    for doc_id, body in bodies.items():
+        v = parse_any(body, (MINUTES, APPROVAL, REFUSAL))
+        found: dict[str, tuple[bool, str]] = {}
+        if isinstance(v, Minutes):
+            for it in v.items:
+                found[it.ref] = (found.get(it.ref, (False, ""))[0] or isinstance(it, Approved), v.day)
+        elif isinstance(v, CfoMemo):
+            found[v.ref] = (True, v.day) if isinstance(v, Approval) else (False, "")
+        for ref, (ok, day) in found.items():
+            if ok or ref not in out:
+                out[ref] = (doc_id, ok, day)
+    return out
+
+
+def _unapproved(eid: str, c: dict[str, Any], entry: dict[str, Any], seen: tuple[str | None, bool, str],
+                pol: dict[str, Any]) -> Disposition:
+    """The flag of a candidate no minutes or memo approved before it was recorded."""
+    doc, ok, day = seen
+    ref = entry.get("reference", c.get("reference"))
+    amt = entry.get("total_debit", c.get("total_debit", 0.0))
+    if doc and ok:
+        why = f" {doc} approves {ref} only on {day}, after it was recorded on {_recorded(c)}."
+    elif doc:
+        why = f" {doc} discusses {ref} but records no approval."
+    else:
+        why = " No board minutes or approval memo approve it."
+    if c["kind"] == "rp":
+        ev = [eid, "master:related_parties"] + ([pol["rp"]] if pol["rp"] else [])
+        text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is an invoice from {c['what']}, on the related-party register "
+                f"({c['rel']}); policy {pol['rp']} requires prior board approval.{why}")
+    else:
+        ev = [eid] + ([pol["pair"]] if pol["pair"] else [])
+        text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is a manual entry posting {c['what']}, a non-standard combination "
+                f"under policy {pol['pair']} that needs the CFO's prior written approval.{why}")
+    return flag(eid, CODE if c["kind"] == "rp" else PAIR_CODE, ev + ([doc] if doc else []), text)
+
+
+def _approved(eid: str, c: dict[str, Any], seen: tuple[str | None, bool, str], pol: dict[str, Any]) -> Disposition:
+    """The clearance of a candidate approved before it was recorded."""
+    doc, _ok, day = seen
+    ref, amt = c.get("reference"), c.get("total_debit", 0.0)
+    if c["kind"] == "rp":
+        return clear(eid, [str(doc), "master:related_parties"],
+                     f"Entry {eid} ({ref}, USD {amt:,.2f}) with related party {c['what']} was approved by the board "
+                     f"before it was recorded: minutes {doc} of the meeting on {day} resolve to approve {ref} for USD "
+                     f"{amt:,.2f}.")
+    return clear(eid, [str(doc)] + ([pol["pair"]] if pol["pair"] else []),
+                 f"Entry {eid} ({ref}, USD {amt:,.2f}) posting {c['what']} was approved in writing by the CFO on {day}, "
+                 f"before it was recorded on {_recorded(c)}: memo {doc} names {ref}, the accounts and USD {amt:,.2f}.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=RP_POLICY.template + "\n" + PAIR_POLICY.render(LISTED),
+            decisive="the date of the board minutes or CFO memo that approves the entry (naming its reference) "
+                     "against the day the entry was recorded")

@@ -47,16 +47,22 @@ leaving the allowance at the policy's requirement.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import master as md
 from jeval_ray.books.documents import doc_number
-from jeval_ray.errors import ConfigError
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import COMPANY_NAME, MONTH_ABBR, month_close_dates
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.errors import ConfigError
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
+from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
+                                     clear, flag, review, roles, surface_naive, tally)
 
 SPEC = spec(
     "JE-14",
@@ -99,12 +105,6 @@ KEY_RATIONALE = (
 
 ALLOWANCE, BAD_DEBT, AR = "1190", "6500", "1100"
 POLICY_TITLE = "Allowance for doubtful accounts - estimate policy"
-OPEN_ITEMS_TITLE = "Accounts receivable open items and aging as of {date}"
-MEMO_TITLE = "Memo: release of specific reserve {ref} - {customer} ({period})"
-NOTE_TITLE = "Credit committee note: disputed invoices {ref} - {customer} ({period})"
-RELEASE_TEXT = "Release specific reserve {customer} - {month} close"
-PROVISION_TEXT = "Specific provision disputed invoices {customer} {month}"
-PAID_TEXT = "Release specific provision {customer} {month} - disputed invoices paid"
 #: what management gives as the basis for a release (the same wording for supported and unsupported ones)
 REASONS = (
     "the dispute was settled with the customer's purchasing team and the invoices are being paid",
@@ -113,13 +113,189 @@ REASONS = (
     "partial settlement of the disputed invoices following the quality review",
     "receipts from the customer confirmed in a call with its treasurer",
 )
-_BUCKET_NAMES = ("Current", "1-30", "31-60", "61-90", "Over 90")
 
 
-def _money(c: int) -> str:
-    return f"{c / 100:,.2f}"
+# ---------------------------------------------------------------------------- documents
+@dataclass(frozen=True)
+class Policy:
+    """The estimate policy for the allowance (fixed text)."""
 
 
+@dataclass(frozen=True)
+class DisputeTitle:
+    """The title of a dispute's credit committee note or release memo: the voucher, customer, period."""
+    ref: str
+    customer: str
+    period: str
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """The title of the AR open-items report at a month end."""
+    date: str
+
+
+@dataclass(frozen=True)
+class EntryText:
+    """The description of a provision or release entry: the customer and the month (``Mar``)."""
+    customer: str
+    month: str
+
+
+@dataclass(frozen=True)
+class Disputed:
+    """An invoice on the credit committee's note: its number, date and open amount."""
+    number: str
+    dated: str
+    amount: int
+
+
+@dataclass(frozen=True)
+class Note:
+    """The credit committee's note of a dispute: the invoices provided for and the provision."""
+    entered: str
+    customer: str
+    customer_id: str
+    invoices: tuple[Disputed, ...]
+    provided_at: str
+    amount: int
+    ref: str
+    preparer: str
+    approver: str
+    approver_role: str
+
+
+@dataclass(frozen=True)
+class Invoice:
+    """An invoice a release memo names."""
+    number: str
+
+
+@dataclass(frozen=True)
+class Memo:
+    """The accounting manager's memo proposing a release: the reserve held, the invoices, the release."""
+    period: str
+    preparer: str
+    ref: str
+    customer: str
+    customer_id: str
+    invoices: tuple[Invoice, ...]
+    provision: str
+    held: int
+    basis: str
+    release: int
+    approver: str
+    approver_role: str
+    approved: str
+
+
+@dataclass(frozen=True)
+class AgingHead:
+    """The column heads of the aging (fixed text)."""
+
+
+@dataclass(frozen=True)
+class AgingTotal:
+    """The aging's total line: receivables by aging bucket."""
+    current: int
+    d30: int
+    d60: int
+    d90: int
+    over90: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Aging(AgingTotal):
+    """A customer's line of the aging."""
+    customer: str
+    customer_id: str
+
+
+@dataclass(frozen=True)
+class DetailHead:
+    """The heading of the open invoices of the customers under specific review (fixed text)."""
+
+
+@dataclass(frozen=True)
+class OpenInvoice:
+    """An open invoice of a customer under specific review."""
+    invoice: str
+    customer_id: str
+    dated: str
+    due: str
+    days_past_due: int
+    amount: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """The AR open-items report at a month end: the aging of every customer, then the review's detail."""
+    date: str
+    total: int
+    lines: tuple[Any, ...]
+
+
+POLICY = Form(Policy, (
+    f"1. Scope. This policy sets how {COMPANY_NAME} estimates the allowance for doubtful accounts (account "
+    f"{ALLOWANCE}, a contra account to {AR} Accounts Receivable - Trade) and bad debt expense (account {BAD_DEBT}). "
+    "2. General provision. At every month end the allowance holds 1% of current receivables, 4% of receivables 1-90 "
+    "days past due and 20% of receivables more than 90 days past due, computed on the accounts receivable aging. "
+    "3. Specific provisions. Invoices identified as uncollectible are provided in full once more than 60 days past due. "
+    "Invoices a customer disputes are provided in full, on the credit committee's note listing them, from the month "
+    "end at which the dispute is known; the general provision stays as computed. "
+    "4. Releases. A specific provision may be released only to the extent that the invoices it covers were collected, "
+    "credited or written off by the period end, as shown by the accounts receivable open items at that date: the "
+    "reserve left must be at least the open amount of the invoices it still covers. Settlements not yet paid, payment "
+    "plans, expected receipts and changes in credit sentiment do not reduce the required reserve. "
+    "5. Approval and timing. A release is proposed by memo stating the reserve held, the invoices covered and the "
+    "basis, approved by the Controller or the CFO, and may be recorded as a top-side adjustment after the period close "
+    "until the reporting package is issued; the memo and the open-items report are retained with the journal voucher."))
+_TITLE_KINDS: dict[str, Any] = dict(ref=TOKEN, customer=NAME, period=TOKEN)
+NOTE_TITLE = Form(DisputeTitle, "Credit committee note: disputed invoices {ref} - {customer} ({period})",
+                  **_TITLE_KINDS)
+MEMO_TITLE = Form(DisputeTitle, "Memo: release of specific reserve {ref} - {customer} ({period})", **_TITLE_KINDS)
+OPEN_ITEMS_TITLE = Form(AsOf, "Accounts receivable open items and aging as of {date}", date=DATE)
+RELEASE_TEXT = Form(EntryText, "Release specific reserve {customer} - {month} close", customer=NAME, month=TOKEN)
+PROVISION_TEXT = Form(EntryText, "Specific provision disputed invoices {customer} {month}", customer=NAME, month=TOKEN)
+PAID_TEXT = Form(EntryText, "Release specific provision {customer} {month} - disputed invoices paid", customer=NAME,
+                 month=TOKEN)
+NOTE = Form(Note, (
+    "Credit committee, {entered}. Customer: {customer} ({customer_id}). The customer disputes the following invoices "
+    "(quality and delivery claims under review): {invoices}. Under the estimate policy section 3 they are provided in "
+    "full at {provided_at}: specific provision USD {amount}, journal voucher {ref}, prepared by {preparer} (Senior "
+    "Accountant), approved by {approver} ({approver_role}) on {entered}."),
+    entered=DATE, customer=NAME, customer_id=TOKEN, provided_at=DATE, amount=MONEY, ref=TOKEN, preparer=NAME,
+    approver=NAME, approver_role=NAME,
+    invoices=Many((Form(Disputed, "{number} dated {dated}, open USD {amount}", number=TOKEN, dated=DATE,
+                        amount=MONEY),), "; "))
+MEMO = Form(Memo, (
+    "To: Accounting file, period {period}. From: {preparer}, Accounting Manager. Subject: journal voucher {ref}, "
+    "release of the specific reserve held against {customer} ({customer_id}) for the disputed invoices {invoices} "
+    "(provided by {provision}). Specific reserve held before this entry: USD {held}. Basis for the release: {basis}. "
+    "Management releases USD {release} of the reserve to bad debt expense as a top-side adjustment to period "
+    "{period}, recorded after the close. Approved: {approver}, {approver_role}, on {approved}."),
+    period=TOKEN, preparer=NAME, ref=TOKEN, customer=NAME, customer_id=TOKEN, provision=TOKEN, held=MONEY, basis=LINE,
+    release=MONEY, approver=NAME, approver_role=NAME, approved=DATE,
+    invoices=Many((Form(Invoice, "{number}", number=TOKEN),), ", "))
+_BUCKETS: dict[str, Any] = dict(current=MONEY, d30=MONEY, d60=MONEY, d90=MONEY, over90=MONEY, total=MONEY)
+_ROW = " | {current} | {d30} | {d60} | {d90} | {over90} | {total}"
+OPEN_INVOICE = Form(OpenInvoice, "{invoice} | {customer_id} | {dated} | {due} | {days_past_due} | {amount}",
+                    invoice=TOKEN, customer_id=TOKEN, dated=DATE, due=DATE, days_past_due=INT, amount=MONEY)
+REPORT = Form(Report, (
+    f"{COMPANY_NAME} - accounts receivable open items and aging by customer as of {{date}}, in USD, days past due. "
+    f"Prepared by the AR team from the billing subledger; the total agrees to account {AR} Accounts Receivable - Trade "
+    "at {date} (USD {total}). Invoices not listed were paid, credited or written off by that date.\n{lines}"),
+    date=DATE, total=MONEY, lines=Many((
+        Form(AgingHead, "Customer | Current | 1-30 | 31-60 | 61-90 | Over 90 | Total"),
+        Form(Aging, "{customer} ({customer_id})" + _ROW, customer=NAME, customer_id=TOKEN, **_BUCKETS),
+        Form(AgingTotal, "Total" + _ROW, **_BUCKETS),
+        Form(DetailHead, "Open invoices of customers under specific review (invoice | customer | invoice date | due "
+                         "date | days past due | open amount USD):"),
+        OPEN_INVOICE)))
+
+
+# ---------------------------------------------------------------------------- planting
 def _approver_for(cents: int, preparer: str) -> str:
     """The lowest approver (other than the preparer) whose limit covers the amount."""
     for a in md.APPROVERS:
@@ -128,10 +304,14 @@ def _approver_for(cents: int, preparer: str) -> str:
     return "JWRIGHT"
 
 
+def _limit(user: str) -> int:
+    return md.USERS[md.USER[user]].approval_limit_cents
+
+
 class _OpenItems:
     """The books' AR open items at the month ends, looked up by (day, invoice)."""
 
-    def __init__(self, books):
+    def __init__(self, books: Any):
         oi = books.ar_open
         self.oi = oi
         self.key = oi.at.astype(np.int64) * (1 << 32) + oi.item.astype(np.int64)
@@ -150,7 +330,7 @@ class _OpenItems:
         return np.flatnonzero(self.oi.at == day)
 
 
-def _excluded(books, oi: _OpenItems) -> set[int]:
+def _excluded(books: Any, oi: _OpenItems) -> set[int]:
     """Invoices the books treat as doubtful (written off, or still unpaid well past due at year end):
     the allowance review provides for them already."""
     d = books.docs
@@ -162,232 +342,233 @@ def _excluded(books, oi: _OpenItems) -> set[int]:
     return out
 
 
-def plant(b) -> None:
+@dataclass
+class _Dispute:
+    """One planted dispute: a customer's invoices provided for at the end of month ``m0`` (``held``:
+    their open amounts then) and a release of ``release`` at the end of month ``mm`` (``still``:
+    their open amounts then); the vouchers, keying days and approvers are set when it is booked."""
+    defect: bool
+    customer: int
+    m0: int
+    mm: int
+    items: np.ndarray
+    held: np.ndarray
+    still: np.ndarray
+    release: int
+    p_ref: str = ""
+    p_entered: int = 0
+    p_app: str = ""
+    r_ref: str = ""
+    r_entered: int = 0
+    r_app: str = ""
+
+
+def plant(b: WorldBuilder) -> None:
+    """State the estimate policy; per dispute (a defect or a decoy, roles drawn first) book the
+    provision and the top-side release after the close (and the review's release of what is left
+    once the invoices are paid), the credit committee's note, the release memo, and one AR
+    open-items report per release month."""
     rng = b.rng
-    books = b.books
-    d = books.docs
-    m = books.master
-    names = {u["user_id"]: (u["name"], u["role"]) for u in b.users}
-    policy = b.add_document(
-        "policy", POLICY_TITLE,
-        f"1. Scope. This policy sets how {COMPANY_NAME} estimates the allowance for doubtful accounts (account "
-        f"{ALLOWANCE}, a contra account to {AR} Accounts Receivable - Trade) and bad debt expense (account {BAD_DEBT}). "
-        "2. General provision. At every month end the allowance holds 1% of current receivables, 4% of receivables 1-90 "
-        "days past due and 20% of receivables more than 90 days past due, computed on the accounts receivable aging. "
-        "3. Specific provisions. Invoices identified as uncollectible are provided in full once more than 60 days past due. "
-        "Invoices a customer disputes are provided in full, on the credit committee's note listing them, from the month "
-        "end at which the dispute is known; the general provision stays as computed. "
-        "4. Releases. A specific provision may be released only to the extent that the invoices it covers were collected, "
-        "credited or written off by the period end, as shown by the accounts receivable open items at that date: the "
-        "reserve left must be at least the open amount of the invoices it still covers. Settlements not yet paid, payment "
-        "plans, expected receipts and changes in credit sentiment do not reduce the required reserve. "
-        "5. Approval and timing. A release is proposed by memo stating the reserve held, the invoices covered and the "
-        "basis, approved by the Controller or the CFO, and may be recorded as a top-side adjustment after the period close "
-        "until the reporting package is issued; the memo and the open-items report are retained with the journal voucher.",
-        "2024-10-15",
-    )
-    n_def, n_dec = b.n_defects, b.n_decoys
-    kinds = ["defect"] * n_def + ["decoy"] * n_dec
-    kinds = [kinds[i] for i in rng.permutation(len(kinds))]
-    oi = _OpenItems(books)
-    excluded = _excluded(books, oi)
-    closes = {int(p[5:7]): md.day(c) for p, c in month_close_dates()}
-    ends = md.MONTH_ENDS
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(Policy()), "2024-10-15")
+    oi = _OpenItems(b.books)
+    excluded = _excluded(b.books, oi)
     used: set[int] = set()
-    ref_no = len(d)  # new documents are numbered after the books' own
-    planted = []  # (kind, customer, m0, m, items, open_m0, open_m, release)
-    for kind in kinds:
-        for _attempt in range(400):
-            mm = int(rng.integers(2, 12))  # release month, February-November (December's close ends the year)
-            m0 = mm - int(rng.integers(1, 4))
-            if m0 < 1:
-                continue
-            rows = oi.at(int(ends[m0 - 1]))
-            items = oi.oi.item[rows]
-            # invoices of the year (in the listing), not already disputed, not doubtful in the books
-            ok = (d.post_date[items] >= md.YEAR_START) & np.array(
-                [i not in used and i not in excluded for i in items.tolist()], dtype=bool)
-            rows, items = rows[ok], items[ok]
-            if not len(rows):
-                continue
-            cust = oi.oi.partner[rows]
-            c = int(cust[int(rng.integers(0, len(cust)))])
-            mine = cust == c
-            its, a0 = items[mine], oi.oi.amount[rows[mine]]
-            am = oi.amount(int(ends[mm - 1]), its)
-            paid, still = np.flatnonzero(am == 0), np.flatnonzero(am > 0)
-            k = int(rng.integers(1, 4))
-            if kind == "decoy":
-                # some invoices paid; with near_miss, one still open whose open amount the release leaves
-                take_open = len(still) and b.knobs.near_miss >= 0.5 and rng.random() < 0.4
-                if not len(paid):
-                    continue
-                sel = list(rng.choice(paid, size=min(len(paid), max(1, k - int(take_open))), replace=False))
-                if take_open:
-                    sel.append(int(rng.choice(still)))
-            else:
-                if not len(still):
-                    continue
-                sel = [int(rng.choice(still))]
-                rest = np.setdiff1d(np.arange(len(its)), sel)
-                if k > 1 and len(rest):
-                    sel += list(rng.choice(rest, size=min(len(rest), k - 1), replace=False))
-            sel = np.array(sorted(int(s) for s in sel))
-            s0 = int(a0[sel].sum())
-            open_m = int(am[sel].sum())
-            if s0 < 500_00:
-                continue
-            if kind == "decoy":
-                x = s0 - open_m
-            elif open_m < s0 and rng.random() < 0.5:
-                # a partial release that still leaves less than the open amount
-                x = s0 - int(open_m * rng.uniform(0.1, 0.8))
-            else:
-                x = s0
-            if x <= 0:
-                continue
-            used.update(int(i) for i in its[sel])
-            planted.append((kind, c, m0, mm, its[sel], a0[sel], am[sel], x))
-            break
-        else:
-            raise ConfigError(f"impossible knobs for JE-14: no disputed invoices left for a {kind}; lower n_defects/n_decoys "
-                              "or raise n_entries")
-    # the entries: one provision and one release per dispute
-    rows_e, meta, rows_later = [], [], []
-    for kind, c, m0, mm, its, a0, am, x in planted:
-        s0 = int(a0.sum())
-        cname = m.customer_name[c]
-        pday = int(ends[m0 - 1])
-        p_entered = int(md.business_offset(pday + 1, int(rng.integers(0, 3))))
-        p_app = _approver_for(s0, "FNGUYEN")
-        p_ref = doc_number("AL", ref_no)
-        r_ref = doc_number("AL", ref_no + 1)
-        ref_no += 2
-        rday = int(ends[mm - 1])
-        r_entered = int(md.business_offset(closes[mm] + 1, int(rng.integers(0, 3))))
-        r_app = _approver_for(x, "HJOHANSSON")
-        if r_app == "HJOHANSSON" or md.USERS[md.USER[r_app]].approval_limit_cents < md.USERS[md.USER["IBROWN"]].approval_limit_cents:
-            r_app = "IBROWN" if x <= md.USERS[md.USER["IBROWN"]].approval_limit_cents else "JWRIGHT"
-        if rng.random() < 0.3 and r_app == "IBROWN":
-            r_app = "JWRIGHT"
-        common = {"doc_code": "AL", "customer_id": m.customer_id(c)}
-        rows_e.append({**common, "post_date": md.iso(pday), "entry_date": md.iso(p_entered),
-                       "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "FNGUYEN", "approver": p_app,
-                       "reference": p_ref, "description": PROVISION_TEXT.format(customer=cname, month=MONTH_ABBR[m0 - 1]),
-                       "lines": [(BAD_DEBT, s0), (ALLOWANCE, -s0)]})
-        rows_e.append({**common, "post_date": md.iso(rday), "entry_date": md.iso(r_entered),
-                       "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "HJOHANSSON", "approver": r_app,
-                       "reference": r_ref, "description": RELEASE_TEXT.format(customer=cname, month=MONTH_ABBR[mm - 1]),
-                       "lines": [(ALLOWANCE, x), (BAD_DEBT, -x)]})
-        meta.append((p_ref, p_entered, p_app, r_ref, r_entered, r_app))
-        # what the release leaves is released by the senior accountant's review at the first month end by
-        # which the invoices are all paid (within that close), so no reserve outlives its invoices
-        left = s0 - x
-        paid_by = [k for k in range(mm + 1, 13) if left > 0 and int(oi.amount(int(ends[k - 1]), its).sum()) == 0]
-        if paid_by:
-            k = paid_by[0]
-            rows_later.append({**common, "post_date": md.iso(int(ends[k - 1])),
-                               "entry_date": md.iso(int(md.business_offset(int(ends[k - 1]) + 1, int(rng.integers(0, 3))))),
-                               "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "FNGUYEN",
-                               "approver": _approver_for(left, "FNGUYEN"), "reference": doc_number("AL", ref_no),
-                               "description": PAID_TEXT.format(customer=cname, month=MONTH_ABBR[k - 1]),
-                               "lines": [(ALLOWANCE, left), (BAD_DEBT, -left)]})
-            ref_no += 1
-    idx = b.add_entries(rows_e + rows_later)  # one batch: the releases stay at odd positions of rows_e
-    by_month: dict[int, list[int]] = {}
-    for j, (kind, c, m0, mm, its, a0, am, x) in enumerate(planted):
-        p_ref, p_entered, p_app, r_ref, r_entered, r_app = meta[j]
-        ridx = int(idx[2 * j + 1])
-        cname, cid = m.customer_name[c], m.customer_id(c)
-        s0, open_m = int(a0.sum()), int(am.sum())
-        inv = [doc_number("CI", int(i)) for i in its]
-        listing = "; ".join(f"{n} dated {md.iso(d.doc_date[int(i)])}, open USD {_money(int(a))}"
-                            for n, i, a in zip(inv, its, a0))
-        pa_name, pa_role = names[p_app]
-        b.add_document(
-            "memo", NOTE_TITLE.format(ref=p_ref, customer=cname, period=f"2025-{m0:02d}"),
-            f"Credit committee, {md.iso(p_entered)}. Customer: {cname} ({cid}). The customer disputes the following invoices "
-            f"(quality and delivery claims under review): {listing}. Under the estimate policy section 3 they are provided in "
-            f"full at {md.iso(int(ends[m0 - 1]))}: specific provision USD {_money(s0)}, journal voucher {p_ref}, prepared by "
-            f"{names['FNGUYEN'][0]} (Senior Accountant), approved by {pa_name} ({pa_role}) on {md.iso(p_entered)}.",
-            md.iso(p_entered),
-        )
-        period = f"2025-{mm:02d}"
-        ra_name, ra_role = names[r_app]
-        memo = b.add_document(
-            "memo", MEMO_TITLE.format(ref=r_ref, customer=cname, period=period),
-            f"To: Accounting file, period {period}. From: {names['HJOHANSSON'][0]}, Accounting Manager. "
-            f"Subject: journal voucher {r_ref}, release of the specific reserve held against {cname} ({cid}) for the "
-            f"disputed invoices {', '.join(inv)} (provided by {p_ref}). Specific reserve held before this entry: "
-            f"USD {_money(s0)}. Basis for the release: {REASONS[int(rng.integers(0, len(REASONS)))]}. "
-            f"Management releases USD {_money(x)} of the reserve to bad debt expense as a top-side adjustment to period "
-            f"{period}, recorded after the close. Approved: {ra_name}, {ra_role}, on {md.iso(r_entered)}.",
-            md.iso(r_entered),
-        )
-        by_month.setdefault(mm, []).append(j)
-        planted[j] = (*planted[j], ridx, memo)
-    reports = {mm: _open_items_report(b, oi, int(ends[mm - 1]), sorted({planted[j][1] for j in js}))
-               for mm, js in sorted(by_month.items())}
-    for kind, c, m0, mm, its, a0, am, x, ridx, memo in planted:
-        s0, open_m = int(a0.sum()), int(am.sum())
+    disputes = [_dispute(b, oi, excluded, used, defect) for defect in roles(b.n_defects, b.n_decoys, rng)]
+    ref_no = len(b.books.docs)  # new documents are numbered after the books' own
+    rows: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
+    for dp in disputes:
+        ref_no = _book(b, dp, oi, ref_no, rows, later)
+    idx = b.add_entries(rows + later)  # one batch: the releases stay at odd positions of rows
+    names = {u["user_id"]: (u["name"], u["role"]) for u in b.users}
+    docs = [policy]
+    for dp in disputes:
+        docs += _note_and_memo(b, dp, names)
+    by_month = sorted({dp.mm for dp in disputes})
+    reports = {mm: _open_items_report(b, oi, int(md.MONTH_ENDS[mm - 1]),
+                                      sorted({dp.customer for dp in disputes if dp.mm == mm})) for mm in by_month}
+    b.claim("JE-14", entries=idx.tolist(), documents=docs + list(reports.values()))
+    for j, dp in enumerate(disputes):
+        s0, open_m, x = int(dp.held.sum()), int(dp.still.sum()), dp.release
         # the invoices the reserve covers are decisive too: which of them the open-items report still lists
-        facts = [s0 / 100, open_m / 100, x / 100] + [doc_number("CI", int(i)) for i in its]
-        ev = [memo, reports[mm], policy]
-        if kind == "defect":
+        facts: list[Any] = [s0 / 100, open_m / 100, x / 100] + [doc_number("CI", int(i)) for i in dp.items]
+        ev: list[Any] = [docs[2 + 2 * j], reports[dp.mm], policy]
+        if dp.defect:
             short = open_m - (s0 - x)
-            b.add_defect(ridx, "unsupported_reserve_release", "ESTIMATE_RELEASE", ev + ["master:calendar"], short,
-                         facts=facts[:3] + [short / 100] + facts[3:])
+            b.add_defect(int(idx[2 * j + 1]), "unsupported_reserve_release", "ESTIMATE_RELEASE",
+                         ev + ["master:calendar"], short, facts=facts[:3] + [short / 100] + facts[3:])
         else:
-            b.add_decoy(ridx, "supported_reserve_release", ev, facts=facts)
+            b.add_decoy(int(idx[2 * j + 1]), "supported_reserve_release", ev, facts=facts)
 
 
-def _open_items_report(b, oi: _OpenItems, day: int, detail_for: list[int]) -> int:
+def _dispute(b: WorldBuilder, oi: _OpenItems, excluded: set[int], used: set[int], defect: bool) -> _Dispute:
+    """Draw a dispute: a release month (February-November), the provision 1-3 months before, a
+    customer with invoices of the year open then, which of them it disputes and how much is released
+    (a defect leaves less than the open amount at the release; a decoy releases only what was paid)."""
+    rng, d, ends = b.rng, b.books.docs, md.MONTH_ENDS
+    for _attempt in range(400):
+        mm = int(rng.integers(2, 12))  # release month, February-November (December's close ends the year)
+        m0 = mm - int(rng.integers(1, 4))
+        if m0 < 1:
+            continue
+        rows = oi.at(int(ends[m0 - 1]))
+        items = oi.oi.item[rows]
+        # invoices of the year (in the listing), not already disputed, not doubtful in the books
+        ok = (d.post_date[items] >= md.YEAR_START) & np.array(
+            [i not in used and i not in excluded for i in items.tolist()], dtype=bool)
+        rows, items = rows[ok], items[ok]
+        if not len(rows):
+            continue
+        cust = oi.oi.partner[rows]
+        c = int(cust[int(rng.integers(0, len(cust)))])
+        mine = cust == c
+        its, a0 = items[mine], oi.oi.amount[rows[mine]]
+        am = oi.amount(int(ends[mm - 1]), its)
+        sel = _disputed(b, defect, am, int(rng.integers(1, 4)))
+        if sel is None:
+            continue
+        s0, open_m = int(a0[sel].sum()), int(am[sel].sum())
+        if s0 < 500_00:
+            continue
+        if not defect:
+            x = s0 - open_m
+        elif open_m < s0 and rng.random() < 0.5:
+            # a partial release that still leaves less than the open amount
+            x = s0 - int(open_m * rng.uniform(0.1, 0.8))
+        else:
+            x = s0
+        if x <= 0:
+            continue
+        used.update(int(i) for i in its[sel])
+        return _Dispute(defect, c, m0, mm, its[sel], a0[sel], am[sel], x)
+    kind = "defect" if defect else "decoy"
+    raise ConfigError(f"impossible knobs for JE-14: no disputed invoices left for a {kind}; lower n_defects/n_decoys "
+                      "or raise n_entries")
+
+
+def _disputed(b: WorldBuilder, defect: bool, am: np.ndarray, k: int) -> np.ndarray | None:
+    """Which of a customer's invoices (open amounts ``am`` at the release) the dispute covers, about
+    ``k``: a decoy's include paid ones (with near_miss, one still open whose amount the release
+    leaves), a defect's at least one still open. ``None`` when the customer has none fitting."""
+    rng = b.rng
+    paid, still = np.flatnonzero(am == 0), np.flatnonzero(am > 0)
+    if not defect:
+        take_open = len(still) and b.knobs.near_miss >= 0.5 and rng.random() < 0.4
+        if not len(paid):
+            return None
+        sel = list(rng.choice(paid, size=min(len(paid), max(1, k - int(take_open))), replace=False))
+        if take_open:
+            sel.append(int(rng.choice(still)))
+    else:
+        if not len(still):
+            return None
+        sel = [int(rng.choice(still))]
+        rest = np.setdiff1d(np.arange(len(am)), sel)
+        if k > 1 and len(rest):
+            sel += list(rng.choice(rest, size=min(len(rest), k - 1), replace=False))
+    return np.array(sorted(int(s) for s in sel))
+
+
+def _book(b: WorldBuilder, dp: _Dispute, oi: _OpenItems, ref_no: int, rows: list[dict[str, Any]],
+          later: list[dict[str, Any]]) -> int:
+    """Add the rows of a dispute's provision and release to ``rows``, and to ``later`` the review's
+    release of what the release leaves at the first month end by which the invoices are all paid (so
+    no reserve outlives its invoices); the next free document number."""
+    rng, m, ends = b.rng, b.books.master, md.MONTH_ENDS
+    closes = {int(p[5:7]): md.day(c) for p, c in month_close_dates()}
+    s0, x = int(dp.held.sum()), dp.release
+    cname = m.customer_name[dp.customer]
+    dp.p_entered = int(md.business_offset(int(ends[dp.m0 - 1]) + 1, int(rng.integers(0, 3))))
+    dp.p_app = _approver_for(s0, "FNGUYEN")
+    dp.p_ref, dp.r_ref = doc_number("AL", ref_no), doc_number("AL", ref_no + 1)
+    dp.r_entered = int(md.business_offset(closes[dp.mm] + 1, int(rng.integers(0, 3))))
+    r_app = _approver_for(x, "HJOHANSSON")
+    if r_app == "HJOHANSSON" or _limit(r_app) < _limit("IBROWN"):
+        r_app = "IBROWN" if x <= _limit("IBROWN") else "JWRIGHT"
+    if rng.random() < 0.3 and r_app == "IBROWN":
+        r_app = "JWRIGHT"
+    dp.r_app = r_app
+    common = {"doc_code": "AL", "customer_id": m.customer_id(dp.customer)}
+    rows.append({**common, "post_date": md.iso(int(ends[dp.m0 - 1])), "entry_date": md.iso(dp.p_entered),
+                 "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "FNGUYEN", "approver": dp.p_app,
+                 "reference": dp.p_ref, "description": PROVISION_TEXT.render(EntryText(cname, MONTH_ABBR[dp.m0 - 1])),
+                 "lines": [(BAD_DEBT, s0), (ALLOWANCE, -s0)]})
+    rows.append({**common, "post_date": md.iso(int(ends[dp.mm - 1])), "entry_date": md.iso(dp.r_entered),
+                 "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "HJOHANSSON", "approver": r_app,
+                 "reference": dp.r_ref, "description": RELEASE_TEXT.render(EntryText(cname, MONTH_ABBR[dp.mm - 1])),
+                 "lines": [(ALLOWANCE, x), (BAD_DEBT, -x)]})
+    ref_no += 2
+    left = s0 - x
+    paid_by = [k for k in range(dp.mm + 1, 13) if left > 0 and int(oi.amount(int(ends[k - 1]), dp.items).sum()) == 0]
+    if paid_by:
+        k = paid_by[0]
+        later.append({**common, "post_date": md.iso(int(ends[k - 1])),
+                      "entry_date": md.iso(int(md.business_offset(int(ends[k - 1]) + 1, int(rng.integers(0, 3))))),
+                      "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": "FNGUYEN",
+                      "approver": _approver_for(left, "FNGUYEN"), "reference": doc_number("AL", ref_no),
+                      "description": PAID_TEXT.render(EntryText(cname, MONTH_ABBR[k - 1])),
+                      "lines": [(ALLOWANCE, left), (BAD_DEBT, -left)]})
+        ref_no += 1
+    return ref_no
+
+
+def _note_and_memo(b: WorldBuilder, dp: _Dispute, names: dict[str, tuple[str, str]]) -> list[int]:
+    """Add the credit committee's note of a dispute and the release memo; their handles."""
+    m, d = b.books.master, b.books.docs
+    cname, cid = m.customer_name[dp.customer], m.customer_id(dp.customer)
+    inv = [doc_number("CI", int(i)) for i in dp.items]
+    s0 = int(dp.held.sum())
+    entered = md.iso(dp.p_entered)
+    note = NOTE.render(Note(
+        entered, cname, cid, tuple(Disputed(n, md.iso(d.doc_date[int(i)]), int(a)) for n, i, a in zip(inv, dp.items,
+                                                                                                     dp.held)),
+        md.iso(int(md.MONTH_ENDS[dp.m0 - 1])), s0, dp.p_ref, names["FNGUYEN"][0], *names[dp.p_app]))
+    h_note = b.add_document("memo", NOTE_TITLE.render(DisputeTitle(dp.p_ref, cname, f"2025-{dp.m0:02d}")), note,
+                            entered)
+    period = f"2025-{dp.mm:02d}"
+    memo = MEMO.render(Memo(
+        period, names["HJOHANSSON"][0], dp.r_ref, cname, cid, tuple(Invoice(n) for n in inv), dp.p_ref, s0,
+        REASONS[int(b.rng.integers(0, len(REASONS)))], dp.release, *names[dp.r_app], md.iso(dp.r_entered)))
+    h_memo = b.add_document("memo", MEMO_TITLE.render(DisputeTitle(dp.r_ref, cname, period)), memo,
+                            md.iso(dp.r_entered))
+    return [h_note, h_memo]
+
+
+def _open_items_report(b: WorldBuilder, oi: _OpenItems, day: int, detail_for: list[int]) -> int:
     """The books' AR aging at a month end (every customer) with the open invoices of the customers
     under specific review; the total ties to account 1100."""
-    m = b.books.master
-    d = b.books.docs
+    m, d = b.books.master, b.books.docs
     rows = oi.at(day)
     part, buck, amt, item = oi.oi.partner[rows], oi.oi.bucket[rows], oi.oi.amount[rows], oi.oi.item[rows]
-    lines = [" | ".join(("Customer", *_BUCKET_NAMES, "Total"))]
     n_c = m.n_customers
     grid = np.bincount(part * 5 + buck, weights=amt, minlength=n_c * 5).astype(np.int64).reshape(n_c, 5)
+    lines: list[Any] = [AgingHead()]
     for c in np.flatnonzero(grid.any(axis=1)).tolist():
-        vals = grid[c].tolist()
-        lines.append(" | ".join((f"{m.customer_name[c]} ({m.customer_id(c)})", *(_money(v) for v in vals),
-                                 _money(sum(vals)))))
+        b0, b1, b2, b3, b4 = grid[c].tolist()
+        lines.append(Aging(b0, b1, b2, b3, b4, b0 + b1 + b2 + b3 + b4, m.customer_name[c], m.customer_id(c)))
     total = int(amt.sum())
-    lines.append("Total | " + " | ".join(_money(int(amt[buck == k].sum())) for k in range(5)) + f" | {_money(total)}")
-    detail = ["Open invoices of customers under specific review (invoice | customer | invoice date | due date | days past "
-              "due | open amount USD):"]
+    b0, b1, b2, b3, b4 = (int(amt[buck == k].sum()) for k in range(5))
+    lines.append(AgingTotal(b0, b1, b2, b3, b4, total))
+    lines.append(DetailHead())
     for c in detail_for:
         for r in np.flatnonzero(part == c).tolist():
             i = int(item[r])
-            detail.append(f"{doc_number('CI', i)} | {m.customer_id(c)} | {md.iso(d.doc_date[i])} | {md.iso(oi.oi.due[rows[r]])} | "
-                          f"{int(day - oi.oi.due[rows[r]])} | {_money(int(amt[r]))}")
+            lines.append(OpenInvoice(doc_number("CI", i), m.customer_id(c), md.iso(d.doc_date[i]),
+                                     md.iso(oi.oi.due[rows[r]]), int(day - oi.oi.due[rows[r]]), int(amt[r])))
     date = md.iso(day)
-    return b.add_document(
-        "aging_report", OPEN_ITEMS_TITLE.format(date=date),
-        f"{COMPANY_NAME} - accounts receivable open items and aging by customer as of {date}, in USD, days past due. "
-        f"Prepared by the AR team from the billing subledger; the total agrees to account {AR} Accounts Receivable - Trade "
-        f"at {date} (USD {_money(total)}). Invoices not listed were paid, credited or written off by that date.\n"
-        + "\n".join(lines) + "\n" + "\n".join(detail),
-        date,
-    )
+    return b.add_document("aging_report", OPEN_ITEMS_TITLE.render(AsOf(date)),
+                          REPORT.render(Report(date, total, tuple(lines))), date)
 
 
 # ---------------------------------------------------------------------------- strategies
-def _amount(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-def _releases(kit: Kit):
+def _releases(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     """Entries debiting the allowance and crediting bad debt expense, with their header fields."""
     rows = yield from kit.ledger(
         filters=[{"column": "account", "op": "in", "value": [ALLOWANCE, BAD_DEBT]}],
         columns=["entry_id", "line_no", "account", "debit", "credit", "posting_date", "entry_timestamp", "preparer",
                  "source", "document_type", "description", "reference"],
     )
-    by: dict[str, list[dict]] = {}
+    by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(r["entry_id"], []).append(r)
     out = {}
@@ -399,95 +580,91 @@ def _releases(kit: Kit):
     return out
 
 
-def _post_closing(kit: Kit, releases: dict):
-    """Manual releases entered after the close of the period they are posted to (close dates from the calendar)."""
+def _post_closing(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """Manual allowance releases entered after the close of the period they are posted to (close
+    dates from the calendar), each with the close date and the day it was entered."""
+    releases = yield from _releases(kit)
     cal = yield from kit.master("calendar")
     closes = {r["description"].split()[-1]: r["date"] for r in cal if r.get("kind") == "period_close"}
     late = {}
     for eid, r in releases.items():
         close = closes.get(r["posting_date"][:7])
         if close and r["entry_timestamp"][:10] > close and r["source"] == "manual":
-            late[eid] = {**r, "close": close}
+            late[eid] = {**r, "close": close, "entered": r["entry_timestamp"][:10]}
     return late
 
 
-def naive(kit: Kit):
-    """Flags every manual post-closing allowance release at its full amount, without reading the memos."""
-    releases = yield from _releases(kit)
-    late = yield from _post_closing(kit, releases)
-    for eid, r in sorted(late.items()):
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(eid, "ESTIMATE_RELEASE", ["master:calendar"],
-                            f"Entry {eid}: top-side release of {r['amount']:,.2f} from the allowance, entered "
-                            f"{r['entry_timestamp'][:10]} after the {r['close']} close.", amount=r["amount"])
-    yield from kit.submit(f"Flagged {len(late)} post-closing allowance releases.")
+RULE = SurfaceRule("a manual release of the allowance entered after the close of the period it is posted to",
+                   "ESTIMATE_RELEASE", _post_closing,
+                   "Entry {entry_id}: top-side release of {amount:,.2f} from the allowance, entered {entered} after "
+                   "the {close} close.", "Flagged {n} post-closing allowance releases.", ("master:calendar",),
+                   amount="amount")
+naive = surface_naive(RULE)
 
 
-def _open_invoices(body: str) -> dict[str, float]:
-    """Invoice -> open amount from the detail lines of an open-items report."""
-    out = {}
-    for line in body.splitlines():
-        cells = [c.strip() for c in line.split("|")]
-        if len(cells) == 6 and re.fullmatch(r"CI-\d+", cells[0]):
-            out[cells[0]] = _amount(cells[5])
-    return out
-
-
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """For each post-closing release, reads the memo (reserve held, invoices covered), finds the invoices
     still open at the period end on the open-items report, and flags the shortfall the release leaves
     against their open amount; clears releases that leave at least that."""
-    releases = yield from _releases(kit)
-    late = yield from _post_closing(kit, releases)
-    docs = yield from kit.documents()
-    by_title = {d["title"]: d["doc_id"] for d in docs}
-    policy_id = by_title.get(POLICY_TITLE)
-    if policy_id:
-        yield from kit.open(policy_id)
+    late = yield from _post_closing(kit)
+    by_title = {d["title"]: d["doc_id"] for d in (yield from kit.documents())}
+    policy = by_title.get(POLICY_TITLE)
+    if policy:
+        yield from kit.open(policy)
+    # the release's memo and the open-items report of its period end, by their titles
+    todo = [(eid, r, ids) for eid, r in sorted(late.items(), key=lambda kv: (kv[1]["posting_date"], kv[0]))
+            if policy and (ids := _papers(r, by_title))]
     reports: dict[str, dict[str, float]] = {}
-    n_flag = n_clear = 0
-    pattern = re.compile("^" + re.escape(RELEASE_TEXT).replace(r"\{customer\}", "(.*)").replace(r"\{month\}", r"\w{3}") + "$")
-    for eid, r in sorted(late.items(), key=lambda kv: (kv[1]["posting_date"], kv[0])):
-        if kit.calls_left <= 4:
-            break
-        m = pattern.match(r["description"] or "")
-        if not m or not policy_id:
-            continue
-        period = r["posting_date"][:7]
-        memo_id = by_title.get(MEMO_TITLE.format(ref=r["reference"], customer=m.group(1), period=period))
-        report_id = by_title.get(OPEN_ITEMS_TITLE.format(date=r["posting_date"]))
-        if not memo_id or not report_id:
-            continue
-        memo = (yield from kit.open(memo_id)).get("body", "")
+
+    def decide(item: tuple[str, dict[str, Any], tuple[str, str]]) -> Generator[Action, str, Disposition | None]:
+        eid, r, (memo_id, report_id) = item
+        memo = MEMO.parse((yield from kit.open(memo_id)).get("body", ""))
         if report_id not in reports:
-            reports[report_id] = _open_invoices((yield from kit.open(report_id)).get("body", ""))
-        held_m = re.search(r"reserve held before this entry: USD ([\d,]+\.\d\d)", memo)
-        inv_m = re.search(r"disputed invoices ([A-Z0-9\-, ]+) \(provided by", memo)
-        if held_m is None or inv_m is None:
-            continue
-        held = _amount(held_m.group(1))
-        invoices = [s.strip() for s in inv_m.group(1).split(",")]
-        still = {i: reports[report_id][i] for i in invoices if i in reports[report_id]}
-        required = round(sum(still.values()), 2)
-        left = round(held - r["amount"], 2)
-        short = round(required - left, 2)
-        open_txt = ", ".join(still) or "none of them"
-        calc = (f"specific reserve held {held:,.2f} per memo {memo_id} for invoices {', '.join(invoices)}; still open at "
-                f"{r['posting_date']} per open-items report {report_id}: {open_txt}, open amount {required:,.2f}; reserve "
-                f"left after the release {left:,.2f}")
-        if short > 0.005:
-            yield from kit.flag(
-                eid, "ESTIMATE_RELEASE", [memo_id, report_id, policy_id, "master:calendar"],
-                f"Entry {eid}: top-side release of {r['amount']:,.2f} by {r['preparer']} entered "
-                f"{r['entry_timestamp'][:10]} after the {r['close']} close; {calc}. The policy allows a release only for "
-                f"invoices collected by the period end: the reserve is short by {short:,.2f} (misstatement).", amount=short)
-            n_flag += 1
-        else:
-            yield from kit.clear(
-                eid, [memo_id, report_id, policy_id],
-                f"Entry {eid}: release of {r['amount']:,.2f}; {calc}, which covers the invoices still open: supported by "
-                "the policy.")
-            n_clear += 1
-    yield from kit.submit(f"Examined {len(late)} post-closing allowance releases: flagged {n_flag} unsupported, "
-                          f"cleared {n_clear} supported by the open items and the policy.")
+            report = REPORT.parse((yield from kit.open(report_id)).get("body", ""))
+            reports[report_id] = {x.invoice: x.amount / 100 for x in (report.lines if report else ())
+                                  if isinstance(x, OpenInvoice)}
+        return _judge(eid, r, memo, memo_id, report_id, reports[report_id], str(policy)) if memo else None
+
+    flags, clears = tally((yield from review(kit, todo, decide, reserve=4)))
+    yield from kit.submit(f"Examined {len(late)} post-closing allowance releases: flagged {flags} unsupported, "
+                          f"cleared {clears} supported by the open items and the policy.")
+
+
+def _papers(r: dict[str, Any], by_title: dict[str, str]) -> tuple[str, str] | None:
+    """(the memo, the open-items report) of release ``r``, found by their titles; ``None`` when either is missing."""
+    text = RELEASE_TEXT.parse(r["description"] or "")
+    if text is None:
+        return None
+    memo = by_title.get(MEMO_TITLE.render(DisputeTitle(r["reference"], text.customer, r["posting_date"][:7])))
+    report = by_title.get(OPEN_ITEMS_TITLE.render(AsOf(r["posting_date"])))
+    return (memo, report) if memo and report else None
+
+
+def _judge(eid: str, r: dict[str, Any], memo: Memo, memo_id: str, report_id: str, open_items: dict[str, float],
+           policy: str) -> Disposition:
+    """Flag the shortfall of the reserve a release leaves against the open amount of the invoices it
+    covers (the policy's section 4), or clear a release that leaves at least that."""
+    held = memo.held / 100
+    invoices = [i.number for i in memo.invoices]
+    still = {i: open_items[i] for i in invoices if i in open_items}
+    required = round(sum(still.values()), 2)
+    left = round(held - r["amount"], 2)
+    short = round(required - left, 2)
+    open_txt = ", ".join(still) or "none of them"
+    calc = (f"specific reserve held {held:,.2f} per memo {memo_id} for invoices {', '.join(invoices)}; still open at "
+            f"{r['posting_date']} per open-items report {report_id}: {open_txt}, open amount {required:,.2f}; reserve "
+            f"left after the release {left:,.2f}")
+    if short > 0.005:
+        return flag(eid, "ESTIMATE_RELEASE", [memo_id, report_id, policy, "master:calendar"],
+                    f"Entry {eid}: top-side release of {r['amount']:,.2f} by {r['preparer']} entered "
+                    f"{r['entry_timestamp'][:10]} after the {r['close']} close; {calc}. The policy allows a release only "
+                    f"for invoices collected by the period end: the reserve is short by {short:,.2f} (misstatement).",
+                    amount=short)
+    return clear(eid, [memo_id, report_id, policy],
+                 f"Entry {eid}: release of {r['amount']:,.2f}; {calc}, which covers the invoices still open: supported "
+                 "by the policy.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+            decisive="the specific reserve the release leaves (the memo's reserve held less the release) against the "
+                     "open amount at the period end of the disputed invoices it covers (the AR open-items report)")

@@ -20,7 +20,7 @@ from jeval_ray.tasks.taskkit.draws import grouped_roles, roles, split_in_groups
 from jeval_ray.tasks.taskkit.forms import SIGNED_MONEY
 from jeval_ray.tasks.taskkit.forms import (COUNT, DATE, DOC_NUMBER, EMPTY, HHMM, INT, LINE, MONEY, NAME, REF,
                                           TIMESTAMP, TOKEN, WORD, Form, Kind, Lines, LinesForm, Many, doc_ref,
-                                          entry_ref, fixed, hhmm, parse_any)
+                                          entry_ref, fixed, hhmm, mentions, parse_any)
 from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, CLOSED_PERIOD, POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST,
                                           AccountOpen, ClosedPeriod, PostingWindow, RoundingLimit, UserMayPost,
                                           Verdict)
@@ -33,7 +33,7 @@ __all__ = [
     "POSTING_WINDOW", "REF", "ROUNDING_LIMIT", "TIMESTAMP", "TOKEN", "USER_MAY_POST", "WORD", "AccountOpen",
     "ClosedPeriod", "Disposition", "Form", "Kind", "Lines",
     "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "clear",
-    "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while",
+    "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "mentions", "parse_any", "read_while",
     "review", "roles", "split_in_groups", "surface_naive", "tally",
     "SIGNED_MONEY",
 ]

@@ -244,6 +244,12 @@ class LinesForm(Form[Lines]):
         return sorted(items, key=self.line)
 
 
+def mentions(text: str, words: str) -> bool:
+    """Whether ``text`` names ``words`` as whole words, in any case (``'akim'`` is in ``'keyed by AKIM.'``,
+    not in ``'AKIMBO'``): how a scorer reads a free text (a summary, a rationale) for a name."""
+    return bool(re.search(rf"\b{re.escape(words)}\b", text or "", flags=re.I))
+
+
 def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     """The value of the first of ``forms`` that reads ``text`` (``None`` when none does)."""
     for f in forms:
@@ -254,4 +260,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
 
 
 __all__ = ["COUNT", "DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TIMESTAMP", "TOKEN",
-           "WORD", "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any", "SIGNED_MONEY"]
+           "WORD", "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "mentions", "parse_any",
+           "SIGNED_MONEY"]

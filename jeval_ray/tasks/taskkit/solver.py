@@ -118,10 +118,10 @@ class SurfaceRule:
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
     ``summary`` is one over ``n``, the number caught (and ``issued``, the number flagged before the
-    budget ran out). The entries are flagged in entry-id order, or
-    in the order ``select`` returns them when ``in_order`` is false. ``statement`` is the rule in words.
-    ``amount`` names the entry's field a flag reports as the misstatement (a task that asks for
-    amounts); ``None``, the default, reports none."""
+    budget ran out); ``amount`` names the entry's field whose value each flag states as its amount (a
+    task that asks for amounts) and ``criteria_of`` the field holding each entry's criteria code (a
+    rule catching under two). The entries are flagged in entry-id order, or in the order ``select``
+    returns them when ``in_order`` is false. ``statement`` is the rule in words."""
 
     statement: str
     criteria: str
@@ -130,7 +130,12 @@ class SurfaceRule:
     summary: str
     evidence: tuple[str, ...] = ()
     in_order: bool = True
-    amount: str | None = None
+    #: the field of a caught entry holding the amount each flag states (a task that asks for amounts,
+    #: e.g. the entry's own total); '' states none
+    amount: str = ""
+    #: the field of a caught entry holding the criteria code it is flagged under, for a rule that
+    #: catches under two (JE-11: related party or pairing); '' flags every entry under ``criteria``
+    criteria_of: str = ""
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
@@ -142,8 +147,12 @@ class SurfaceRule:
         return [x for x in items if x]
 
     def amount_of(self, entry: Mapping[str, Any]) -> float | None:
-        """The misstatement the flag of one caught entry reports (``None`` when the rule reports none)."""
-        return None if self.amount is None else entry[self.amount]
+        """The amount the flag of one caught entry states (``None`` when the rule states none)."""
+        return entry[self.amount] if self.amount else None
+
+    def criteria_for(self, entry: Mapping[str, Any]) -> str:
+        """The criteria code the flag of one caught entry is raised under."""
+        return str(entry[self.criteria_of]) if self.criteria_of else self.criteria
 
 
 def surface_naive(rule: SurfaceRule) -> Strategy:
@@ -153,7 +162,7 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     def naive(kit: Kit) -> Generator[Action, str, None]:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
-        done = yield from dispose(kit, (flag(eid, rule.criteria, rule.evidence_of(eid, hits[eid]),
+        done = yield from dispose(kit, (flag(eid, rule.criteria_for(hits[eid]), rule.evidence_of(eid, hits[eid]),
                                              rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
         yield from kit.submit(rule.summary.format(n=len(hits), issued=done))
 
