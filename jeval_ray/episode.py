@@ -76,7 +76,8 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     if built is None and worlds is not None and worlds.capacity:
         built, reused = worlds.fetch(env.spec.id, seed, env.knobs.model_dump())
     world = built
-    brief, info = env.reset(seed, world=world)
+    # the environment pages every tool result to the agent's character budget (None: no paging)
+    brief, info = env.reset(seed, world=world, max_observation_chars=observation_budget(agent))
     reset_agent(agent, brief, info["tools"], seed, {k: info[k] for k in EPISODE_INFO_KEYS})
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
@@ -123,6 +124,12 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
         cost_usd=totals[2], **counts, wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
         world_reused=reused,
     )
+
+
+def observation_budget(agent: Agent) -> int | None:
+    """The agent's character budget per tool result (its ``max_observation_chars``; None: unlimited)."""
+    budget = getattr(agent, "max_observation_chars", None)
+    return int(budget) if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0 else None
 
 
 def play(task_id: str, agent: Agent | str, seed: int = 0, knobs: dict | None = None,
