@@ -50,6 +50,7 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
         step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
         step.tokens_cached_in, step.tokens_cache_write = turn.tokens_cached_in, turn.tokens_cache_write
         step.cache_hit, step.tokens_reasoning = turn.cache_hit, turn.tokens_reasoning
+        step.elided, step.observations_cut = turn.elided, turn.observations_cut
         return
     step.cache_hit = turn.cache_hit
     for name in _COUNTED:
@@ -58,7 +59,8 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
 
 
 #: a reply's counts: on its first step, 0 on its other steps, None where the reply measured nothing
-_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning")
+_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning", "elided",
+            "observations_cut")
 
 
 def _add(total: int | None, value: int | None) -> int | None:

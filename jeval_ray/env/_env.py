@@ -48,6 +48,8 @@ class StepLog:
     tokens_cache_write: int | None = None
     cache_hit: bool | None = None
     tokens_reasoning: int | None = None
+    elided: int | None = None
+    observations_cut: int | None = None
 
 
 def canonical_args(args: Any) -> str:
