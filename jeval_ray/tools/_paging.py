@@ -98,8 +98,8 @@ def _page(tool: str, field: str, offset: int, payload: dict, value, budget: int)
 
     def build(n: int) -> dict:
         last = offset + n
-        note = (f"Result cut to fit the {budget:,}-character limit on one tool result: {unit} {offset:,}-{last:,} of "
-                f"{total:,} shown. For the rest, call {tool} again with the same arguments and offset={last}"
+        note = (f"Result cut to fit the {budget:,}-character limit on one tool result: {n:,} {unit} shown from offset "
+                f"{offset:,}, of {total:,}. For the rest, call {tool} again with the same arguments and offset={last}"
                 + ("." if text else f"; or narrow the call (filters, fewer columns, a smaller limit)."))
         return {**base, field: value[:n] if text else _take(value, n), "truncated": True, "page_field": field,
                 "offset": offset, "returned": n, "next_offset": last, "total": total, "note": note}
