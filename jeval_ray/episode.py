@@ -50,6 +50,7 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
         step.latency_ms, step.reasoning_trace = turn.latency_ms, turn.reasoning_trace
         step.tokens_cached_in, step.tokens_cache_write = turn.tokens_cached_in, turn.tokens_cache_write
         step.cache_hit, step.tokens_reasoning = turn.cache_hit, turn.tokens_reasoning
+        step.elided, step.observations_cut = turn.elided, turn.observations_cut
         return
     step.cache_hit = turn.cache_hit
     for name in _COUNTED:
@@ -58,7 +59,8 @@ def _account(step: StepLog, turn: Turn, first: bool) -> None:
 
 
 #: a reply's counts: on its first step, 0 on its other steps, None where the reply measured nothing
-_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning")
+_COUNTED = ("tokens_in", "tokens_out", "tokens_cached_in", "tokens_cache_write", "tokens_reasoning", "elided",
+            "observations_cut")
 
 
 def _add(total: int | None, value: int | None) -> int | None:
@@ -76,7 +78,8 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
     if built is None and worlds is not None and worlds.capacity:
         built, reused = worlds.fetch(env.spec.id, seed, env.knobs.model_dump())
     world = built
-    brief, info = env.reset(seed, world=world)
+    # the environment pages every tool result to the agent's character budget (None: no paging)
+    brief, info = env.reset(seed, world=world, max_observation_chars=observation_budget(agent))
     reset_agent(agent, brief, info["tools"], seed, {k: info[k] for k in EPISODE_INFO_KEYS})
     observations: list[Observation] = []
     totals: list = [None, None, 0.0]
@@ -123,6 +126,12 @@ async def play_episode(env: JEEnv, agent: Agent, seed: int, *, timeout_s: float 
         cost_usd=totals[2], **counts, wall_s=time.perf_counter() - t0, error=error, dispositions=packet["dispositions"],
         world_reused=reused,
     )
+
+
+def observation_budget(agent: Agent) -> int | None:
+    """The agent's character budget per tool result (its ``max_observation_chars``; None: unlimited)."""
+    budget = getattr(agent, "max_observation_chars", None)
+    return int(budget) if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0 else None
 
 
 def play(task_id: str, agent: Agent | str, seed: int = 0, knobs: dict | None = None,

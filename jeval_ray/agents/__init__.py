@@ -23,12 +23,13 @@ def _task_strategy(kind: str):
     return pick
 
 
-def make_agent(name: str, seed: int = 0) -> Agent:
-    """A built-in agent by name (``random``, ``naive``, ``careful``)."""
+def make_agent(name: str, seed: int = 0, *, max_observation_chars: int | None = None) -> Agent:
+    """A built-in agent by name (``random``, ``naive``, ``careful``); ``max_observation_chars``: the
+    budget the environment pages its results to (None, the default: unpaged)."""
     if name == "random":
-        return ScriptedAgent("random", lambda _task: random_strategy, seed)
+        return ScriptedAgent("random", lambda _task: random_strategy, seed, max_observation_chars=max_observation_chars)
     if name in ("naive", "careful"):
-        return ScriptedAgent(name, _task_strategy(name), seed)
+        return ScriptedAgent(name, _task_strategy(name), seed, max_observation_chars=max_observation_chars)
     raise ConfigError(f"unknown built-in agent {name!r}; choose one of {', '.join(BUILTIN_AGENTS)}")
 
 

@@ -16,8 +16,12 @@ from jeval_ray.protocol.kit import Kit, Strategy, entries_of
 class ScriptedAgent(Agent):
     """Runs a strategy generator; one action per turn, no tokens, no latency."""
 
-    def __init__(self, name: str, strategy_for: Callable[[str], Strategy], seed: int = 0):
+    def __init__(self, name: str, strategy_for: Callable[[str], Strategy], seed: int = 0, *,
+                 max_observation_chars: int | None = None):
         self.name = name
+        #: the character budget the environment pages results to (None: unpaged, the built-ins' default;
+        #: the kit follows pages transparently, each page a call)
+        self.max_observation_chars = max_observation_chars
         self._strategy_for = strategy_for
         self._seed = seed
         self._gen: Generator[Action, str, None] | None = None

@@ -14,11 +14,11 @@ import time
 from typing import Any
 
 from jeval_ray.models._client import ChatClient, ChatResult
-from jeval_ray.models.tokens import count_messages
+from jeval_ray.models.tokens import count_messages, count_tokens
 from jeval_ray.models.factory import make_client
 from jeval_ray.protocol import Action, Agent, Observation, Turn
 from jeval_ray.models.config import ModelConfig
-from jeval_ray.models.errors import ModelError
+from jeval_ray.models.errors import ContextLengthError, ModelError
 
 #: First user message: chat APIs need one, and it tells the model the tools are live.
 KICKOFF = "Begin the engagement now. Work only through the tools; call submit when you are done."
@@ -36,6 +36,13 @@ IDLE_NOTES = {
     "empty reply": "Your last reply was empty: no text and no tool call.",
     "reasoning only": "Your last reply held reasoning only: no text and no tool call.",
 }  # a text-only reply gets the loop's reminder as it is
+
+
+#: What an elided tool result becomes: one line saying what it was and how to fetch it again.
+ELIDED_STUB = ("[Result elided to fit the context window ({chars:,} characters). To see it again, call {tool} "
+               "with {args}]")
+#: Tool results never elided: the dispositions made (and the submit) stay in the conversation.
+KEEP_RESULTS = frozenset({"flag_entry", "clear_entry", "submit"})
 
 
 def truncate_observation(text: str, cap: int) -> str:
@@ -86,6 +93,12 @@ class LLMAgent(Agent):
         # Prompt size as last reported by the endpoint, and how many messages it covered.
         self._reported_tokens = 0
         self._reported_upto = 0
+        self._elided: set[int] = set()  # indices of tool messages elided (messages are only ever appended)
+        self._cuts = 0  # observations cut at max_observation_chars since the last request
+        #: this episode's counts: observations cut by the agent (the safety net behind the environment's
+        #: paging; 0 when every result came within max_observation_chars) and tool results elided
+        self.observations_cut = 0
+        self.results_elided = 0
 
     def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         """Start a conversation with ``brief`` as the system prompt and ``tools`` (OpenAI format)."""
@@ -99,6 +112,10 @@ class LLMAgent(Agent):
         self._tools_tokens = count_messages([], self._tools)
         self._reported_tokens = 0
         self._reported_upto = 0
+        self._elided = set()
+        self._cuts = 0
+        self.observations_cut = 0
+        self.results_elided = 0
 
     def _append_observations(self, observations: list[Observation]) -> None:
         if len(self.messages) == 1:
@@ -106,6 +123,9 @@ class LLMAgent(Agent):
         reminders: list[str] = []
         for obs in observations:
             text = truncate_observation(obs.text, self.max_observation_chars)
+            if len(text) != len(obs.text):
+                self._cuts += 1
+                self.observations_cut += 1
             if obs.call_id in self._cut:
                 text = CUT_NOTE.format(max_tokens=self.config.max_tokens) + "\n" + text
             if obs.call_id is not None and obs.call_id in self._pending:
@@ -131,14 +151,61 @@ class LLMAgent(Agent):
             return self._reported_tokens + count_messages(self.messages[self._reported_upto :])
         return count_messages(self.messages) + self._tools_tokens
 
+    def _elide(self, target: int, prompt: int | None = None) -> int:
+        """Replace the oldest tool results by one-line stubs (``ELIDED_STUB``) until the prompt estimate is at
+        most ``target`` tokens; returns how many were elided. Kept: the brief, the kickoff, every assistant
+        message (the model's own calls), the dispositions' results (``KEEP_RESULTS``) and the results of the
+        last reply. One chunk at a time, so a provider's prefix cache breaks once, not every turn."""
+        calls: dict[str, tuple[str, str]] = {}
+        last_reply = 0
+        for i, m in enumerate(self.messages):
+            if m.get("role") == "assistant":
+                last_reply = i
+                for c in m.get("tool_calls") or []:
+                    fn = c.get("function") or {}
+                    args = fn.get("arguments")
+                    calls[c.get("id")] = (fn.get("name", "?"), args if isinstance(args, str) else json.dumps(args))
+        if prompt is None:
+            prompt = count_messages(self.messages) + self._tools_tokens
+        n = 0
+        for i, m in enumerate(self.messages[:last_reply]):
+            if prompt <= target:
+                break
+            if m.get("role") != "tool" or i in self._elided:
+                continue
+            tool, args = calls.get(m.get("tool_call_id"), ("the tool", "the same arguments"))
+            if tool in KEEP_RESULTS:
+                continue
+            content = m.get("content") or ""
+            stub = ELIDED_STUB.format(chars=len(content), tool=tool, args=args)
+            prompt -= count_tokens(content) - count_tokens(stub)
+            self.messages[i] = {**m, "content": stub}
+            self._elided.add(i)
+            n += 1
+        if n:
+            self.results_elided += n
+            self._reported_tokens = 0  # the conversation changed before the last reported usage: count it again
+            self._reported_upto = 0
+        return n
+
     async def act(self, observations: list[Observation]) -> Turn:
-        """Send the new observations, return the model's tool calls as a ``Turn``."""
+        """Send the new observations, return the model's tool calls as a ``Turn``.
+
+        When the next request would pass ``context_window``, ``context_strategy`` decides: ``elide_oldest``
+        elides the oldest tool results down to ``elide_to`` of the window (``_elide``), ``stop`` ends the
+        episode (``context_overflow``). A context-length rejection by the endpoint (``ContextLengthError``)
+        gets one elision and one retry."""
         if not self.messages:
             raise RuntimeError("LLMAgent.act called before reset")
         self._append_observations(observations)
+        cut, self._cuts = self._cuts, 0
+        elided = 0
         prompt = self.prompt_tokens_estimate()
+        if prompt + self.config.max_tokens > self.context_window and self.config.context_strategy == "elide_oldest":
+            elided = self._elide(int(self.context_window * self.config.elide_to))
+            prompt = self.prompt_tokens_estimate()
         if prompt + self.config.max_tokens > self.context_window:
-            return Turn(actions=[], stop_reason="context_overflow")
+            return Turn(actions=[], stop_reason="context_overflow", elided=elided, observations_cut=cut)
         cap = self.config.episode_budget_usd
         if cap is not None:
             worst = self.config.cost_usd(prompt, self.config.max_tokens)  # no cache discount: an upper bound
@@ -146,12 +213,23 @@ class LLMAgent(Agent):
                 return Turn(actions=[], stop_reason=f"budget: episode_budget_usd={cap:g} would be passed by the next "
                                                     f"call (spent {self.spent_usd:.6f}, next at most {worst:.6f} USD)")
         started = time.perf_counter()
-        sent = len(self.messages)
         try:
-            result = await self._client.chat(self.messages, self._tools, seed=self._seed)
+            try:
+                sent = len(self.messages)
+                result = await self._client.chat(self.messages, self._tools, seed=self._seed)
+            except ContextLengthError:
+                # the endpoint counts more than the estimate: one elision (below what it refused) and one retry
+                target = int(min(self.context_window * self.config.elide_to, prompt * self.config.elide_to))
+                more = self._elide(target) if self.config.context_strategy == "elide_oldest" else 0
+                if not more:
+                    raise
+                elided += more
+                sent = len(self.messages)
+                result = await self._client.chat(self.messages, self._tools, seed=self._seed)
         except ModelError as err:
             latency = (time.perf_counter() - started) * 1000.0
-            return Turn(actions=[], latency_ms=latency, stop_reason=f"model_error: {type(err).__name__}: {err}")
+            return Turn(actions=[], latency_ms=latency, stop_reason=f"model_error: {type(err).__name__}: {err}",
+                        elided=elided, observations_cut=cut)
         self.messages.append(result.assistant_message)
         self.spent_usd += result.cost_usd
         if result.usage_reported:
@@ -172,6 +250,8 @@ class LLMAgent(Agent):
             cost_usd=result.cost_usd,
             reasoning_trace=result.reasoning_trace,
             text=result.text,
+            elided=elided,
+            observations_cut=cut,
         )
 
     def _quirks(self, result: ChatResult) -> tuple[list, str | None]:
@@ -203,4 +283,4 @@ class LLMAgent(Agent):
         await self._client.aclose()
 
 
-__all__ = ["LLMAgent", "truncate_observation", "KICKOFF"]
+__all__ = ["ELIDED_STUB", "KICKOFF", "LLMAgent", "truncate_observation"]

@@ -21,7 +21,7 @@ from jeval_ray.errors import ConfigError
 from jeval_ray.protocol import Action
 from jeval_ray.scoring import EpisodeScore, score_episode
 from jeval_ray.tasks import ESSENTIAL_TOOLS, TaskSpec, get_task, resolve_knobs
-from jeval_ray.tools import TOOLS, EpisodeState, ToolError
+from jeval_ray.tools import TOOLS, EpisodeState, ToolError, fit_result
 from jeval_ray.world import World, generate_world
 
 #: what scores an ended episode: ``(spec, world, state, steps) -> EpisodeScore`` (its ``score`` is the reward)
@@ -48,6 +48,8 @@ class StepLog:
     tokens_cache_write: int | None = None
     cache_hit: bool | None = None
     tokens_reasoning: int | None = None
+    elided: int | None = None
+    observations_cut: int | None = None
 
 
 def canonical_args(args: Any) -> str:
@@ -90,14 +92,24 @@ class JEEnv:
         self.brief = ""
         self.done = False
         self.termination: str | None = None
+        #: the episode's character budget per tool result (``reset``); None: results are not paged
+        self.max_observation_chars: int | None = None
 
     # ------------------------------------------------------------------ API
     @property
     def tool_schemas(self) -> list[dict]:
         return [TOOLS[t].schema() for t in self.tools_enabled]
 
-    def reset(self, seed: int = 0, *, world: World | None = None) -> tuple[str, dict]:
-        """Generate the world of ``(task, seed, knobs)`` (or take a prebuilt one of the same) and brief the agent."""
+    def reset(self, seed: int = 0, *, world: World | None = None,
+              max_observation_chars: int | None = None) -> tuple[str, dict]:
+        """Generate the world of ``(task, seed, knobs)`` (or take a prebuilt one of the same) and brief the agent.
+
+        ``max_observation_chars``: the agent's character budget per tool result. Every result longer
+        than it is paged by the environment (``jeval_ray.tools.fit_result``): valid JSON within the
+        budget that says how to get the rest (``next_offset``, ``total``, a note). None: no paging."""
+        if max_observation_chars is not None and max_observation_chars < 1:
+            raise ConfigError(f"max_observation_chars must be >= 1, got {max_observation_chars}")
+        self.max_observation_chars = max_observation_chars
         wanted = (self.spec.id, int(seed), self.knobs.model_dump(mode="json"))
         if world is not None and (world.task_id, world.seed, world.knobs) != wanted:
             raise ValueError(f"reset: the prebuilt world is of ({world.task_id}, seed {world.seed}, its knobs), not of "
@@ -120,6 +132,8 @@ class JEEnv:
             raise RuntimeError("the episode is over; call reset() to start another")
         tool, raw_args = _unpack(action)
         payload, is_error, args_text = self._dispatch(tool, raw_args)
+        if is_error:
+            payload = fit_result(tool, 0, payload, self.max_observation_chars)
         text = json.dumps(payload, separators=(",", ":"), default=str, ensure_ascii=False)
         self.steps.append(StepLog(self.state.step_idx, tool, args_text, text if self.keep_observations else "",
                                   observation_hash(text), is_error, dt.datetime.now(dt.timezone.utc)))
@@ -178,7 +192,8 @@ class JEEnv:
         except ValidationError as exc:
             return {"error": f"invalid arguments for {tool}: {_validation_text(exc)}"}, True, args_text
         try:
-            return t.run(self.state, args), False, args_text
+            payload = t.run(self.state, args)
+            return fit_result(tool, getattr(args, "offset", 0), payload, self.max_observation_chars), False, args_text
         except ToolError as exc:
             return {"error": str(exc)}, True, args_text
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError,

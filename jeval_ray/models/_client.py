@@ -25,9 +25,11 @@ from jeval_ray.models.errors import (
     MalformedResponseError,
     ModelError,
     ModelRequestError,
+    ContextLengthError,
     ResponseFormatRejected,
     http_error,
     redact,
+    rejects_context_length,
     rejects_response_format,
 )
 from jeval_ray.models.ratelimit import as_async_limiter
@@ -213,6 +215,8 @@ class ChatClient(ABC):
                 message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
                 if "response_format" in body and rejects_response_format(response.status_code, response.text):
                     raise ResponseFormatRejected(redact(message, [self._key]), response.status_code, retry_after)
+                if rejects_context_length(response.status_code, response.text):
+                    raise ContextLengthError(redact(message, [self._key]), response.status_code, retry_after)
                 raise http_error(response.status_code, redact(message, [self._key]), retry_after)
             try:
                 data = response.json()

@@ -110,6 +110,12 @@ class ModelConfig(BaseModel):
     # What the LLM agent needs to know about the model.
     context_window: int = Field(default=128_000, ge=1024)
     max_observation_chars: int = Field(default=20_000, ge=200)
+    context_strategy: Literal["elide_oldest", "stop"] = Field(
+        default="elide_oldest", description="What the LLM agent does when the next request would pass context_window: "
+        "elide the oldest tool results in one chunk (down to elide_to of the window), or stop the episode "
+        "(termination context_overflow).")
+    elide_to: float = Field(default=0.6, gt=0, lt=1, description="The fraction of context_window an elision brings the "
+                            "prompt down to (one chunk, so a provider's prefix cache breaks once, not every turn).")
 
     @field_validator("api_key_env")
     @classmethod

@@ -9,6 +9,8 @@
     ``ClientRequestError`` 400/401/403/404 and other 4xx the request itself caused: never retried
       ``ResponseFormatRejected`` the endpoint refused the request's ``response_format`` (a 400/422,
                              or a 5xx whose body names ``response_format``, as llama.cpp answers)
+      ``ContextLengthError`` the prompt is longer than the model's context window (a 400/413
+                             ``context_length_exceeded``; the LLM agent elides and retries once)
   ``MalformedResponseError`` a 200 whose body is not the JSON the protocol promises
 
 Every error knows whether it is worth retrying (``retryable``). Messages are built by the
@@ -111,6 +113,23 @@ class ResponseFormatRejected(ClientRequestError):
         return False
 
 
+class ContextLengthError(ClientRequestError):
+    """The endpoint refused the request as longer than the model's context window (OpenAI: 400
+    ``context_length_exceeded``, "This model's maximum context length is N tokens..."; Anthropic: 400
+    "prompt is too long"). Never retried as it is: the LLM agent elides old tool results and retries once."""
+
+
+#: what the error bodies of context-length rejections say (OpenAI, vLLM, llama.cpp, Anthropic)
+CONTEXT_LENGTH_MARKERS: tuple[str, ...] = ("context_length_exceeded", "maximum context length", "prompt is too long",
+                                           "exceeds the context window", "exceed_context_size")
+
+
+def rejects_context_length(status: int, body_text: str) -> bool:
+    """Whether an error answer refuses the request for its length (the prompt passes the context window)."""
+    text = body_text.lower()
+    return status in (400, 413) and any(m in text for m in CONTEXT_LENGTH_MARKERS)
+
+
 def rejects_response_format(status: int, body_text: str) -> bool:
     """Whether an error answer to a request carrying ``response_format`` refuses that option."""
     if status in (400, 422):
@@ -147,6 +166,8 @@ __all__ = [
     "ServerError",
     "ClientRequestError",
     "ResponseFormatRejected",
+    "ContextLengthError",
+    "rejects_context_length",
     "MalformedResponseError",
     "http_error",
     "rejects_response_format",

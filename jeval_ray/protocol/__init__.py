@@ -49,6 +49,11 @@ class Turn:
     reasoning_trace: str | None = None
     text: str | None = None
     stop_reason: str | None = None
+    #: tool results the agent elided from its conversation before this reply's request (context management)
+    elided: int | None = None
+    #: observations the agent cut at its max_observation_chars before this reply's request (the safety net
+    #: behind the environment's paging)
+    observations_cut: int | None = None
 
 
 @dataclass

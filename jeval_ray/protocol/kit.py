@@ -28,6 +28,7 @@ class Kit:
                  step_budget: int):
         self.brief = brief
         self.tools = [t["function"]["name"] for t in tools]
+        self._params = {t["function"]["name"]: t["function"].get("parameters", {}) for t in tools}
         self.seed = seed
         self.rng = rng
         #: the episode's task and step budget, from the reset's info (never read off the brief or the knobs)
@@ -39,7 +40,47 @@ class Kit:
         return tool in self.tools
 
     def call(self, tool: str, **args: Any) -> Generator[Action, str, dict]:
-        """Call a tool; returns the parsed observation (``{"error": ...}`` on an error)."""
+        """Call a tool; returns the parsed observation (``{"error": ...}`` on an error).
+
+        A result the environment paged to the agent's character budget (``truncated`` with
+        ``next_offset``) is followed transparently: the kit calls again from ``next_offset`` (for the
+        rest of the requested ``limit``) until the page is whole, and returns the pages joined, as the
+        unpaged result would read. Every page is a call (``calls_left``)."""
+        obs = yield from self._call_once(tool, args)
+        if isinstance(obs, dict) and obs.get("truncated") and "next_offset" in obs and obs.get("page_field") in obs:
+            obs = yield from self._follow(tool, args, obs)
+        return obs
+
+    def _follow(self, tool: str, args: dict, first: dict) -> Generator[Action, str, dict]:
+        field = first["page_field"]
+        limit = args.get("limit", self._params.get(tool, {}).get("properties", {}).get("limit", {}).get("default"))
+        parts, got, obs = [first[field]], first.get("returned", len(first[field])), first
+        while obs.get("truncated") and "next_offset" in obs:
+            more = {**args, "offset": obs["next_offset"]}
+            if isinstance(limit, int):
+                if got >= limit:
+                    break
+                more["limit"] = limit - got
+            nxt = yield from self._call_once(tool, more)
+            if not isinstance(nxt, dict) or field not in nxt or not len(nxt[field]):
+                break
+            obs = nxt
+            parts.append(obs[field])
+            got += obs.get("returned", len(obs[field]))
+        merged = {k: v for k, v in {**first, **obs}.items() if k not in _PAGING_KEYS}
+        if isinstance(parts[0], str):
+            merged[field] = "".join(parts)
+        elif isinstance(parts[0], dict):
+            merged[field] = {k: v for part in parts for k, v in part.items()}
+        else:
+            merged[field] = [x for part in parts for x in part]
+        if "offset" in first:
+            merged["offset"] = first["offset"]
+        if "next_offset" in obs:  # the unpaged result's own (more beyond the limit), or where to go on when stopped
+            merged["next_offset"] = obs["next_offset"]
+        return merged
+
+    def _call_once(self, tool: str, args: dict) -> Generator[Action, str, dict]:
         text = yield Action(tool=tool, args=args)
         self.calls_left -= 1
         try:
@@ -121,6 +162,12 @@ class Kit:
 
     def criteria(self) -> list[str]:
         return re.findall(r"^\s+- ([A-Z_]+):", self.brief, flags=re.M)
+
+
+#: fields the environment adds to a paged result (``jeval_ray.tools.fit_result``)
+_PAGING_KEYS = ("truncated", "page_field", "returned", "note", "next_offset")
+
+
 
 
 def entries_of(rows: list[dict]) -> dict[str, dict]:

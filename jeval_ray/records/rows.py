@@ -42,7 +42,7 @@ def steps_rows(keys: EpisodeKeys, outcome, keep_observations: bool = True) -> li
     return [{**k, "step_idx": s.step_idx, "tool": s.tool, "args": s.args, "observation_hash": s.observation_hash,
              "tokens_in": s.tokens_in, "tokens_out": s.tokens_out, "latency_ms": s.latency_ms,
              "tokens_cached_in": s.tokens_cached_in, "tokens_cache_write": s.tokens_cache_write, "cache_hit": s.cache_hit,
-             "tokens_reasoning": s.tokens_reasoning,
+             "tokens_reasoning": s.tokens_reasoning, "elided_results": s.elided, "observations_cut": s.observations_cut,
              "reasoning_trace": s.reasoning_trace, "is_error": s.is_error, "timestamp": s.timestamp,
              "observation": s.observation if keep_observations else None} for s in outcome.steps]
 

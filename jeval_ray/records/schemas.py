@@ -46,6 +46,8 @@ STEPS = pa.schema(KEY_FIELDS + [
     pa.field("tokens_cache_write", pa.int64()),
     pa.field("cache_hit", pa.bool_()),
     pa.field("tokens_reasoning", pa.int64()),
+    pa.field("elided_results", pa.int32()),
+    pa.field("observations_cut", pa.int32()),
 ])
 
 #: verifier metrics, in the order of ``Verification``
@@ -224,6 +226,14 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
                             "(OpenAI-compatible usage.completion_tokens_details.reasoning_tokens), on the reply's first "
                             "call (0 on its other calls); null when not reported (Anthropic folds thinking into "
                             "output_tokens) and for agents that use no model.",
+        "elided_results": "Tool results the LLM agent elided from its conversation (replaced by a one-line stub saying how "
+                          "to fetch each again) before the request of the reply that made this call, to stay within "
+                          "context_window (context_strategy elide_oldest, or after an endpoint's context-length "
+                          "rejection); on the reply's first call (0 on its other calls); null for agents that use no "
+                          "model (docs/models.md, Context management).",
+        "observations_cut": "Observations the LLM agent cut at max_observation_chars (its safety net behind the "
+                            "environment's paging) before the request of the reply that made this call; as "
+                            "elided_results. 0 when every tool result came within the budget, as paged results do.",
         "cache_hit": "Whether the model reply that made this call came from the response cache (execution.response_cache: "
                      "no request sent, cost 0, the original answer's token counts and text); null for agents that use "
                      "no model.",

@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--error-status", type=int, default=503, help="status of a 'server_error'")
     p.add_argument("--rpm-limit", type=int, default=None, help="answer 429 above this many requests per window")
     p.add_argument("--rpm-window", type=float, default=60.0, help="window of --rpm-limit, seconds")
+    p.add_argument("--context-window", type=int, default=None, metavar="TOKENS",
+                   help="reject a request whose prompt passes TOKENS with OpenAI's HTTP 400 context_length_exceeded")
     p.add_argument("--response-formats", default=None, help="response_format types accepted, e.g. 'text,json_object' "
                    "(llama.cpp: a json_schema gets HTTP 500 naming response_format); default: any")
     p.add_argument("--api-key-env", default=None, help="NAME of an env var holding the key clients must send")
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             rpm_window_s=args.rpm_window,
             response_formats=[x.strip() for x in args.response_formats.split(",") if x.strip()]
             if args.response_formats is not None else None,
+            context_window=args.context_window,
         )
         api_key = None
         if args.api_key_env:

@@ -315,7 +315,7 @@ class LocalModelServer:
         for kind, n in (body.get("next") or {}).items():
             self.faults.queue(kind, int(n))
         for name in ("retry_after_s", "retry_after_ms", "server_error_status", "delay_s", "rpm_limit", "rpm_window_s",
-                     "response_formats"):
+                     "response_formats", "context_window"):
             if name in body:
                 setattr(self.faults, name, body[name])
 
@@ -462,6 +462,10 @@ class _Handler(BaseHTTPRequestHandler):
             return *rejected, None, None
         if fault == "bad_request":
             return 400, _error("invalid request (injected fault)", "invalid_request_error"), None, None
+        if faults.context_window is not None:
+            used = prompt_tokens(body, anthropic)
+            if used > faults.context_window:
+                return 400, _context_length_error(faults.context_window, used, anthropic), None, None
         if fault == "rate_limit":
             return 429, _error("rate limited (injected fault)", "rate_limit_error"), faults.retry_after_headers(), None
         if fault == "server_error":
@@ -521,6 +525,16 @@ def _announced(headers: dict[str, str] | None) -> float | None:
 
 def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind}}
+
+
+def _context_length_error(window: int, used: int, anthropic: bool) -> dict[str, Any]:
+    """The 400 body a provider sends for a prompt longer than the context window (OpenAI's, or Anthropic's)."""
+    if anthropic:
+        return {"type": "error", "error": {"type": "invalid_request_error",
+                                           "message": f"prompt is too long: {used} tokens > {window} maximum"}}
+    return {"error": {"message": f"This model's maximum context length is {window} tokens. However, your messages "
+                                 f"resulted in {used} tokens. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
 
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."

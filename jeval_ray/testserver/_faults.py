@@ -60,6 +60,10 @@ class Faults:
     #: ``json_schema`` as llama-cpp-python's server does: HTTP 500 "Input should be 'text' or 'json_object'"
     #: naming ``response_format``; a type outside the list that is not json_schema gets a 400.
     response_formats: list[str] | None = None
+    #: a model's context window in tokens (None = unlimited): a request whose prompt (``prompt_tokens``) is
+    #: longer gets OpenAI's HTTP 400 ``context_length_exceeded`` ("This model's maximum context length is N
+    #: tokens. However, your messages resulted in M tokens. ..."; Anthropic's route: "prompt is too long")
+    context_window: int | None = None
 
     def __post_init__(self) -> None:
         for kind, p in self.probabilities.items():

@@ -25,6 +25,7 @@ from jeval_ray.builder import World
 MAX_ROWS = 500
 MAX_TEXT = 4_000
 SEARCH_HITS = 20
+MAX_GROUPS = 60  # compute_stats lists at most this many groups per call (paged with offset)
 MASTER_TABLES = ("accounts", "users", "vendors", "vendor_changes", "customers", "calendar", "related_parties", "trial_balance")
 LEDGER_COLUMNS = (
     "entry_id", "line_no", "company", "account", "debit", "credit", "currency", "document_date",
@@ -102,11 +103,14 @@ class ListDocumentsArgs(_Args):
 
 class OpenDocumentArgs(_Args):
     doc_id: str = Field(max_length=20, description="document id, e.g. DOC-0007")
+    offset: int = Field(default=0, ge=0, description="character of the body to start at (a long body is paged: "
+                                                      "follow next_offset)")
 
 
 class SearchDocumentsArgs(_Args):
     query: str = Field(min_length=1, max_length=200, description="words to find in titles and bodies (case-insensitive)")
     limit: int = Field(default=SEARCH_HITS, ge=1, le=50)
+    offset: int = Field(default=0, ge=0)
 
 
 Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "startswith"]
@@ -149,10 +153,13 @@ class ComputeStatsArgs(_Args):
         default=False,
         description="z-scores as (x - median) / (1.4826 x MAD), computed within each group when group_by is set",
     )
+    offset: int = Field(default=0, ge=0, description="with group_by: the first group to list (groups are paged)")
+    limit: int = Field(default=MAX_GROUPS, ge=1, le=MAX_GROUPS, description="with group_by: how many groups to list")
 
 
 class GetBalancesArgs(_Args):
     account: str | None = Field(default=None, max_length=10)
+    offset: int = Field(default=0, ge=0)
 
 
 class FlagEntryArgs(_Args):
@@ -255,7 +262,10 @@ def open_document(st: EpisodeState, a: OpenDocumentArgs) -> dict:
     if d is None:
         raise ToolError(f"no document {a.doc_id!r}; use list_documents or search_documents to find ids")
     st.open(d.doc_id)
-    return {"doc_id": d.doc_id, "doc_type": d.doc_type, "title": d.title, "date": d.date, "body": d.body}
+    out = {"doc_id": d.doc_id, "doc_type": d.doc_type, "title": d.title, "date": d.date, "body": d.body[a.offset :]}
+    if a.offset:
+        out["offset"] = a.offset
+    return out
 
 
 def search_documents(st: EpisodeState, a: SearchDocumentsArgs) -> dict:
@@ -269,7 +279,12 @@ def search_documents(st: EpisodeState, a: SearchDocumentsArgs) -> dict:
             pos = text.find(words[0])
             body = f"{d.title}\n{d.body}"
             hits.append({**d.listing(), "snippet": body[max(0, pos - 60) : pos + 100].replace("\n", " ")})
-    return {"query": a.query, "total": len(hits), "documents": hits[: a.limit]}
+    out = {"query": a.query, "total": len(hits), "documents": hits[a.offset : a.offset + a.limit]}
+    if a.offset:
+        out["offset"] = a.offset
+    if a.offset + a.limit < len(hits):
+        out["next_offset"] = a.offset + a.limit
+    return out
 
 
 def query_ledger(st: EpisodeState, a: QueryLedgerArgs) -> dict:
@@ -321,7 +336,10 @@ def get_balances(st: EpisodeState, a: GetBalancesArgs) -> dict:
         if t.num_rows == 0:
             raise ToolError(f"no balance for account {a.account!r}")
     st.open("master:balances")
-    return {"evidence_id": "master:balances", "rows": _rows(t)}
+    out = {"evidence_id": "master:balances", "rows": _rows(t.slice(a.offset))}
+    if a.offset:
+        out["offset"], out["total"] = a.offset, t.num_rows
+    return out
 
 
 NIGRINI_FIRST = ((0.006, "close conformity"), (0.012, "acceptable conformity"), (0.015, "marginally acceptable conformity"))
@@ -413,10 +431,15 @@ def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
                                if a.robust else "(x - mean) / std over the filtered population")
     if keys is not None:
         groups = {}
-        for k in sorted(set(keys.tolist()))[:60]:
+        names = sorted(set(keys.tolist()))
+        for k in names[a.offset : a.offset + a.limit]:
             gx = x[keys == k]
             groups[k] = _describe(gx) if len(gx) >= 2 else {"n": int(len(gx)), "sum": round(float(gx.sum()), 2)}
         out["groups"] = groups
+        if a.offset or len(names) > a.limit:
+            out["groups_total"], out["offset"] = len(names), a.offset
+        if a.offset + a.limit < len(names):
+            out["next_offset"] = a.offset + a.limit
     if a.digits:
         out["digit_test"] = digit_test(x, "first" if a.digits == "first" else "last_two")
     # only statistics that answered are a population baseline (baseline_before_claim)
@@ -481,13 +504,13 @@ TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
         Tool("list_documents", "List support-pack documents (id, type, title, date), optionally of one type; paged.", ListDocumentsArgs, list_documents),
-        Tool("open_document", "Open a document and read its full text. Opening is what makes a document citable as evidence.", OpenDocumentArgs, open_document),
-        Tool("search_documents", "Find documents whose title or text contains all the given words; returns snippets (does not open them).", SearchDocumentsArgs, search_documents),
+        Tool("open_document", "Open a document and read its text (a long body comes in pages: call again with offset=next_offset). Opening is what makes a document citable as evidence.", OpenDocumentArgs, open_document),
+        Tool("search_documents", "Find documents whose title or text contains all the given words; returns snippets (does not open them); paged.", SearchDocumentsArgs, search_documents),
         Tool("query_ledger", "Query journal-entry lines with filters (AND), chosen columns, limit and offset. Each entry has a debit line (line_no 1) and a credit line.", QueryLedgerArgs, query_ledger),
         Tool("get_entry", "Get one entry's header and all its lines with debit and credit totals; opening an entry makes it citable.", GetEntryArgs, get_entry),
         Tool("get_master_data", "Read a master-data table: " + ", ".join(MASTER_TABLES) + ". Cite it as master:<table>.", GetMasterDataArgs, get_master_data),
-        Tool("compute_stats", "Population statistics of entry amounts (count, mean, median, MAD, percentiles, z-scores), optionally filtered, grouped, or with first/last-two digit tests (MAD with Nigrini's conformity bands).", ComputeStatsArgs, compute_stats),
-        Tool("get_balances", "Opening and closing balances per account (trial balance) for a roll-forward; cite it as master:balances.", GetBalancesArgs, get_balances),
+        Tool("compute_stats", "Population statistics of entry amounts (count, mean, median, MAD, percentiles, z-scores), optionally filtered, grouped (groups paged with offset), or with first/last-two digit tests (MAD with Nigrini's conformity bands).", ComputeStatsArgs, compute_stats),
+        Tool("get_balances", "Opening and closing balances per account (trial balance) for a roll-forward; cite it as master:balances; paged.", GetBalancesArgs, get_balances),
         Tool("flag_entry", "Record an exception on an entry: criteria code, evidence ids you opened, rationale, and amount where asked.", FlagEntryArgs, flag_entry),
         Tool("clear_entry", "Record that an entry you examined is not an exception, with the evidence that clears it.", ClearEntryArgs, clear_entry),
         Tool("submit", "Finish the engagement with a summary. Entries you did not dispose of count as approved.", SubmitArgs, submit),

@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 1,
-    "JE-2": 1,
-    "JE-3": 1,
-    "JE-4": 1,
-    "JE-5": 2,
-    "JE-6": 1,
-    "JE-7": 1,
-    "JE-8": 1,
-    "JE-9": 3,
-    "JE-10": 1,
-    "JE-11": 1,
-    "JE-12": 1,
-    "JE-13": 1,
-    "JE-14": 1,
-    "JE-15": 1,
-    "JE-16": 1,
+    "JE-1": 2,
+    "JE-2": 2,
+    "JE-3": 2,
+    "JE-4": 2,
+    "JE-5": 3,
+    "JE-6": 2,
+    "JE-7": 2,
+    "JE-8": 2,
+    "JE-9": 4,
+    "JE-10": 2,
+    "JE-11": 2,
+    "JE-12": 2,
+    "JE-13": 2,
+    "JE-14": 2,
+    "JE-15": 2,
+    "JE-16": 2,
 }
 
 
