@@ -333,5 +333,11 @@ def test_json_object_requests_carry_the_schema_and_the_instructions_name_it(pack
     assert rf["type"] == "json_object" and rf["schema"]["properties"]["dispositions"]["items"]["properties"]["entry_id"][
         "enum"] == ids
     assert "JSON Schema" in messages[0]["content"]
+    # a grammar-constrained server (llama.cpp) gets bounded comments; a strict json_schema request none
+    # (OpenAI refuses maxLength there)
+    item = rf["schema"]["properties"]["dispositions"]["items"]["properties"]
+    assert item["comment"]["maxLength"] == rf["schema"]["properties"]["overall_comment"]["maxLength"] == 400
+    _, strict, _ = build_request(packet, RUBRIC, 1, structured="json_schema")
+    assert "maxLength" not in json.dumps(strict)
     with pytest.raises(ValueError, match="json_object"):
         build_request(packet, RUBRIC, 1, structured="grammar")

@@ -103,6 +103,21 @@ def answer_schema(items: list[str], entry_ids: list[str]) -> dict:
             "properties": {"dispositions": {"type": "array", "items": entry}, "overall_comment": {"type": "string"}}}
 
 
+#: the longest comment a grammar-constrained server may write (``json_object`` mode only: strict
+#: ``json_schema`` endpoints such as OpenAI's refuse ``maxLength``)
+COMMENT_MAX_CHARS = 400
+
+
+def bounded_comments(schema: dict) -> dict:
+    """``schema`` with its free-text comments bounded to ``COMMENT_MAX_CHARS``: a server that turns the schema
+    into a grammar (llama.cpp) then cannot spend the whole ``max_tokens`` on one comment, as a small model
+    otherwise does (the answer is cut and has to be asked again)."""
+    out = json.loads(json.dumps(schema))
+    out["properties"]["overall_comment"]["maxLength"] = COMMENT_MAX_CHARS
+    out["properties"]["dispositions"]["items"]["properties"]["comment"]["maxLength"] = COMMENT_MAX_CHARS
+    return out
+
+
 def _strip_fence(text: str) -> str:
     text = text.strip()
     m = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
@@ -272,7 +287,7 @@ def build_request(packet: dict, rubric_id: str, seed: int, *, structured: bool |
     if mode == "json_schema":
         response_format = {"type": "json_schema", "json_schema": {"name": "rubric_judgment", "strict": True, "schema": schema}}
     elif mode == "json_object":
-        response_format = {"type": "json_object", "schema": schema}
+        response_format = {"type": "json_object", "schema": bounded_comments(schema)}
     return messages, response_format, ids
 
 
