@@ -330,14 +330,41 @@ def test_structured_output_degrades_to_instructions_and_a_forced_mode_is_not_deg
 
 def test_json_object_requests_carry_the_schema_and_the_instructions_name_it(packet):
     messages, rf, ids = build_request(packet, RUBRIC, 1, structured="json_object")
-    assert rf["type"] == "json_object" and rf["schema"]["properties"]["dispositions"]["items"]["properties"]["entry_id"][
-        "enum"] == ids
+    assert rf["type"] == "json_object"
     assert "JSON Schema" in messages[0]["content"]
-    # a grammar-constrained server (llama.cpp) gets bounded comments; a strict json_schema request none
-    # (OpenAI refuses maxLength there)
-    item = rf["schema"]["properties"]["dispositions"]["items"]["properties"]
-    assert item["comment"]["maxLength"] == rf["schema"]["properties"]["overall_comment"]["maxLength"] == 400
+    # a grammar-constrained server (llama.cpp) gets the entries fixed and the comments bounded; a strict
+    # json_schema request neither (OpenAI refuses maxLength and prefixItems there)
+    entries = rf["schema"]["properties"]["dispositions"]
+    # one disposition per entry, in the prompt's order, each id fixed: every answer the grammar allows covers each once
+    listed = re.findall(r'<disposition entry="([^"]+)">', messages[1]["content"])
+    assert sorted(listed) == sorted(ids) and len(ids) > 1
+    assert [e["properties"]["entry_id"]["const"] for e in entries["prefixItems"]] == listed
+    assert entries["minItems"] == entries["maxItems"] == len(ids)
+    assert all(e["properties"]["comment"]["maxLength"] == 400 for e in entries["prefixItems"])
+    assert rf["schema"]["properties"]["overall_comment"]["maxLength"] == 400
     _, strict, _ = build_request(packet, RUBRIC, 1, structured="json_schema")
-    assert "maxLength" not in json.dumps(strict)
+    assert "maxLength" not in json.dumps(strict) and "prefixItems" not in json.dumps(strict)
     with pytest.raises(ValueError, match="json_object"):
         build_request(packet, RUBRIC, 1, structured="grammar")
+
+
+def test_a_context_length_rejection_after_json_object_answered_is_no_refusal_of_json_object(packet):
+    """llama.cpp answers a re-ask that outgrows its context with HTTP 400: that 400 says nothing of the
+    response_format the endpoint has already answered under, so the judgment ends (model_error) and the
+    judge does not fall back to the schema in the instructions."""
+    import httpx
+
+    from jeval_ray.models.tokens import count_messages
+    from jeval_ray.scoring.llm_judge import build_request
+    from jeval_ray.testserver import LLAMA_CPP_RESPONSE_FORMATS
+
+    messages, rf, _ = build_request(packet, RUBRIC, 7, structured="json_object")
+    window = count_messages(messages) + 40  # the first ask fits; a re-ask (the answer, the reason) does not
+    with LocalModelServer(faults=Faults(response_formats=list(LLAMA_CPP_RESPONSE_FORMATS), context_window=window)) as srv:
+        base = srv.url.removesuffix("/v1")
+        assert httpx.post(f"{base}/admin/judge", json={"next": {"invalid": 1}}).status_code == 200
+        j = _run(_judge(srv), packet)
+        log = [(q.status, q.response_format) for q in srv.requests]
+    assert log == [(500, "json_schema"), (200, "json_object"), (400, "json_object")]
+    assert (j.status, j.structured_output, j.reasks) == ("unscored", "json_object", 1)
+    assert "ContextLengthError" in j.error

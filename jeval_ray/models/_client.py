@@ -213,10 +213,11 @@ class ChatClient(ABC):
                     await self._limiter.report_429(retry_after)
                 excerpt = response.text[:300].replace("\n", " ")
                 message = f"HTTP {response.status_code} from {self.url}: {excerpt}"
-                if "response_format" in body and rejects_response_format(response.status_code, response.text):
-                    raise ResponseFormatRejected(redact(message, [self._key]), response.status_code, retry_after)
+                # a request too long for the model's context is never a refusal of its response_format
                 if rejects_context_length(response.status_code, response.text):
                     raise ContextLengthError(redact(message, [self._key]), response.status_code, retry_after)
+                if "response_format" in body and rejects_response_format(response.status_code, response.text):
+                    raise ResponseFormatRejected(redact(message, [self._key]), response.status_code, retry_after)
                 raise http_error(response.status_code, redact(message, [self._key]), retry_after)
             try:
                 data = response.json()

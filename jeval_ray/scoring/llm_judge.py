@@ -104,17 +104,26 @@ def answer_schema(items: list[str], entry_ids: list[str]) -> dict:
 
 
 #: the longest comment a grammar-constrained server may write (``json_object`` mode only: strict
-#: ``json_schema`` endpoints such as OpenAI's refuse ``maxLength``)
+#: ``json_schema`` endpoints such as OpenAI's refuse ``maxLength`` and ``prefixItems``)
 COMMENT_MAX_CHARS = 400
 
 
-def bounded_comments(schema: dict) -> dict:
-    """``schema`` with its free-text comments bounded to ``COMMENT_MAX_CHARS``: a server that turns the schema
-    into a grammar (llama.cpp) then cannot spend the whole ``max_tokens`` on one comment, as a small model
-    otherwise does (the answer is cut and has to be asked again)."""
+def grammar_schema(schema: dict, order: list[str]) -> dict:
+    """``schema`` as a grammar-constrained server (llama.cpp) decodes with it: one disposition per entry,
+    in the prompt's ``order`` (each entry id fixed), and comments of at most ``COMMENT_MAX_CHARS``. Every
+    answer such a server can write then covers each entry exactly once, and a small model cannot spend
+    the whole ``max_tokens`` on one comment (the answer would be cut and asked again)."""
     out = json.loads(json.dumps(schema))
     out["properties"]["overall_comment"]["maxLength"] = COMMENT_MAX_CHARS
-    out["properties"]["dispositions"]["items"]["properties"]["comment"]["maxLength"] = COMMENT_MAX_CHARS
+    entries = out["properties"]["dispositions"]
+    entry = entries.pop("items")
+    entry["properties"]["comment"]["maxLength"] = COMMENT_MAX_CHARS
+    tuple_items = []
+    for eid in order:
+        one = json.loads(json.dumps(entry))
+        one["properties"]["entry_id"] = {"type": "string", "const": eid}
+        tuple_items.append(one)
+    entries.update(prefixItems=tuple_items, minItems=len(order), maxItems=len(order))
     return out
 
 
@@ -287,7 +296,7 @@ def build_request(packet: dict, rubric_id: str, seed: int, *, structured: bool |
     if mode == "json_schema":
         response_format = {"type": "json_schema", "json_schema": {"name": "rubric_judgment", "strict": True, "schema": schema}}
     elif mode == "json_object":
-        response_format = {"type": "json_object", "schema": bounded_comments(schema)}
+        response_format = {"type": "json_object", "schema": grammar_schema(schema, order)}
     return messages, response_format, ids
 
 
@@ -382,11 +391,12 @@ class LLMJudge:
         acct["structured_output"] = mode
         error = ""
         n = 0
+        answered = False  # the mode in use has answered once (a later 4xx is then no rejection of it)
         while n <= self.max_reasks:
             try:
                 result = await self._client.chat(messages, None, seed=seed, extra_body={"response_format": rf} if rf else None)
             except ResponseFormatRejected as err:
-                if not ladder:
+                if not ladder or answered:  # a mode that has answered was accepted: this is another failure
                     return unscored(f"model_error: {type(err).__name__}: {err}")
                 mode = ladder.pop(0)  # the endpoint refuses this option: ask again with the next weaker one
                 messages, rf, ids, _ = self._request(packet, rubric, seed, mode)
@@ -395,6 +405,7 @@ class LLMJudge:
                 continue
             except ModelError as err:
                 return unscored(f"model_error: {type(err).__name__}: {err}")
+            answered = True
             _WORKING_MODES[endpoint] = mode
             acct["calls"] += 1
             acct["tokens_in"] += result.tokens_in
