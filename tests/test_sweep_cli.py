@@ -116,9 +116,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _a_ray_runs_on_this_machine() -> bool:
+    import psutil
+
+    for proc in psutil.process_iter(["name"]):
+        if (proc.info.get("name") or "").startswith("gcs_server"):
+            return True
+    return False
+
+
 def test_a_cluster_that_cannot_be_reached_is_one_line_exit_2_and_no_run_folder(tmp_path):
     out_root = tmp_path / "out"
-    for addr in (f"127.0.0.1:{_free_port()}", "auto"):
+    # "auto" also finds a cluster by its running GCS process (Ray scans the machine's processes), so it is
+    # only unreachable while no other Ray runs here (another test worker's, another job's)
+    addrs = [f"127.0.0.1:{_free_port()}"] + ([] if _a_ray_runs_on_this_machine() else ["auto"])
+    for addr in addrs:
         env = {"RAY_ADDRESS": ""} if addr != "auto" else {"RAY_ADDRESS": "", "RAY_TMPDIR": str(tmp_path / "noray")}
         r = run_cli("--address", addr, "--out", str(out_root), "--tasks", "JE-1", "--models", "careful", "--seeds", "1",
                     "--conditions", "full", env=env, timeout=120)
