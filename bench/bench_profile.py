@@ -101,7 +101,7 @@ def code_commit() -> str:
         return "unknown"
 
 
-def build_profile(measures: list[dict], seeds: list[int], elapsed_s: float):
+def build_profile(measures: list[dict], seeds: list[int], elapsed_s: float, commit: str):
     from jeval_ray.models.tokens import tokenizer_name
     from jeval_ray.sweep.forecast import Profile, profile_entry
 
@@ -111,7 +111,7 @@ def build_profile(measures: list[dict], seeds: list[int], elapsed_s: float):
     entries = {k: profile_entry(v) for k, v in groups.items()}
     meta = {
         "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "code_commit": code_commit(),
+        "code_commit": commit,
         "generator": "python bench/bench_profile.py " + " ".join(sys.argv[1:]),
         "solver": "the pre-paging careful solver (issue 27 point 4 will ship the paging one): the test server's "
                   "careful brain over the OpenAI wire, whole observations (max_observation_chars 1,000,000)",
@@ -139,6 +139,7 @@ def main(argv=None) -> int:
     from jeval_ray.testserver import LocalModelServer, builtin_brain
 
     seeds = list(range(args.seed_base, args.seed_base + args.seeds))
+    commit = code_commit()  # the code that plays, before anything else changes the tree
     t0 = time.monotonic()
     with LocalModelServer(builtin_brain("careful")) as server:
         entry = endpoint("careful-profile", server.url)
@@ -147,7 +148,7 @@ def main(argv=None) -> int:
         print(f"profile: {len(cells)} episodes ({len(seeds)} seeds)", file=sys.stderr)
         measures = play_cells(cells, {entry["name"]: entry}, args.concurrency,
                               log=lambda s: print(s, file=sys.stderr))
-    profile = build_profile(measures, seeds, time.monotonic() - t0)
+    profile = build_profile(measures, seeds, time.monotonic() - t0, commit)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(profile.to_dict(), f, indent=1, sort_keys=False)

@@ -278,6 +278,22 @@ def format_forecast(by_model: dict[str, Usage], profile: Profile, calibration: d
     return lines
 
 
+def endpoint_configs(cfg) -> dict[str, Any]:
+    """name -> ``ModelConfig`` of a sweep config's endpoint models (built-in agents left out)."""
+    from jeval_ray.models.config import ModelConfig
+
+    return {m.name: ModelConfig.model_validate(m.endpoint_fields()) for m in cfg.models if m.provider != "builtin"}
+
+
+def forecaster_for(cfg, forecast_from: str | None = None, profile: Profile | None = None) -> Forecaster:
+    """The ``Forecaster`` of a sweep config: the shipped profile, calibrated on the run at
+    ``forecast_from`` (``--forecast-from``) for each model that run played."""
+    profile = profile or load_profile()
+    models = endpoint_configs(cfg)
+    cal = calibrations_from_run(forecast_from, models, profile) if forecast_from else {}
+    return Forecaster(profile, models, cal)
+
+
 __all__ = ["CAVEAT", "Calibration", "Forecaster", "PROFILE_FORMAT", "Profile", "QUANTITIES", "Usage", "calibrate",
-           "calibrations_from_run", "cell_cost", "episode_measures", "format_forecast", "load_profile",
-           "profile_entry", "summarise"]
+           "calibrations_from_run", "cell_cost", "endpoint_configs", "episode_measures", "forecaster_for",
+           "format_forecast", "load_profile", "profile_entry", "summarise"]

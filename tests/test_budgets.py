@@ -1,0 +1,204 @@
+"""Agents' budgets and the cost forecast (issue 28, point 5): ``budget_usd`` per model and per sweep,
+admitted in the limiter actors; skipped-for-budget rows; a resume with a higher budget; the report
+on shared cells; the forecast on ``--dry-run``'s stderr and ``--forecast-from``.
+
+One test server and one Ray for the module; the sweep plays JE-4 (the cheapest task of the profile:
+about 14 requests an episode) so the whole module stays within a few seconds of episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import run_cli, tiny_config
+
+from jeval_ray.errors import ConfigError
+from jeval_ray.models.ratelimit import SpendLedger
+from jeval_ray.store import read_dataset
+from jeval_ray.sweep import run_sweep, validate_config
+from jeval_ray.testserver import LocalModelServer, builtin_brain
+
+TASK = "JE-4"
+SEEDS = [0, 1, 2, 3]
+WHOLE = {"max_observation_chars": 1_000_000, "context_window": 10_000_000}
+FAST_RETRY = {"timeout_s": 10, "backoff_base_s": 0.02, "backoff_max_s": 0.2}
+#: At 10 USD per million input tokens the profile forecasts JE-4 at about 0.85 USD an episode.
+PRICE = {"input_per_mtok": 10.0, "output_per_mtok": 30.0}
+CAREFUL = {"name": "careful", "provider": "builtin", "agent": "careful"}
+
+
+def _endpoint(url: str, **over) -> dict:
+    return {"name": "careful-openai", "provider": "openai", "model": "careful-model", "base_url": url, "price": PRICE,
+            **WHOLE, **FAST_RETRY, **over}
+
+
+def _config(tmp_path: Path, url: str, **over) -> dict:
+    return tiny_config(tmp_path, **{"tasks": [TASK], "seeds": SEEDS,
+                                     "models": [CAREFUL, _endpoint(url, **over.pop("endpoint", {}))], **over})
+
+
+def _forecast_usd() -> float:
+    from jeval_ray.models.config import Price
+    from jeval_ray.sweep.forecast import cell_cost, load_profile
+
+    use, exact = load_profile().per_episode(TASK, "full")
+    assert exact
+    return cell_cost(Price(**PRICE), use)
+
+
+def _rows(run_dir: str, model: str) -> list[dict]:
+    return [e for e in read_dataset(run_dir, "episodes").to_pylist() if e["model"] == model]
+
+
+# ------------------------------------------------------------------------------------------------ ledger
+def test_the_ledger_admits_while_spent_plus_in_flight_forecast_fits_and_settles_real_costs():
+    led = SpendLedger()
+    led.open("run|budget_usd", spent=1.0)
+    assert led.admit("a", 1.0, {"run|budget_usd": 3.0}) is None  # 1 spent + 1 held
+    assert led.admit("b", 1.0, {"run|budget_usd": 3.0}) is None  # 1 + 2 held = 3: fits exactly
+    why = led.admit("c", 0.5, {"run|budget_usd": 3.0})
+    assert why.startswith("run|budget_usd: spent 1.0000 + in flight (forecast) 2.0000 + this episode's forecast 0.5000")
+    led.settle("a", 0.2, ["run|budget_usd"])  # a cost less than forecast: room again
+    assert led.state("run|budget_usd") == pytest.approx({"spent": 1.2, "held": 1.0, "in_flight": 1})
+    assert led.admit("c", 0.5, {"run|budget_usd": 3.0}) is None
+    led.open("run|budget_usd", spent=0.0)  # a resume reopens at what the run spent, nothing held
+    assert led.state("run|budget_usd") == {"spent": 0.0, "held": 0.0, "in_flight": 0}
+
+
+# ------------------------------------------------------------------------------------------------ config
+@pytest.mark.parametrize("over, field", [
+    ({"budget_usd": -1}, "budget_usd"),
+    ({"budget_usd": 0}, "budget_usd"),
+    ({"endpoint": {"budget_usd": 0}}, "models[1].budget_usd"),
+    ({"endpoint": {"budget_usd": 1.0, "price": {}}}, "models[1].budget_usd"),
+    ({"budget_usd": 1.0, "endpoint": {"price": {}}}, "budget_usd"),
+    ({"scoring": {"judges": ["j"], "judge_models": [{"name": "j", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                                     "budget_usd": 1.0}]}}, "scoring.judge_models[0].budget_usd"),
+])
+def test_a_bad_budget_is_a_config_error_naming_the_field(tmp_path, over, field):
+    with pytest.raises(ConfigError) as err:
+        validate_config(_config(tmp_path, "http://127.0.0.1:9/v1", **over))
+    assert f"field '{field}'" in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_the_cli_exits_2_naming_the_budget_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(_config(tmp_path, "http://127.0.0.1:9/v1", endpoint={"budget_usd": -5})))
+    out = run_cli("--config", str(path), "--dry-run", timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert "field 'models[1].budget_usd'" in out.stderr
+
+
+# ------------------------------------------------------------------------------------------------ dry run
+def test_dry_run_prints_the_forecast_on_stderr_and_only_contracts_on_stdout(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(_config(tmp_path, "http://127.0.0.1:9/v1", budget_usd=1.0)))
+    out = run_cli("--config", str(path), "--dry-run", timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 * len(SEEDS)  # two models x the seeds: contracts only
+    assert all(set(json.loads(line)) == {"episode_id", "task_id", "model", "seed", "condition", "run_config"}
+               for line in lines)
+    err = out.stderr
+    assert "# forecast" in err and "caveat: the profile is the reference solver's" in err
+    row = next(line for line in err.splitlines() if line.startswith("# careful-openai"))
+    episodes, requests, tin, cached, tout, usd = row.split()[2:8]
+    assert episodes == str(len(SEEDS)) and float(usd) == pytest.approx(len(SEEDS) * _forecast_usd(), abs=0.01)
+    assert next(line for line in err.splitlines() if line.startswith("# careful ")).endswith("built-in agent, no model")
+    assert "# budget_usd=1: the forecast does NOT fit" in err
+
+
+# ------------------------------------------------------------------------------------------------ a real sweep
+@pytest.fixture(scope="module")
+def server():
+    with LocalModelServer(builtin_brain("careful")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def budget_run(ray_local, server, tmp_path_factory):
+    """careful and careful-openai on JE-4 x 4 seeds; careful-openai's budget fits two episodes' forecast."""
+    tmp = tmp_path_factory.mktemp("budget")
+    budget = 2.5 * _forecast_usd()
+    cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": round(budget, 4)}))
+    result = run_sweep(cfg)
+    return {"tmp": tmp, "result": result, "run_dir": result.run_dir, "budget": budget,
+            "rows": _rows(result.run_dir, "careful-openai"), "builtin": _rows(result.run_dir, "careful")}
+
+
+def test_the_budget_stops_new_episodes_partway_and_the_rest_are_skipped_rows(budget_run):
+    r, rows = budget_run["result"], budget_run["rows"]
+    played = [e for e in rows if e["status"] == "completed"]
+    skipped = [e for e in rows if e["status"] == "skipped"]
+    assert (len(played), len(skipped), r.budget_skipped, r.failed) == (2, 2, 2, 0)
+    for e in skipped:
+        assert e["termination"].startswith(f"budget: models[1].budget_usd={round(budget_run['budget'], 4):g} (spent ")
+        assert "would pass" in e["termination"] and e["error"] is None and e["n_steps"] == 0
+        assert e["tokens_in"] is None and not e["cost_usd"]
+    assert all(e["status"] == "completed" for e in budget_run["builtin"]) and len(budget_run["builtin"]) == 4
+    manifest = json.loads(Path(r.run_dir, "manifest.json").read_text())
+    assert manifest["budgets"]["models[1].budget_usd"]["shut"].startswith("budget: models[1].budget_usd=")
+    assert manifest["invocations"][-1]["budget_skipped"] == 2
+
+
+def test_the_report_compares_models_on_the_cells_both_played_and_says_so(budget_run):
+    from jeval_ray.report import load_report
+
+    rep = load_report(budget_run["run_dir"])
+    board = next(t for t in rep.tables if t.name == "leaderboard")
+    assert {(b["model"], b["episodes"], b["skipped"]) for b in board.rows} == {("careful", 2, 0), ("careful-openai", 2, 2)}
+    assert any("skipped for budget" in n and "compared on the 2 (condition, task, seed) cell(s)" in n for n in board.notes)
+    pairs = next(t for t in rep.tables if t.name == "pairs")
+    assert [p["cells"] for p in pairs.rows] == [2]
+
+
+def test_forecast_from_calibrates_on_an_earlier_run_of_the_model(budget_run):
+    from jeval_ray.sweep.forecast import forecaster_for, load_profile
+
+    cfg = validate_config(_config(budget_run["tmp"], "http://127.0.0.1:9/v1"))
+    fc = forecaster_for(cfg, budget_run["run_dir"])
+    cal = fc.calibration["careful-openai"]
+    played = [e for e in budget_run["rows"] if e["status"] == "completed"]
+    assert cal.episodes == len(played)
+    mean_in = sum(e["tokens_in"] for e in played) / len(played)
+    assert fc.episode("careful-openai", TASK, "full").tokens_in == pytest.approx(mean_in)
+    # a condition the run did not play: the profile scaled by what the model used against it
+    base, _ = load_profile().per_episode(TASK, "withheld")
+    assert fc.episode("careful-openai", TASK, "withheld").tokens_in == pytest.approx(
+        base["tokens_in"] * cal.ratio["tokens_in"])
+    path = budget_run["tmp"] / "c.yaml"
+    path.write_text(yaml.safe_dump(_config(budget_run["tmp"], "http://127.0.0.1:9/v1")))
+    out = run_cli("--config", str(path), "--dry-run", "--forecast-from", budget_run["run_dir"], timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"calibrated on {len(played)} episode(s) of {budget_run['run_dir']}" in out.stderr
+    bad = run_cli("--config", str(path), "--dry-run", "--forecast-from", str(budget_run["tmp"]), timeout=120)
+    assert bad.returncode == 2 and "--forecast-from" in bad.stderr
+
+
+def test_a_resume_counts_what_the_run_spent_and_a_higher_budget_plays_the_skipped(budget_run, server):
+    tmp, run_id = budget_run["tmp"], budget_run["result"].run_id
+    spent = sum(e["cost_usd"] or 0.0 for e in budget_run["rows"])
+    # room for less than one more episode beyond what the run already spent: nothing more is played
+    cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": round(spent + 0.5 * _forecast_usd(), 4)}))
+    again = run_sweep(cfg, run_id=run_id)
+    assert (again.skipped, again.done, again.budget_skipped) == (6, 0, 2)
+    cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": 100.0}))
+    more = run_sweep(cfg, run_id=run_id)
+    assert (more.skipped, more.done, more.budget_skipped, more.failed) == (6, 2, 0, 0)
+    rows = _rows(more.run_dir, "careful-openai")  # deduplicated: the completed attempt wins
+    assert sorted(e["status"] for e in rows) == ["completed"] * 4 and {e["seed"] for e in rows} == set(SEEDS)
+    from jeval_ray.report import load_report
+
+    board = next(t for t in load_report(more.run_dir).tables if t.name == "leaderboard")
+    assert {b["episodes"] for b in board.rows} == {4} and not any("skipped for budget" in n for n in board.notes)
+
+
+def test_the_sweep_budget_bounds_every_endpoint_model_together(ray_local, server, tmp_path):
+    cfg = validate_config(_config(tmp_path, server.url, seeds=[0, 1], budget_usd=round(1.5 * _forecast_usd(), 4)))
+    r = run_sweep(cfg)
+    rows = _rows(r.run_dir, "careful-openai")
+    assert sorted(e["status"] for e in rows) == ["completed", "skipped"] and r.budget_skipped == 1
+    assert next(e for e in rows if e["status"] == "skipped")["termination"].startswith("budget: budget_usd=")
