@@ -68,6 +68,23 @@ def test_the_ledger_admits_while_spent_plus_in_flight_forecast_fits_and_settles_
     assert led.state("run|budget_usd") == {"spent": 0.0, "held": 0.0, "in_flight": 0}
 
 
+def test_the_shipped_profile_covers_the_default_grid_and_says_what_made_it():
+    from jeval_ray.sweep.forecast import QUANTITIES, load_profile
+    from jeval_ray.tasks import available_tasks
+
+    prof = load_profile()
+    want = {(t.id, c) for t in available_tasks() for c in ("full", "withheld")}
+    assert want <= set(prof.entries)
+    for e in prof.entries.values():
+        assert e["episodes"] >= 3
+        for q in (*QUANTITIES, "largest_request"):
+            assert 0 <= e[q]["median"] <= e[q]["p90"] <= e[q]["max"] and e[q]["mean"] <= e[q]["max"]
+        assert e["tokens_cached_in"]["mean"] <= e["tokens_in"]["mean"]
+    meta = prof.meta
+    assert len(meta["code_commit"]) >= 7 and "pre-paging" in meta["solver"]
+    assert min(meta["seeds"]) >= 40000  # the profile's seeds; the benchmark holds out others from 40000 up
+
+
 # ------------------------------------------------------------------------------------------------ config
 @pytest.mark.parametrize("over, field", [
     ({"budget_usd": -1}, "budget_usd"),
