@@ -198,6 +198,14 @@ def test_forecast_from_calibrates_on_an_earlier_run_of_the_model(budget_run):
 def test_a_resume_counts_what_the_run_spent_and_a_higher_budget_plays_the_skipped(budget_run, server):
     tmp, run_id = budget_run["tmp"], budget_run["result"].run_id
     spent = sum(e["cost_usd"] or 0.0 for e in budget_run["rows"])
+    # a dry run of the resume forecasts what is left and counts what the run already spent
+    path = tmp / "resume.yaml"
+    path.write_text(yaml.safe_dump(_config(tmp, server.url, endpoint={"budget_usd": 100.0})))
+    dry = run_cli("--config", str(path), "--dry-run", "--run-id", run_id, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert "# resume: the forecast covers the 2 episode(s) not yet completed" in dry.stderr
+    assert f"# models[1].budget_usd=100: the forecast fits ({2 * _forecast_usd():.2f} USD for careful-openai + " \
+           f"{spent:.2f} already spent by the run)" in dry.stderr
     # room for less than one more episode beyond what the run already spent: nothing more is played
     cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": round(spent + 0.5 * _forecast_usd(), 4)}))
     again = run_sweep(cfg, run_id=run_id)
@@ -219,3 +227,18 @@ def test_the_sweep_budget_bounds_every_endpoint_model_together(ray_local, server
     rows = _rows(r.run_dir, "careful-openai")
     assert sorted(e["status"] for e in rows) == ["completed", "skipped"] and r.budget_skipped == 1
     assert next(e for e in rows if e["status"] == "skipped")["termination"].startswith("budget: budget_usd=")
+
+
+def test_a_condition_the_profile_lacks_is_forecast_from_the_tasks_full_and_the_forecast_says_so():
+    from types import SimpleNamespace
+
+    from jeval_ray.models.config import ModelConfig
+    from jeval_ray.sweep.forecast import Forecaster, format_forecast, load_profile
+
+    prof = load_profile()
+    fc = Forecaster(prof, {"m": ModelConfig(name="m", model="m", price=PRICE)})
+    cells = [SimpleNamespace(model="m", task_id=TASK, condition=c) for c in ("full", "injected")]
+    by = fc.grid(cells)
+    assert by["m"].tokens_in == pytest.approx(2 * prof.entries[(TASK, "full")]["tokens_in"]["mean"])
+    lines = format_forecast(by, prof, {}, approximated=fc.approximated)
+    assert any(line.startswith("# not in the profile") and f"{TASK} injected" in line for line in lines)

@@ -191,19 +191,35 @@ def forecast_lines(plan) -> list[str]:
     from jeval_ray.sweep.forecast import format_forecast
 
     fc = plan.forecaster()
-    by_model = fc.grid(plan.grid.cells())
-    order = {m: by_model[m] for m in plan.grid.models if m in by_model}
+    cells = plan.grid.cells()
+    lines = []
+    if plan.resume:  # what is left to play: the completed cells cost nothing more
+        from jeval_ray.store.reader import episode_progress
+
+        completed, _ = episode_progress(plan.run_path, filesystem=plan.fs)
+        cells = [c for c in cells if c.episode_id not in completed]
+        lines.append(f"# resume: the forecast covers the {len(cells)} episode(s) not yet completed")
+    by_model = fc.grid(cells)
+    order = {m: by_model.get(m) for m in plan.grid.models if m in by_model}
     order["total"] = by_model["total"]
     builtin = [m.name for m in plan.cfg.models if m.provider == "builtin"]
-    lines = format_forecast(order, fc.profile, fc.calibration, builtin)
+    lines += format_forecast(order, fc.profile, fc.calibration, builtin, fc.approximated)
     budgets = [(f"models[{i}].budget_usd", m.name, (m.model_extra or {}).get("budget_usd"))
                for i, m in enumerate(plan.cfg.models)] + [("budget_usd", None, plan.cfg.budget_usd)]
+    spent: dict[str, float] = {}
+    if plan.resume and any(cap is not None for _, _, cap in budgets):
+        from jeval_ray.sweep.budget import prior_spend
+
+        spent = prior_spend(plan.run_path, plan.fs)
+    endpoints = {m.name for m in plan.cfg.models if m.provider != "builtin"}
     for field, name, cap in budgets:
         if cap is None:
             continue
-        want = order[name].usd if name else order["total"].usd
-        lines.append(f"# {field}={cap:g}: the forecast {'fits' if want <= cap else 'does NOT fit'} ({want:.2f} USD"
-                     f"{' for ' + name if name else ' in total'}); past it the rest are skipped for budget")
+        want = (order[name].usd if name in order else 0.0) if name else order["total"].usd
+        had = spent.get(name, 0.0) if name else sum(v for m, v in spent.items() if m in endpoints)
+        lines.append(f"# {field}={cap:g}: the forecast {'fits' if had + want <= cap else 'does NOT fit'} ({want:.2f} USD"
+                     f"{' for ' + name if name else ' in total'}{f' + {had:.2f} already spent by the run' if had else ''}); "
+                     "past it the rest are skipped for budget")
     return lines
 
 

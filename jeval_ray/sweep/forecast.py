@@ -142,6 +142,8 @@ class Forecaster:
         self.models = model_configs
         self.calibration = calibration or {}
         self._memo: dict[tuple[str, str, str], Usage] = {}
+        #: (task, condition) pairs forecast without a profile entry of their own (see ``Profile.per_episode``)
+        self.approximated: set[tuple[str, str]] = set()
 
     def episode(self, model: str, task_id: str, condition: str) -> Usage:
         """The forecast of one episode (zero for a built-in model)."""
@@ -153,7 +155,10 @@ class Forecaster:
             u = Usage(episodes=1)
         else:
             cal = self.calibration.get(model)
-            use = cal.per_episode(task_id, condition, self.profile) if cal else self.profile.per_episode(task_id, condition)[0]
+            base, exact = self.profile.per_episode(task_id, condition)
+            if not exact and not (cal and (task_id, condition) in cal.means):
+                self.approximated.add((task_id, condition))
+            use = cal.per_episode(task_id, condition, self.profile) if cal else base
             anthropic_writes = getattr(cfg, "provider", "") == "anthropic" and getattr(cfg, "prompt_caching", False)
             u = Usage(1, use["requests"], use["tokens_in"], use["tokens_cached_in"], use["tokens_out"],
                       cell_cost(cfg.price, use, cache_writes=anthropic_writes))
@@ -254,7 +259,7 @@ def _fmt_tokens(x: float) -> str:
 
 
 def format_forecast(by_model: dict[str, Usage], profile: Profile, calibration: dict[str, Calibration],
-                    builtin: Iterable[str] = ()) -> list[str]:
+                    builtin: Iterable[str] = (), approximated: Iterable[tuple[str, str]] = ()) -> list[str]:
     """The lines ``--dry-run`` prints on stderr: per model and in total, requests, input, cached and
     output tokens and dollars, where each model's figures come from, and the caveat."""
     builtin = set(builtin)
@@ -274,6 +279,10 @@ def format_forecast(by_model: dict[str, Usage], profile: Profile, calibration: d
     t = by_model.get("total", Usage())
     lines.append(f"# {'total':28} {t.episodes:>8} {t.requests:>9.0f} {_fmt_tokens(t.tokens_in):>9} "
                  f"{_fmt_tokens(t.tokens_cached_in):>9} {_fmt_tokens(t.tokens_out):>9} {t.usd:>10.2f}")
+    approx = sorted(approximated)
+    if approx:
+        lines.append(f"# not in the profile, forecast from the task's full condition (or the profile's mean): "
+                     f"{', '.join(f'{t} {c}' for t, c in approx[:8])}{' ...' if len(approx) > 8 else ''}")
     lines.append("# caveat: " + CAVEAT.format(solver=profile.meta.get("solver", "see the profile's meta")))
     return lines
 
