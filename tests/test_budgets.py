@@ -146,7 +146,7 @@ def budget_run(ray_local, server, tmp_path_factory):
             "rows": _rows(result.run_dir, "careful-openai"), "builtin": _rows(result.run_dir, "careful")}
 
 
-def test_the_budget_stops_new_episodes_partway_and_the_rest_are_skipped_rows(budget_run):
+def test_the_budget_stops_new_episodes_partway_and_the_rest_are_skipped_rows(budget_run, server):
     r, rows = budget_run["result"], budget_run["rows"]
     played = [e for e in rows if e["status"] == "completed"]
     skipped = [e for e in rows if e["status"] == "skipped"]
@@ -159,6 +159,16 @@ def test_the_budget_stops_new_episodes_partway_and_the_rest_are_skipped_rows(bud
     manifest = json.loads(Path(r.run_dir, "manifest.json").read_text())
     assert manifest["budgets"]["models[1].budget_usd"]["shut"].startswith("budget: models[1].budget_usd=")
     assert manifest["invocations"][-1]["budget_skipped"] == 2
+    # every call of the budgeted model passed the actor that admitted its episodes (it has no rate limits)
+    import ray
+
+    from jeval_ray.models.config import ModelConfig
+    from jeval_ray.models.ratelimit import get_rate_limiter
+
+    key = ModelConfig.model_validate(_endpoint(server.url)).endpoint_key
+    granted = ray.get(get_rate_limiter(key, None, None, None).stats.remote())["granted"]
+    steps = read_dataset(r.run_dir, "steps").to_pylist()
+    assert granted == sum(1 for s in steps if s["model"] == "careful-openai" and s["tokens_in"]) > 0
 
 
 def test_the_report_compares_models_on_the_cells_both_played_and_says_so(budget_run):
