@@ -252,3 +252,15 @@ def test_a_condition_the_profile_lacks_is_forecast_from_the_tasks_full_and_the_f
     assert by["m"].tokens_in == pytest.approx(2 * prof.entries[(TASK, "full")]["tokens_in"]["mean"])
     lines = format_forecast(by, prof, {}, approximated=fc.approximated)
     assert any(line.startswith("# not in the profile") and f"{TASK} injected" in line for line in lines)
+
+
+def test_an_episode_forecast_above_its_episode_cap_is_forecast_at_the_cap():
+    from jeval_ray.models.config import ModelConfig
+    from jeval_ray.sweep.forecast import Forecaster, load_profile
+
+    prof = load_profile()
+    free = Forecaster(prof, {"m": ModelConfig(name="m", model="m", price=PRICE)}).episode("m", TASK, "full")
+    cap = round(free.usd / 2, 4)
+    capped = Forecaster(prof, {"m": ModelConfig(name="m", model="m", price=PRICE, episode_budget_usd=cap)}).episode(
+        "m", TASK, "full")
+    assert capped.usd == pytest.approx(cap) and capped.tokens_in == pytest.approx(free.tokens_in * cap / free.usd)

@@ -10,8 +10,9 @@ code, which seeds and which solver made it.
 The **forecast** of a grid cell is the profile's mean for its (task, condition): the grid's sum of
 means is the expected total, which a sum of medians would understate. Its dollars are the model
 entry's price table applied to those tokens (cached input at ``cached_input_per_mtok``; for an
-Anthropic model with ``prompt_caching`` the uncached input counted as cache writes). Built-in agents
-call no model: nothing is forecast for them.
+Anthropic model with ``prompt_caching`` the uncached input counted as cache writes); an episode
+forecast above the model's ``episode_budget_usd`` is forecast at that cap, its tokens scaled alike
+(the agent stops there). Built-in agents call no model: nothing is forecast for them.
 
 ``--forecast-from RUN``: an earlier run of the same model calibrates the profile: where that run
 played a (task, condition), the model's own mean per episode is used; elsewhere the profile scaled
@@ -160,8 +161,12 @@ class Forecaster:
                 self.approximated.add((task_id, condition))
             use = cal.per_episode(task_id, condition, self.profile) if cal else base
             anthropic_writes = getattr(cfg, "provider", "") == "anthropic" and getattr(cfg, "prompt_caching", False)
-            u = Usage(1, use["requests"], use["tokens_in"], use["tokens_cached_in"], use["tokens_out"],
-                      cell_cost(cfg.price, use, cache_writes=anthropic_writes))
+            usd = cell_cost(cfg.price, use, cache_writes=anthropic_writes)
+            cap = getattr(cfg, "episode_budget_usd", None)
+            if cap is not None and usd > cap:  # the agent stops at its cap: forecast the capped share of the episode
+                use = {q: v * cap / usd for q, v in use.items()}
+                usd = cap
+            u = Usage(1, use["requests"], use["tokens_in"], use["tokens_cached_in"], use["tokens_out"], usd)
         self._memo[key] = u
         return u
 
