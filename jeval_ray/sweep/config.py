@@ -286,6 +286,11 @@ class SweepConfig(BaseModel):
     def model(self, name: str) -> ModelEntry:
         return next(m for m in self.models if m.name == name)
 
+    def has_agent_budgets(self) -> bool:
+        """Whether the run bounds its agents' spend: ``budget_usd`` or a model's ``budget_usd``."""
+        return self.budget_usd is not None or any((m.model_extra or {}).get("budget_usd") is not None
+                                                  for m in self.models)
+
     def seed_warning(self) -> str | None:
         n = len(self.seed_list)
         if n < 5:

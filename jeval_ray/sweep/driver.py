@@ -72,12 +72,15 @@ class RunPlan:
     max_in_flight: int
     out_field: str = "output.root"  # where the output location came from: --out or output.root
     forecast_from: str | None = None  # --forecast-from: an earlier run that calibrates the forecast
+    _forecaster: Any = field(default=None, repr=False)
 
     def forecaster(self):
-        """The forecast of this plan's models (``sweep.forecast``), calibrated on ``forecast_from``."""
-        from jeval_ray.sweep.forecast import forecaster_for
+        """The forecast of this plan's models (``sweep.forecast``), calibrated on ``forecast_from``; made once."""
+        if self._forecaster is None:
+            from jeval_ray.sweep.forecast import forecaster_for
 
-        return forecaster_for(self.cfg, self.forecast_from)
+            self._forecaster = forecaster_for(self.cfg, self.forecast_from)
+        return self._forecaster
 
     @property
     def run_uri(self) -> str:
@@ -175,8 +178,7 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
         forecast_from = check_forecast_from(forecast_from)
     plan = RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
                    resume=resume, address=addr, max_in_flight=mif, out_field=field_name, forecast_from=forecast_from)
-    if forecast_from is not None or cfg.budget_usd is not None or any(
-            (m.model_extra or {}).get("budget_usd") is not None for m in cfg.models):
+    if forecast_from is not None or cfg.has_agent_budgets():
         try:  # the profile (and the earlier run) must load before anything starts
             plan.forecaster()
         except (OSError, ValueError, KeyError) as exc:
@@ -637,11 +639,10 @@ class SweepDriver:
         """The run's agent budgets (``sweep.budget``), their ledgers opened at what the run already spent."""
         from jeval_ray.sweep.budget import Budgets, prior_spend
 
-        cfg = self.cfg
-        if cfg.budget_usd is None and not any((m.model_extra or {}).get("budget_usd") is not None for m in cfg.models):
+        if not self.cfg.has_agent_budgets():
             return
         spent = prior_spend(self.plan.run_path, self.plan.fs) if self.plan.resume else {}
-        self.budgets = Budgets(cfg, self.plan.run_id, self.plan.forecaster(), spent)
+        self.budgets = Budgets(self.cfg, self.plan.run_id, self.plan.forecaster(), spent)
         self.budgets.open()
 
     def _admit(self, cell: Cell) -> bool:
