@@ -264,3 +264,15 @@ def test_an_episode_forecast_above_its_episode_cap_is_forecast_at_the_cap():
     capped = Forecaster(prof, {"m": ModelConfig(name="m", model="m", price=PRICE, episode_budget_usd=cap)}).episode(
         "m", TASK, "full")
     assert capped.usd == pytest.approx(cap) and capped.tokens_in == pytest.approx(free.tokens_in * cap / free.usd)
+
+
+def test_the_forecast_notes_where_the_solvers_largest_request_passes_a_models_context():
+    from jeval_ray.models.config import ModelConfig
+    from jeval_ray.sweep.forecast import Forecaster, context_notes, load_profile
+
+    prof = load_profile()
+    largest = prof.entries[(TASK, "full")]["largest_request"]["max"]
+    small = ModelConfig(name="small", model="m", context_window=int(largest), max_tokens=1024)
+    roomy = ModelConfig(name="roomy", model="m", context_window=int(largest) + 2048, max_tokens=1024)
+    notes = context_notes(Forecaster(prof, {"small": small, "roomy": roomy}), [(TASK, "full")])
+    assert len(notes) == 1 and "small's context_window" in notes[0] and f"{TASK} full" in notes[0]

@@ -188,7 +188,7 @@ def _dry_run(plan) -> None:
 
 def forecast_lines(plan) -> list[str]:
     """The forecast of the plan's grid, per model and in total, as ``--dry-run`` prints it on stderr."""
-    from jeval_ray.sweep.forecast import format_forecast
+    from jeval_ray.sweep.forecast import context_notes, format_forecast
 
     fc = plan.forecaster()
     cells = plan.grid.cells()
@@ -204,6 +204,7 @@ def forecast_lines(plan) -> list[str]:
     order["total"] = by_model["total"]
     builtin = [m.name for m in plan.cfg.models if m.provider == "builtin"]
     lines += format_forecast(order, fc.profile, fc.calibration, builtin, fc.approximated)
+    lines += context_notes(fc, ((r["task_id"], r["condition"]) for r in plan.grid.summary_rows()))
     budgets = [(f"models[{i}].budget_usd", m.name, (m.model_extra or {}).get("budget_usd"))
                for i, m in enumerate(plan.cfg.models)] + [("budget_usd", None, plan.cfg.budget_usd)]
     spent: dict[str, float] = {}

@@ -268,21 +268,22 @@ def format_forecast(by_model: dict[str, Usage], profile: Profile, calibration: d
     """The lines ``--dry-run`` prints on stderr: per model and in total, requests, input, cached and
     output tokens and dollars, where each model's figures come from, and the caveat."""
     builtin = set(builtin)
+    w = max([28, *(len(n) for n in by_model)])
     lines = [f"# forecast ({profile.meta.get('solver_short', 'reference solver')} profile of "
              f"{profile.meta.get('generated_at', '?')[:10]}, code {str(profile.meta.get('code_commit', '?'))[:10]}):",
-             f"# {'model':28} {'episodes':>8} {'requests':>9} {'input':>9} {'cached':>9} {'output':>9} {'USD':>10}  basis"]
+             f"# {'model':{w}} {'episodes':>8} {'requests':>9} {'input':>9} {'cached':>9} {'output':>9} {'USD':>10}  basis"]
     for name, u in by_model.items():
         if name == "total":
             continue
         if name in builtin:
-            lines.append(f"# {name:28} {u.episodes:>8} {'-':>9} {'-':>9} {'-':>9} {'-':>9} {0:>10.2f}  built-in agent, no model")
+            lines.append(f"# {name:{w}} {u.episodes:>8} {'-':>9} {'-':>9} {'-':>9} {'-':>9} {0:>10.2f}  built-in agent, no model")
             continue
         cal = calibration.get(name)
         basis = (f"calibrated on {cal.episodes} episode(s) of {cal.run}" if cal else "profile")
-        lines.append(f"# {name:28} {u.episodes:>8} {u.requests:>9.0f} {_fmt_tokens(u.tokens_in):>9} "
+        lines.append(f"# {name:{w}} {u.episodes:>8} {u.requests:>9.0f} {_fmt_tokens(u.tokens_in):>9} "
                      f"{_fmt_tokens(u.tokens_cached_in):>9} {_fmt_tokens(u.tokens_out):>9} {u.usd:>10.2f}  {basis}")
     t = by_model.get("total", Usage())
-    lines.append(f"# {'total':28} {t.episodes:>8} {t.requests:>9.0f} {_fmt_tokens(t.tokens_in):>9} "
+    lines.append(f"# {'total':{w}} {t.episodes:>8} {t.requests:>9.0f} {_fmt_tokens(t.tokens_in):>9} "
                  f"{_fmt_tokens(t.tokens_cached_in):>9} {_fmt_tokens(t.tokens_out):>9} {t.usd:>10.2f}")
     approx = sorted(approximated)
     if approx:
@@ -308,6 +309,25 @@ def forecaster_for(cfg, forecast_from: str | None = None, profile: Profile | Non
     return Forecaster(profile, models, cal)
 
 
+
+def context_notes(fc: Forecaster, pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """A line per endpoint model whose ``context_window`` (less ``max_tokens``) the profile's largest
+    request passes on some of ``pairs`` (task, condition): such episodes may end ``context_overflow``."""
+    pairs = sorted(set(pairs), key=lambda p: (_task_order(p[0]), p[1]))
+    lines = []
+    for name, cfg in fc.models.items():
+        room = getattr(cfg, "context_window", None)
+        if room is None:
+            continue
+        room -= getattr(cfg, "max_tokens", 0)
+        over = [(t, c, fc.profile.entries[(t, c)]["largest_request"]["max"]) for t, c in pairs
+                if (t, c) in fc.profile.entries and fc.profile.entries[(t, c)]["largest_request"]["max"] > room]
+        if over:
+            shown = ", ".join(f"{t} {c} ({_fmt_tokens(x)})" for t, c, x in over[:6]) + (" ..." if len(over) > 6 else "")
+            lines.append(f"# note: the reference solver's largest request passes {name}'s context_window - max_tokens "
+                         f"({_fmt_tokens(room)}) on {shown}: such episodes may end context_overflow")
+    return lines
+
 __all__ = ["CAVEAT", "Calibration", "Forecaster", "PROFILE_FORMAT", "Profile", "QUANTITIES", "Usage", "calibrate",
-           "calibrations_from_run", "cell_cost", "endpoint_configs", "episode_measures", "forecaster_for",
+           "calibrations_from_run", "cell_cost", "context_notes", "endpoint_configs", "episode_measures", "forecaster_for",
            "format_forecast", "load_profile", "profile_entry", "summarise"]
