@@ -9,6 +9,7 @@ about 14 requests an episode) so the whole module stays within a few seconds of 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,10 @@ def test_the_ledger_admits_while_spent_plus_in_flight_forecast_fits_and_settles_
     assert led.admit("c", 0.5, {"run|budget_usd": 3.0}) is None
     led.open("run|budget_usd", spent=0.0)  # a resume reopens at what the run spent, nothing held
     assert led.state("run|budget_usd") == {"spent": 0.0, "held": 0.0, "in_flight": 0}
+    # a ledger never opened (its actor restarted) admits nothing and ignores settlements
+    led.settle("x", 5.0, ["lost|budget_usd"])
+    assert led.admit("x", 0.1, {"lost|budget_usd": 3.0}) == SpendLedger.NOT_OPEN
+    assert led.state("lost|budget_usd") == {"spent": 0.0, "held": 0.0, "in_flight": 0}
 
 
 def test_the_shipped_profile_covers_the_default_grid_and_says_what_made_it():
@@ -180,6 +185,38 @@ def test_the_report_compares_models_on_the_cells_both_played_and_says_so(budget_
     assert any("skipped for budget" in n and "compared on the 2 (condition, task, seed) cell(s)" in n for n in board.notes)
     pairs = next(t for t in rep.tables if t.name == "pairs")
     assert [p["cells"] for p in pairs.rows] == [2]
+
+
+def test_a_restarted_limiter_actor_gets_its_ledger_back_from_the_drivers_accounts(ray_local, tmp_path):
+    import ray
+
+    from jeval_ray.sweep.budget import Budgets
+
+    class Flat:  # every episode forecast at 1 USD
+        def usd(self, *a):
+            return 1.0
+
+    cfg = validate_config(_config(tmp_path, "http://127.0.0.1:9/v1", budget_usd=3.0))
+    b = Budgets(cfg, "restart-test", Flat(), {"careful-openai": 0.5})
+    b.open()
+    assert b.admit("e1", "careful-openai", TASK, "full") is None  # 0.5 spent + 1 held
+    b.settle("e1", 0.25)
+    assert b.admit("e2", "careful-openai", TASK, "full") is None  # 0.75 spent + 1 held
+    actor = b._actor(None)
+    ray.kill(actor, no_restart=False)  # the actor comes back empty
+    from jeval_ray.sweep.budget import _call
+
+    ledger = b._ledger("budget_usd")
+    for _ in range(150):  # until the restarted actor answers (its ledger gone)
+        if _call(lambda: actor.budget_state.remote(ledger))["spent"] == 0.0:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the limiter actor did not restart")
+    assert b.admit("e3", "careful-openai", TASK, "full") is None  # reopened: 0.75 + e2's 1 + 1 = 2.75
+    why = b.admit("e4", "careful-openai", TASK, "full")
+    assert why.startswith("budget: budget_usd=3 (spent 0.7500 + in flight (forecast) 2.0000")
+    b.close()
 
 
 def test_forecast_from_calibrates_on_an_earlier_run_of_the_model(budget_run):

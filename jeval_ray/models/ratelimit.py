@@ -216,19 +216,26 @@ class SpendLedger:
     in ``caps`` if, on every one, spent + every forecast still held (episodes in flight) + this one
     stays within the cap; else nothing is held and the refusal says which budget and by how much.
     ``settle`` drops the episode's hold and adds what it really cost. ``open`` (re)starts a ledger at
-    what a run already spent (a resume), dropping holds left by an earlier invocation.
+    what a run already spent (a resume) with the holds given (none: those of an earlier invocation go).
+    A ledger that was never opened (its actor restarted and lost it) admits nothing: ``admit`` answers
+    ``NOT_OPEN`` so that the caller opens it again from its own accounts, and ``settle`` ignores it.
     """
+
+    NOT_OPEN = "ledger not open"
 
     def __init__(self) -> None:
         self._spent: dict[str, float] = {}
         self._held: dict[str, dict[str, float]] = {}
 
-    def open(self, ledger: str, spent: float = 0.0) -> None:
+    def open(self, ledger: str, spent: float = 0.0, held: dict[str, float] | None = None) -> None:
         self._spent[ledger] = float(spent)
-        self._held[ledger] = {}
+        self._held[ledger] = {k: float(v) for k, v in (held or {}).items()}
 
     def admit(self, ticket: str, usd: float, caps: dict[str, float]) -> str | None:
-        """None when admitted (``usd`` now held on every ledger of ``caps``), else why not."""
+        """None when admitted (``usd`` now held on every ledger of ``caps``), ``NOT_OPEN`` when a ledger
+        is not open, else why not."""
+        if any(ledger not in self._spent for ledger in caps):
+            return self.NOT_OPEN
         for ledger, cap in caps.items():
             spent = self._spent.get(ledger, 0.0)
             held = sum(v for k, v in self._held.get(ledger, {}).items() if k != ticket)
@@ -242,8 +249,9 @@ class SpendLedger:
     def settle(self, ticket: str, usd: float, ledgers: list[str]) -> None:
         """The episode ``ticket`` ended having cost ``usd``: its hold goes, its cost is spent."""
         for ledger in ledgers:
-            self._held.setdefault(ledger, {}).pop(ticket, None)
-            self._spent[ledger] = self._spent.get(ledger, 0.0) + float(usd)
+            if ledger in self._spent:
+                self._held[ledger].pop(ticket, None)
+                self._spent[ledger] += float(usd)
 
     def close(self, ledger: str) -> None:
         self._spent.pop(ledger, None)
@@ -264,8 +272,8 @@ class RateLimiter:
 
     It also keeps the endpoint's spend ledgers (``SpendLedger``): a sweep admits each episode of a
     model with a ``budget_usd`` here before it starts it (``budget_admit``) and settles its cost here
-    when it ends. A restart loses them; the driver then refuses to admit more (``budget_admit`` fails)
-    rather than spend blind.
+    when it ends. A restart loses them: the next admission finds its ledger not open, and the sweep
+    opens it again from its own accounts (spent, and the forecast of each episode in flight).
     """
 
     def __init__(
@@ -274,9 +282,9 @@ class RateLimiter:
         self._limiter = TokenBucketLimiter(rpm, tpm, max_concurrency, period_s=period_s)
         self._ledger = SpendLedger()
 
-    async def budget_open(self, ledger: str, spent: float = 0.0) -> None:
-        """Start ``ledger`` at ``spent`` USD (what the run already spent), no episode held."""
-        self._ledger.open(ledger, spent)
+    async def budget_open(self, ledger: str, spent: float = 0.0, held: dict[str, float] | None = None) -> None:
+        """Start ``ledger`` at ``spent`` USD (what the run already spent) holding ``held`` (episode -> forecast)."""
+        self._ledger.open(ledger, spent, held)
 
     async def budget_admit(self, ticket: str, usd: float, caps: dict[str, float]) -> str | None:
         """Hold ``usd`` (an episode's forecast) on each ledger of ``caps``; None, or why not."""

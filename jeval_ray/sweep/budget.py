@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jeval_ray.models.ratelimit import SpendLedger
+
 
 def prior_spend(run_path: str, fs) -> dict[str, float]:
     """USD each model's agent episodes already cost in the run (every attempt: money spent is spent)."""
@@ -30,6 +32,26 @@ def prior_spend(run_path: str, fs) -> dict[str, float]:
     for m, c in zip(t["model"].to_pylist(), t["cost_usd"].to_pylist()):
         out[m] = out.get(m, 0.0) + float(c or 0.0)
     return out
+
+
+#: how long an admission waits for a limiter actor that is restarting before its budget shuts
+ACTOR_WAIT_S = 60.0
+
+
+def _call(remote: Any, wait_s: float = ACTOR_WAIT_S) -> Any:
+    """``ray.get`` of ``remote()``, sent again while its actor restarts (unavailable), for up to ``wait_s``."""
+    import time
+
+    import ray
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return ray.get(remote(), timeout=wait_s)
+        except (ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 class Budgets:
@@ -53,7 +75,8 @@ class Budgets:
         self.spent = spent
         self.closed: dict[str, str] = {}  # model (or "*": the sweep's budget) -> why its budget shut
         self._actors: dict[str, Any] = {}
-        self._admitted: dict[str, tuple[str, list[tuple[Any, str]]]] = {}  # episode id -> (model, [(actor, ledger)])
+        # episode id -> (model, its forecast USD, [(actor, ledger)] it is held on)
+        self._admitted: dict[str, tuple[str, float, list[tuple[Any, str]]]] = {}
 
     @property
     def active(self) -> bool:
@@ -112,7 +135,10 @@ class Budgets:
         held: list[tuple[Any, str]] = []
         for actor, ledger, field, cap in self._budgets_of(model):
             try:
-                why = ray.get(actor.budget_admit.remote(episode_id, usd, {ledger: cap}))
+                why = _call(lambda: actor.budget_admit.remote(episode_id, usd, {ledger: cap}))
+                if why == SpendLedger.NOT_OPEN:  # its actor restarted: open it again from our accounts
+                    _call(lambda: actor.budget_open.remote(ledger, self._spent_on(field, model), self._held_on(ledger)))
+                    why = _call(lambda: actor.budget_admit.remote(episode_id, usd, {ledger: cap}))
             except ray.exceptions.RayError as exc:
                 why = f"{ledger}: the limiter actor is unavailable ({type(exc).__name__}); nothing is admitted blind"
             if why is not None:
@@ -122,15 +148,23 @@ class Budgets:
                 self.closed["*" if field == "budget_usd" else model] = reason
                 return reason
             held.append((actor, ledger))
-        self._admitted[episode_id] = (model, held)
+        self._admitted[episode_id] = (model, usd, held)
         return None
+
+    def _spent_on(self, field: str, model: str) -> float:
+        if field == "budget_usd":
+            return sum(v for m, v in self.spent.items() if m in self.endpoint)
+        return self.spent.get(model, 0.0)
+
+    def _held_on(self, ledger: str) -> dict[str, float]:
+        return {eid: usd for eid, (_, usd, held) in self._admitted.items() if any(lg == ledger for _, lg in held)}
 
     def settle(self, episode_id: str, usd: float) -> None:
         """The admitted episode ended having cost ``usd`` (fire and forget: the actor orders calls)."""
         admitted = self._admitted.pop(episode_id, None)
         if admitted is None:
             return
-        model, held = admitted
+        model, _, held = admitted
         self.spent[model] = self.spent.get(model, 0.0) + usd
         for actor, ledger in held:
             actor.budget_settle.remote(episode_id, float(usd), [ledger])
