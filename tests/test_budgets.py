@@ -242,7 +242,7 @@ def test_forecast_from_calibrates_on_an_earlier_run_of_the_model(budget_run):
     assert bad.returncode == 2 and "--forecast-from" in bad.stderr
 
 
-def test_a_resume_counts_what_the_run_spent_and_a_higher_budget_plays_the_skipped(budget_run, server):
+def test_a_resume_counts_what_the_run_spent_and_a_higher_budget_plays_the_skipped(budget_run, server, capsys):
     tmp, run_id = budget_run["tmp"], budget_run["result"].run_id
     spent = sum(e["cost_usd"] or 0.0 for e in budget_run["rows"])
     # a dry run of the resume forecasts what is left and counts what the run already spent
@@ -254,9 +254,16 @@ def test_a_resume_counts_what_the_run_spent_and_a_higher_budget_plays_the_skippe
     assert f"# models[1].budget_usd=100: the forecast fits ({2 * _forecast_usd():.2f} USD for careful-openai + " \
            f"{spent:.2f} already spent by the run)" in dry.stderr
     # room for less than one more episode beyond what the run already spent: nothing more is played
-    cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": round(spent + 0.5 * _forecast_usd(), 4)}))
-    again = run_sweep(cfg, run_id=run_id)
-    assert (again.skipped, again.done, again.budget_skipped) == (6, 0, 2)
+    # (through the CLI's main, in this process's Ray: its last lines say what the budget kept back)
+    from jeval_ray.sweep.__main__ import main
+
+    path.write_text(yaml.safe_dump(_config(tmp, server.url,
+                                           endpoint={"budget_usd": round(spent + 0.5 * _forecast_usd(), 4)})))
+    assert main(["--config", str(path), "--run-id", run_id, "--quiet", "--no-leaderboard"]) == 0
+    out = capsys.readouterr().out
+    assert f"budget: 2 episode(s) not started (status skipped, termination budget: ...); a resume with a higher " \
+           f"budget_usd plays them (--run-id {run_id})" in out
+    assert "episodes: 0 completed, 0 failed, 6 skipped (already complete)" in out
     cfg = validate_config(_config(tmp, server.url, endpoint={"budget_usd": 100.0}))
     more = run_sweep(cfg, run_id=run_id)
     assert (more.skipped, more.done, more.budget_skipped, more.failed) == (6, 2, 0, 0)
