@@ -100,6 +100,12 @@ class ModelConfig(BaseModel):
         default=None, gt=0, description="Spending cap of one episode of this model (USD at its price). The agent makes "
         "no call whose worst case (the prompt estimate at the input price plus max_tokens at the output price) would "
         "pass it: the episode ends with termination 'budget: ...' and is scored as it stands. null = no cap.")
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="Spending cap of this model's agent episodes in one sweep run, over all its "
+        "invocations (resumes included; USD at its price). The sweep admits an episode through the endpoint's limiter "
+        "actor only while spent + the forecast of the episodes in flight + this one's forecast stays within it; the "
+        "rest are written as status 'skipped' (termination 'budget: ...'). A resume with a higher budget plays them. "
+        "Agents only: the judges' spend is scoring.judge_budget_usd. null = no cap.")
 
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout.")
     max_attempts: int = Field(default=6, ge=1)

@@ -209,18 +209,96 @@ class TokenBucketLimiter:
         }
 
 
+class SpendLedger:
+    """Dollars spent and held per ledger (a budget's name), and admission against budgets.
+
+    A sweep admits an episode with ``admit``: it holds the episode's forecast on each ledger named
+    in ``caps`` if, on every one, spent + every forecast still held (episodes in flight) + this one
+    stays within the cap; else nothing is held and the refusal says which budget and by how much.
+    ``settle`` drops the episode's hold and adds what it really cost. ``open`` (re)starts a ledger at
+    what a run already spent (a resume) with the holds given (none: those of an earlier invocation go).
+    A ledger that was never opened (its actor restarted and lost it) admits nothing: ``admit`` answers
+    ``NOT_OPEN`` so that the caller opens it again from its own accounts, and ``settle`` ignores it.
+    """
+
+    NOT_OPEN = "ledger not open"
+
+    def __init__(self) -> None:
+        self._spent: dict[str, float] = {}
+        self._held: dict[str, dict[str, float]] = {}
+
+    def open(self, ledger: str, spent: float = 0.0, held: dict[str, float] | None = None) -> None:
+        self._spent[ledger] = float(spent)
+        self._held[ledger] = {k: float(v) for k, v in (held or {}).items()}
+
+    def admit(self, ticket: str, usd: float, caps: dict[str, float]) -> str | None:
+        """None when admitted (``usd`` now held on every ledger of ``caps``), ``NOT_OPEN`` when a ledger
+        is not open, else why not."""
+        if any(ledger not in self._spent for ledger in caps):
+            return self.NOT_OPEN
+        for ledger, cap in caps.items():
+            spent = self._spent.get(ledger, 0.0)
+            held = sum(v for k, v in self._held.get(ledger, {}).items() if k != ticket)
+            if spent + held + usd > cap * (1 + 1e-9):
+                return (f"{ledger}: spent {spent:.4f} + in flight (forecast) {held:.4f} + this episode's forecast "
+                        f"{usd:.4f} USD would pass {cap:g}")
+        for ledger in caps:
+            self._held.setdefault(ledger, {})[ticket] = float(usd)
+        return None
+
+    def settle(self, ticket: str, usd: float, ledgers: list[str]) -> None:
+        """The episode ``ticket`` ended having cost ``usd``: its hold goes, its cost is spent."""
+        for ledger in ledgers:
+            if ledger in self._spent:
+                self._held[ledger].pop(ticket, None)
+                self._spent[ledger] += float(usd)
+
+    def close(self, ledger: str) -> None:
+        self._spent.pop(ledger, None)
+        self._held.pop(ledger, None)
+
+    def state(self, ledger: str) -> dict[str, float]:
+        """``spent``, ``held`` (forecast of episodes in flight) and ``in_flight`` (their number)."""
+        held = self._held.get(ledger, {})
+        return {"spent": self._spent.get(ledger, 0.0), "held": sum(held.values()), "in_flight": len(held)}
+
+
 @ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)
 class RateLimiter:
     """A ``TokenBucketLimiter`` shared cluster-wide: one named async actor per endpoint.
 
     It needs no CPU (it only keeps counters), so it never competes with episode workers for
     scheduling. A restart loses the buckets, which only makes the next minute less smooth.
+
+    It also keeps the endpoint's spend ledgers (``SpendLedger``): a sweep admits each episode of a
+    model with a ``budget_usd`` here before it starts it (``budget_admit``) and settles its cost here
+    when it ends. A restart loses them: the next admission finds its ledger not open, and the sweep
+    opens it again from its own accounts (spent, and the forecast of each episode in flight).
     """
 
     def __init__(
         self, rpm: int | None, tpm: int | None, max_concurrency: int | None, period_s: float = 60.0
     ) -> None:
         self._limiter = TokenBucketLimiter(rpm, tpm, max_concurrency, period_s=period_s)
+        self._ledger = SpendLedger()
+
+    async def budget_open(self, ledger: str, spent: float = 0.0, held: dict[str, float] | None = None) -> None:
+        """Start ``ledger`` at ``spent`` USD (what the run already spent) holding ``held`` (episode -> forecast)."""
+        self._ledger.open(ledger, spent, held)
+
+    async def budget_admit(self, ticket: str, usd: float, caps: dict[str, float]) -> str | None:
+        """Hold ``usd`` (an episode's forecast) on each ledger of ``caps``; None, or why not."""
+        return self._ledger.admit(ticket, usd, caps)
+
+    async def budget_settle(self, ticket: str, usd: float, ledgers: list[str]) -> None:
+        """Drop ``ticket``'s hold and spend ``usd`` on ``ledgers``."""
+        self._ledger.settle(ticket, usd, ledgers)
+
+    async def budget_close(self, ledger: str) -> None:
+        self._ledger.close(ledger)
+
+    async def budget_state(self, ledger: str) -> dict[str, float]:
+        return self._ledger.state(ledger)
 
     async def acquire(self, est_tokens: int = 0) -> Permit:
         """Wait for a permit (the actor's event loop serves other callers meanwhile)."""
@@ -323,6 +401,7 @@ def as_async_limiter(limiter: Any) -> AsyncLimiter | None:
 
 __all__ = [
     "Permit",
+    "SpendLedger",
     "TokenBucketLimiter",
     "RateLimiter",
     "get_rate_limiter",

@@ -134,5 +134,14 @@ def failed_episode_row(keys: EpisodeKeys, *, agent: str, tier: str, run_config_j
     return row
 
 
+def skipped_episode_row(keys: EpisodeKeys, *, agent: str, tier: str, run_config_json: str, termination: str) -> dict:
+    """The row of an episode not started because a budget would have been passed: status ``skipped``,
+    ``termination`` ``budget: ...``. Not an error and not completed: a resume plays it (docs/data.md)."""
+    row = failed_episode_row(keys, agent=agent, tier=tier, run_config_json=run_config_json, error="",
+                             termination=termination)
+    row.update({"status": "skipped", "error": None})
+    return row
+
+
 def episodes_table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=EPISODES)

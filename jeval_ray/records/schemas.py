@@ -249,11 +249,12 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         **_KEY_DESCRIPTIONS,
         "agent": "Who played: the built-in agent's name (random, naive, careful, or a test agent) or provider:model for an endpoint.",
         "tier": "The task's tier, L1 ... L4 (sets the default weights and judges per episode).",
-        "status": "completed (played to submit or the step budget) or failed (timeout, model error, a worker lost on every attempt).",
+        "status": "completed (played to submit or the step budget), failed (timeout, model error, a worker lost on every attempt) or skipped (not started: a budget, budget_usd or models[].budget_usd, would have been passed; termination says which and by how much; a resume with a higher budget plays it, and the report compares models only on cells every model played).",
         "termination": "Why the episode ended: submitted, step_budget, context_overflow, model_error: ..., timeout: ..., "
                        "refusal: ... (the model declined), no_tool_call: ... (replies in a row without a tool call; "
-                       "docs/models.md), or error.",
-        "error": "The error of a failed episode; null for a completed one.",
+                       "docs/models.md), budget: ... (models[].episode_budget_usd stopped the episode, or, with "
+                       "status skipped, budget_usd or models[].budget_usd kept it from starting), or error.",
+        "error": "The error of a failed episode; null for a completed or skipped one.",
         "world_hash": "sha256 (hex) of the generated world: the same (task, seed, knobs) gives the same hash on any machine.",
         "world_version": "The task's world version (WORLD_VERSION, docs/tasks.md 'World versions') the episode was "
                          "played on; the report never pools two versions of a task. Null in rows written before "

@@ -154,7 +154,7 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
     the run's manifest, whose ``judging`` block carries the juries' agreement and calibration.
     Raises ``MixedWorldVersionsError`` when a task's episodes are of more than one world version,
     unless ``allow_mixed``."""
-    rows = episodes.to_pylist()
+    rows, budget_note, skipped_by = shared_cells(episodes.to_pylist())
     versions = check_world_versions(rows, allow_mixed=allow_mixed, run=run)
     by: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -165,12 +165,15 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             "interval": "clustered by task (Student t, tasks-1 df); see docs/analysis.md",
             "episodes": len(rows), "conditions": conditions, "world_versions": versions,
             "mixed_world_versions": [t for t, vs in versions.items() if len(vs) > 1],
-            "world_versions_text": versions_text(versions)}
+            "world_versions_text": versions_text(versions), "budget_skipped": sum(skipped_by.values()),
+            "shared_cells_only": bool(budget_note)}
     boards, pairs, tiers, tasks, process, passk, costs, deltas = [], [], [], [], [], [], [], []
     judge_sums = _judge_sums(judgments)
     for cond in conditions:
         models = by[cond]
         board = _board(cond, models, alpha)
+        for b in board:
+            b["skipped"] = skipped_by.get((cond, b["model"]), 0)
         board.sort(key=lambda b: (-(b["score"] if b["score"] is not None else -1), b["model"]))
         pair_rows = _pairs(cond, models, [b["model"] for b in board], alpha)  # a: the higher mean score
         better = {(p["model_a"], p["model_b"]) if p["diff"] > 0 else (p["model_b"], p["model_a"])
@@ -200,8 +203,9 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
             Column("seeds", "seeds", "int"), Column("episodes", "episodes", "int"),
             Column("completed", "done", "int"), Column("failed", "failed", "int"),
             Column("unscored", "unscored", "int"), Column("fabrications", "fabrications (total)", "total"),
-            Column("steps", "steps (mean/ep)", "mean")], boards,
-            notes=[f"world versions: {meta['world_versions_text']}"
+            Column("steps", "steps (mean/ep)", "mean")]
+            + ([Column("skipped", "skipped for budget", "int")] if budget_note else []), boards,
+            notes=([budget_note] if budget_note else []) + [f"world versions: {meta['world_versions_text']}"
                    + (" - pooled across versions by --allow-mixed" if meta["mixed_world_versions"] else ""),
                    "score, outcome, process, rationale and steps are per-episode means over scored episodes; "
                    "fabrications is the total over them; episodes, done, failed and unscored are counts.",
@@ -252,6 +256,25 @@ def build_report(episodes: pa.Table, judgments: pa.Table | None = None, *, run: 
         _judge_table(judgments, episodes, (manifest or {}).get("judging")),
     ]
     return Report(run, meta, tables)
+
+
+def shared_cells(rows: list[dict]) -> tuple[list[dict], str, dict[tuple[str, str], int]]:
+    """When a budget skipped episodes (status ``skipped``), the rows of the (condition, task, seed) cells
+    every model of its condition played, a note that says so for the board, and the skipped count per
+    (condition, model); otherwise the rows as they are, no note and no counts."""
+    skipped = [r for r in rows if r["status"] == "skipped"]
+    if not skipped:
+        return rows, "", {}
+    by: dict[tuple[str, str], int] = defaultdict(int)
+    for r in skipped:
+        by[(r["condition"], r["model"])] += 1
+    gone = {(r["condition"], r["task_id"], r["seed"]) for r in skipped}
+    kept = [r for r in rows if (r["condition"], r["task_id"], r["seed"]) not in gone]
+    cells = len({(r["condition"], r["task_id"], r["seed"]) for r in kept})
+    note = (f"{len(skipped)} episode(s) were skipped for budget (status skipped): models are compared on the {cells} "
+            f"(condition, task, seed) cell(s) every model played; the {len(gone)} cell(s) with a skipped episode are "
+            "left out of every table (a resume with a higher budget_usd plays them).")
+    return kept, note, dict(by)
 
 
 def _board(cond: str, models: dict[str, list[dict]], alpha: float) -> list[dict]:

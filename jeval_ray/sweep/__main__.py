@@ -16,6 +16,8 @@ examples:
   python -m jeval_ray.sweep --tasks JE-1,JE-3 --models careful --seeds 2   # a quick run of part of the grid
   python -m jeval_ray.sweep --run-id 20260101T000000Z-abc123   # resume: completed episodes are skipped
   python -m jeval_ray.sweep --dry-run                    # the grid and every episode's run-config contract
+                                                         #   (stdout) and the cost forecast (stderr)
+  python -m jeval_ray.sweep --config c.yaml --dry-run --forecast-from runs/20260101T000000Z-abc123 > /dev/null
   python -m jeval_ray.sweep --schema > sweep.schema.json
 
 On a cluster: run it there (--address auto), or submit it as a Ray job with ray job submit;
@@ -49,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "pyarrow filesystem URI; sets execution.response_cache): a call answered before is replayed without "
                    "a request or a cost, so a crash or a new run over a finished grid pays nothing twice.")
     p.add_argument("--dry-run", action="store_true", help="print each episode's run-config contract as JSON lines on "
-                   "stdout (the grid's summary goes to stderr) and exit: no Ray, nothing written.")
+                   "stdout and exit: no Ray, nothing written. The grid's summary and the forecast (per model and in "
+                   "total: requests, input, cached and output tokens, dollars at the config's prices, from the shipped "
+                   "per-task token profile of the reference solver) go to stderr.")
+    p.add_argument("--forecast-from", metavar="RUN", help="an earlier run (<out>/<run-id>) of the same model(s): "
+                   "calibrates the forecast (--dry-run) and the budgets' admission (budget_usd) on what each model "
+                   "used there, instead of the reference solver's profile alone.")
     narrow = p.add_argument_group("narrowing the config's grid (each picks from what the config has)")
     narrow.add_argument("--tasks", metavar="IDS", help="comma list of task ids, e.g. JE-1,JE-3.")
     narrow.add_argument("--models", metavar="NAMES", help="comma list of model names, e.g. careful,naive.")
@@ -105,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--max-in-flight: must be >= 1. Fix: pass a positive number.")
         from jeval_ray.sweep.driver import plan_run
 
-        plan = plan_run(cfg, out=args.out, run_id=args.run_id, address=args.address, max_in_flight=args.max_in_flight)
+        plan = plan_run(cfg, out=args.out, run_id=args.run_id, address=args.address, max_in_flight=args.max_in_flight,
+                        forecast_from=args.forecast_from)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -144,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if not args.no_leaderboard:
         print_leaderboard(result.run_dir)
+    if result.budget_skipped:
+        print(f"budget: {result.budget_skipped} episode(s) not started (status skipped, termination budget: ...); "
+              "a resume with a higher budget_usd plays them (--run-id " + plan.run_id + ")")
     print(f"episodes: {result.done} completed, {result.failed} failed, {result.skipped} skipped (already complete), "
           f"{result.retried} retried, in {result.elapsed_s:.1f} s; worlds: {result.worlds['generated']} generated"
           + (f" ({result.worlds['ahead']} of them while their episode queued)" if result.worlds.get("ahead") else "")
@@ -165,9 +176,52 @@ def _dry_run(plan) -> None:
     for r in rows:
         print(f"# {r['task_id']:6} {r['tier']:4} {r['condition']:12} {','.join(r['tools_withheld']) or '-':28} "
               f"{r['episodes']}", file=err)
+    try:
+        for line in forecast_lines(plan):
+            print(line, file=err)
+    except (OSError, ValueError, KeyError) as exc:  # the forecast is advice: the contracts still print
+        print(f"# forecast: not available ({type(exc).__name__}: {exc})", file=err)
     for c in plan.grid.cells():
         print(json.dumps({"episode_id": c.episode_id, "task_id": c.task_id, "model": c.model, "seed": c.seed,
                           "condition": c.condition, "run_config": json.loads(c.contract_json)}, sort_keys=True))
+
+
+def forecast_lines(plan) -> list[str]:
+    """The forecast of the plan's grid, per model and in total, as ``--dry-run`` prints it on stderr."""
+    from jeval_ray.sweep.forecast import context_notes, format_forecast
+
+    fc = plan.forecaster()
+    cells = plan.grid.cells()
+    lines = []
+    if plan.resume:  # what is left to play: the completed cells cost nothing more
+        from jeval_ray.store.reader import episode_progress
+
+        completed, _ = episode_progress(plan.run_path, filesystem=plan.fs)
+        cells = [c for c in cells if c.episode_id not in completed]
+        lines.append(f"# resume: the forecast covers the {len(cells)} episode(s) not yet completed")
+    by_model = fc.grid(cells)
+    order = {m: by_model.get(m) for m in plan.grid.models if m in by_model}
+    order["total"] = by_model["total"]
+    builtin = [m.name for m in plan.cfg.models if m.provider == "builtin"]
+    lines += format_forecast(order, fc.profile, fc.calibration, builtin, fc.approximated)
+    lines += context_notes(fc, ((r["task_id"], r["condition"]) for r in plan.grid.summary_rows()))
+    budgets = [(f"models[{i}].budget_usd", m.name, (m.model_extra or {}).get("budget_usd"))
+               for i, m in enumerate(plan.cfg.models)] + [("budget_usd", None, plan.cfg.budget_usd)]
+    spent: dict[str, float] = {}
+    if plan.resume and any(cap is not None for _, _, cap in budgets):
+        from jeval_ray.sweep.budget import prior_spend
+
+        spent = prior_spend(plan.run_path, plan.fs)
+    endpoints = {m.name for m in plan.cfg.models if m.provider != "builtin"}
+    for field, name, cap in budgets:
+        if cap is None:
+            continue
+        want = (order[name].usd if name in order else 0.0) if name else order["total"].usd
+        had = spent.get(name, 0.0) if name else sum(v for m, v in spent.items() if m in endpoints)
+        lines.append(f"# {field}={cap:g}: the forecast {'fits' if had + want <= cap else 'does NOT fit'} ({want:.2f} USD"
+                     f"{' for ' + name if name else ' in total'}{f' + {had:.2f} already spent by the run' if had else ''}); "
+                     "past it the rest are skipped for budget")
+    return lines
 
 
 def print_leaderboard(run_dir: str) -> None:

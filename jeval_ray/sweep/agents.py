@@ -142,7 +142,8 @@ def make_model_agent(entry: Any, seed: int, *, attempt: int = 1, response_cache:
     fields = {k: v for k, v in d.items() if k not in ("agent", "agent_options")}
     cfg = ModelConfig.model_validate(fields)
     limiter = None
-    if cfg.rpm or cfg.tpm or cfg.max_concurrency:
+    if cfg.rpm or cfg.tpm or cfg.max_concurrency or cfg.budget_usd is not None:
+        # a budgeted model's calls pass the actor that admits its episodes (sweep.budget), limits or none
         limiter = get_rate_limiter(cfg.endpoint_key, cfg.rpm, cfg.tpm, cfg.max_concurrency)
     cache = None
     if response_cache:

@@ -64,7 +64,7 @@ class ModelEntry(BaseModel):
         d = self.model_dump()
         d.update(self.model_extra or {})
         for k in ("name", "api_key_env", "rpm", "tpm", "max_concurrency", "timeout_s", "max_attempts",
-                  "max_total_wait_s", "backoff_base_s", "backoff_max_s", "price"):
+                  "max_total_wait_s", "backoff_base_s", "backoff_max_s", "price", "budget_usd"):
             d.pop(k, None)
         return json.dumps(d, sort_keys=True, default=str)
 
@@ -243,6 +243,11 @@ class SweepConfig(BaseModel):
     output: OutputConfig = Field(default_factory=OutputConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     allow_test_agents: bool = Field(default=False, description="Allow the fault-injection agents crash, crash_once, hang, sleep.")
+    budget_usd: float | None = Field(
+        default=None, gt=0, description="Spending cap of all endpoint models' agent episodes of this run together, over "
+        "all its invocations (USD). Admitted like each model's budget_usd (spent + in-flight forecast + the episode's "
+        "forecast); once it would be passed no new episode of any model starts and the rest are written as status "
+        "'skipped'. Judges are apart: scoring.judge_budget_usd. null = no cap.")
 
     @field_validator("seeds")
     @classmethod
@@ -280,6 +285,11 @@ class SweepConfig(BaseModel):
 
     def model(self, name: str) -> ModelEntry:
         return next(m for m in self.models if m.name == name)
+
+    def has_agent_budgets(self) -> bool:
+        """Whether the run bounds its agents' spend: ``budget_usd`` or a model's ``budget_usd``."""
+        return self.budget_usd is not None or any((m.model_extra or {}).get("budget_usd") is not None
+                                                  for m in self.models)
 
     def seed_warning(self) -> str | None:
         n = len(self.seed_list)
@@ -417,6 +427,7 @@ def check_semantics(cfg: SweepConfig, *, check_env: bool = True) -> None:
     tasks = resolve_tasks(cfg)
     for i, m in enumerate(cfg.models):
         _check_model(cfg, i, m, check_env)
+    _check_budget(cfg)
     # knobs: validated against every task (unknown knob, out-of-range value)
     from jeval_ray.tasks import resolve_knobs
 
@@ -462,6 +473,11 @@ def check_judges(scoring: ScoringConfig, *, check_env: bool = True, where: str =
         if m.provider not in ENDPOINT_PROVIDERS:
             raise ConfigError(f"field '{at}.provider': unknown provider {m.provider!r} for judge model {m.name!r}. "
                               f"Fix: use one of {', '.join(ENDPOINT_PROVIDERS)}.")
+        for per_agent in ("budget_usd", "episode_budget_usd"):
+            if per_agent in (m.model_extra or {}):
+                raise ConfigError(f"field '{at}.{per_agent}' (judge model {m.name!r}): {per_agent} bounds a model's "
+                                  f"agent episodes, not judgments. Fix: remove it; the judges' cap is "
+                                  f"{f('judge_budget_usd')}.")
         if m.structured_output in ("json_schema", "json_object") and m.provider == "anthropic":
             raise ConfigError(f"field '{at}.structured_output': the Anthropic Messages API has no response_format "
                               f"(judge model {m.name!r}). Fix: use auto or instructions.")
@@ -508,6 +524,23 @@ def _task_id_or_error(key: str, field: str) -> str:
         raise ConfigError(f"field {field!r}: unknown task {key!r}. Fix: use one of {', '.join(TASK_IDS)}.") from None
 
 
+def _priced(price) -> bool:
+    return any((price.input_per_mtok, price.output_per_mtok, price.cached_input_per_mtok, price.cache_write_per_mtok))
+
+
+def _check_budget(cfg: SweepConfig) -> None:
+    """``budget_usd`` (the sweep's) needs a priced endpoint model to bound."""
+    if cfg.budget_usd is None:
+        return
+    from jeval_ray.models.config import Price
+
+    if not any(m.provider != "builtin" and _priced(Price.model_validate((m.model_extra or {}).get("price") or {}))
+               for m in cfg.models):
+        raise ConfigError("field 'budget_usd': no endpoint model in models has a price, so nothing spends and the "
+                          "budget never binds (the judges' cap is scoring.judge_budget_usd). Fix: remove budget_usd, or "
+                          "add an endpoint model with a price.")
+
+
 def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> None:
     where = f"models[{i}]"
     if m.provider not in PROVIDERS:
@@ -544,6 +577,10 @@ def _check_model(cfg: SweepConfig, i: int, m: ModelEntry, check_env: bool) -> No
     except ValidationError as exc:
         loc, msg, fix = _endpoint_error(exc)
         raise ConfigError(f"field '{where}.{loc}' (model {m.name!r}): {msg}. Fix: {fix}.") from None
+    if mc.budget_usd is not None and not _priced(mc.price):
+        raise ConfigError(f"field '{where}.budget_usd' (model {m.name!r}): the model has no price, so it spends nothing "
+                          "and the budget never binds. Fix: set its price (price.input_per_mtok, price.output_per_mtok) or "
+                          "remove budget_usd.")
     if check_env and mc.api_key_env and not os.environ.get(mc.api_key_env, "").strip():
         raise ConfigError(f"field '{where}.api_key_env': environment variable {mc.api_key_env} is not set (model {m.name!r}). "
                           f"Fix: export {mc.api_key_env}=<your key> before running, or remove api_key_env for an endpoint without auth.")

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from jeval_ray import __version__
 from jeval_ray.errors import ConfigError, JEvalError
-from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows
+from jeval_ray.records import EpisodeKeys, failed_episode_row, judgment_rows, skipped_episode_row
 from jeval_ray.scoring import Judgment, aggregate_judgments, combine
 from jeval_ray._fs import exists, has_credentials, is_local, join_uri, list_dir, resolve_fs
 from jeval_ray.sweep.agents import agent_label, is_builtin, waits_on_latency
@@ -71,6 +71,16 @@ class RunPlan:
     address: str | None
     max_in_flight: int
     out_field: str = "output.root"  # where the output location came from: --out or output.root
+    forecast_from: str | None = None  # --forecast-from: an earlier run that calibrates the forecast
+    _forecaster: Any = field(default=None, repr=False)
+
+    def forecaster(self):
+        """The forecast of this plan's models (``sweep.forecast``), calibrated on ``forecast_from``; made once."""
+        if self._forecaster is None:
+            from jeval_ray.sweep.forecast import forecaster_for
+
+            self._forecaster = forecaster_for(self.cfg, self.forecast_from)
+        return self._forecaster
 
     @property
     def run_uri(self) -> str:
@@ -92,6 +102,8 @@ class SweepResult:
     write_seconds: float
     seed_warning: str | None
     worker_replacements: int = 0
+    #: cells written as status skipped because a budget (budget_usd, models[].budget_usd) would have been passed
+    budget_skipped: int = 0
     #: worlds the episode workers generated, and episodes that took a world generated before (world_cache);
     #: ``ahead``: of the generated, those built while their episode waited in its worker's queue
     worlds: dict = field(default_factory=lambda: {"generated": 0, "reused": 0, "ahead": 0})
@@ -103,7 +115,7 @@ class SweepResult:
 
 # ---------------------------------------------------------------------------- plan
 def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
-             max_in_flight: int | None = None, filesystem=None) -> RunPlan:
+             max_in_flight: int | None = None, filesystem=None, forecast_from: str | None = None) -> RunPlan:
     """Resolve the output and the run id; raises ``ConfigError`` (nothing is written, Ray is not started)."""
     grid = Grid(cfg)
     root_uri = out or cfg.output.root
@@ -162,8 +174,34 @@ def plan_run(cfg: SweepConfig, *, out: str | None = None, run_id: str | None = N
         check_address(addr, "--address" if address else "RAY_ADDRESS" if os.environ.get("RAY_ADDRESS") else "ray.address")
     else:
         check_pools_fit(cfg)
-    return RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
-                   resume=resume, address=addr, max_in_flight=mif, out_field=field_name)
+    if forecast_from is not None:
+        forecast_from = check_forecast_from(forecast_from)
+    plan = RunPlan(cfg=cfg, grid=grid, fs=fs, root=root, root_uri=root_uri, run_id=run_id, run_path=run_path,
+                   resume=resume, address=addr, max_in_flight=mif, out_field=field_name, forecast_from=forecast_from)
+    if forecast_from is not None or cfg.has_agent_budgets():
+        try:  # the profile (and the earlier run) must load before anything starts
+            plan.forecaster()
+        except (OSError, ValueError, KeyError) as exc:
+            where = "--forecast-from" if forecast_from else "budget_usd"
+            raise ConfigError(f"{where}: the forecast cannot be made ({type(exc).__name__}: {str(exc)[:300]}). Fix: "
+                              "reinstall jeval_ray (its token profile is package data) or give --forecast-from a run "
+                              "written by python -m jeval_ray.sweep.") from None
+    return plan
+
+
+def check_forecast_from(path: str) -> str:
+    """``--forecast-from``: a run directory with a jeval_ray manifest (``ConfigError`` otherwise)."""
+    if "://" not in path:
+        path = os.path.abspath(os.path.expanduser(path))
+    try:
+        fs, where = resolve_fs(path)
+        manifest = _read_manifest(fs, where)
+    except (OSError, ValueError) as exc:
+        manifest, path = None, f"{path} ({exc})"
+    if manifest is None or manifest.get("kind") != MANIFEST_KIND:
+        raise ConfigError(f"--forecast-from: {path!r} is not a jeval_ray sweep run (no manifest.json of one). "
+                          "Fix: give an earlier run's directory, <out>/<run-id>.")
+    return path
 
 
 def in_ray_job() -> bool:
@@ -493,7 +531,7 @@ class SweepDriver:
         self.judge_queue: deque[tuple[_Episode, int]] = deque()
         self.in_flight = 0  # dispatched and not yet buffered for writing (includes retries and judging)
         self.judging = 0  # played, waiting for judgments
-        self.counts = {"done": 0, "failed": 0, "retried": 0}
+        self.counts = {"done": 0, "failed": 0, "retried": 0, "budget_skipped": 0}
         self.worlds = {"generated": 0, "reused": 0, "ahead": 0}
         self.warnings: list[str] = []  # found while running (the manifest lists them after the seed warning)
         self.error: str | None = None  # why the run stopped, when it failed
@@ -516,6 +554,7 @@ class SweepDriver:
         self._weights: dict[str, Any] = {}
         self._no_worker_since: dict[str, float] = {}  # pool kind -> since when it has had work and no ready worker
         self.writer = None
+        self.budgets = None  # sweep.budget.Budgets when the run has agent budgets
         #: monotonic times of pipeline events (tests check judging overlaps playing)
         self.timeline: dict[str, float] = {}
 
@@ -564,6 +603,7 @@ class SweepDriver:
                 self.progress.log(note)
                 if act:
                     self.warnings.append(note)
+                self._open_budgets()
                 self._start_pools()
                 self._loop()
             status = "completed"
@@ -584,12 +624,48 @@ class SweepDriver:
                 self._write_manifest(status, started_at, total, skipped)
                 if ray.is_initialized():
                     self._shutdown_pools(ray)
+                    if self.budgets is not None:
+                        self.budgets.close()
         st = self.writer.stats
         return SweepResult(run_id=plan.run_id, run_dir=plan.run_uri, total=total, skipped=skipped,
                            done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
                            elapsed_s=time.monotonic() - t0, files=dict(st.files), rows=dict(st.rows),
                            write_seconds=st.write_seconds, seed_warning=warn, worker_replacements=self.replacements,
+                           budget_skipped=self.counts["budget_skipped"],
                            worlds=dict(self.worlds), warnings=list(self.warnings), timeline=dict(self.timeline))
+
+    # ------------------------------------------------------------------ budgets
+    def _open_budgets(self) -> None:
+        """The run's agent budgets (``sweep.budget``), their ledgers opened at what the run already spent."""
+        from jeval_ray.sweep.budget import Budgets, prior_spend
+
+        if not self.cfg.has_agent_budgets():
+            return
+        spent = prior_spend(self.plan.run_path, self.plan.fs) if self.plan.resume else {}
+        self.budgets = Budgets(self.cfg, self.plan.run_id, self.plan.forecaster(), spent)
+        self.budgets.open()
+
+    def _admit(self, cell: Cell) -> bool:
+        """Whether ``cell`` may start under the run's budgets; a refused cell is written as ``skipped``."""
+        if self.budgets is None:
+            return True
+        why = self.budgets.admit(cell.episode_id, cell.model, cell.task_id, cell.condition)
+        if why is None:
+            return True
+        attempt = self.max_attempt.get(cell.episode_id, 0) + 1
+        keys = EpisodeKeys(self.plan.run_id, cell.episode_id, attempt, cell.task_id, cell.model, cell.seed, cell.condition)
+        row = skipped_episode_row(keys, agent=agent_label(self._models[cell.model]), tier=cell.tier,
+                                  run_config_json=cell.contract_json, termination=why)
+        self.writer.add(cell.task_id, cell.model, {}, rows={"episodes": [row]})
+        self._undispatched -= 1
+        if not self.counts["budget_skipped"]:
+            self.progress.log(f"{why}: no new episode under it starts; the rest are written as skipped")
+        self.counts["budget_skipped"] += 1
+        return False
+
+    def _settle(self, ep: "_Episode", cost_usd: float | None) -> None:
+        if self.budgets is not None:
+            self.budgets.settle(ep.cell.episode_id, float(cost_usd or 0.0))
 
     # ------------------------------------------------------------------ pools
     def _grid_ids(self):
@@ -691,6 +767,7 @@ class SweepDriver:
             self._check_deadlines()
             self.writer.maybe_flush()
             self.progress.update(done=self.counts["done"], failed=self.counts["failed"], retried=self.counts["retried"],
+                                 budget_skipped=self.counts["budget_skipped"],
                                  in_flight=self.in_flight, workers=sum(1 for s in self.slots if s.kind == "episode" and s.ready))
 
     def _check_deadlines(self) -> None:
@@ -813,6 +890,8 @@ class SweepDriver:
                 if batch and (size == 1 or len(batch) >= size):
                     self._pending_cell = cell  # starts the next batch
                     break
+                if not self._admit(cell):
+                    continue
                 attempt = self.max_attempt.get(cell.episode_id, 0) + 1
                 self.in_flight += 1
                 self._undispatched -= 1
@@ -1024,6 +1103,7 @@ class SweepDriver:
                        score=None if agg["rationale"] is None else combine(w, row["outcome"], row["process"], agg["rationale"]))
             rows["judgments"] = judgment_rows(keys, ep.judgments, jury=self.jury)
         rows["episodes"] = [row]
+        self._settle(ep, row.get("cost_usd"))
         ep.packet_ref = None  # release the packet
         self.writer.add(c.task_id, c.model, tables, rows=rows, sizes=r.get("sizes"))
         self.timeline["last_finish"] = time.monotonic()
@@ -1034,6 +1114,8 @@ class SweepDriver:
         c = ep.cell
         row = failed_episode_row(self._keys(ep), agent=agent_label(self._models[c.model]), tier=c.tier, run_config_json=c.contract_json,
                                  error=error[:8000], termination="error", worker=worker)
+        # what a lost or crashed episode spent is unknown: its forecast counts as spent
+        self._settle(ep, self.budgets.forecaster.usd(c.model, c.task_id, c.condition) if self.budgets else 0.0)
         self.writer.add(c.task_id, c.model, {}, rows={"episodes": [row]})
         self.timeline["last_finish"] = time.monotonic()
         self.in_flight -= 1
@@ -1054,6 +1136,7 @@ class SweepDriver:
         invocations.append({"started_at": started_at.isoformat(), "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                             "status": status, "skipped": skipped, "done": self.counts["done"],
                             "failed": self.counts["failed"], "retried": self.counts["retried"],
+                            "budget_skipped": self.counts["budget_skipped"],
                             "worker_replacements": self.replacements, "worlds": dict(self.worlds)})
         warn = cfg.seed_warning()
         manifest = {
@@ -1073,6 +1156,7 @@ class SweepDriver:
             "error": self.error if status == "failed" else None,
             "invocations": invocations,
             "judging": self._judging_block(old.get("judging") or {}, final=status != "running"),
+            "budgets": self.budgets.summary() if self.budgets is not None else None,
         }
         write_json_atomic(plan.fs, f"{plan.run_path}/{MANIFEST}", manifest)
 
@@ -1138,14 +1222,16 @@ def _unpack_batch(batch: dict) -> list[dict]:
 
 def run_sweep(cfg: SweepConfig | RunPlan, *, out: str | None = None, run_id: str | None = None, address: str | None = None,
               max_in_flight: int | None = None, progress: str | Progress = "quiet",
-              on_tick: Callable[[SweepDriver], None] | None = None, filesystem=None) -> SweepResult:
+              on_tick: Callable[[SweepDriver], None] | None = None, filesystem=None,
+              forecast_from: str | None = None) -> SweepResult:
     """Plan (unless given a plan), start or join Ray, run the sweep; returns counts and where it wrote.
 
     Raises ``ConfigError`` for a bad config or output location, before Ray is started: from planning,
     or when the output location refuses the first write (the manifest).
     """
     plan = cfg if isinstance(cfg, RunPlan) else plan_run(cfg, out=out, run_id=run_id, address=address,
-                                                          max_in_flight=max_in_flight, filesystem=filesystem)
+                                                          max_in_flight=max_in_flight, filesystem=filesystem,
+                                                          forecast_from=forecast_from)
     prog = progress if isinstance(progress, Progress) else Progress(progress)
     return SweepDriver(plan, prog, on_tick).run()
 

@@ -21,10 +21,11 @@ class Counts:
     retried: int = 0
     in_flight: int = 0
     workers: int = 0
+    budget_skipped: int = 0  # written as status skipped: a budget would have been passed
 
     @property
     def finished(self) -> int:
-        return self.done + self.failed
+        return self.done + self.failed + self.budget_skipped
 
     @property
     def to_play(self) -> int:
@@ -112,8 +113,9 @@ class Progress:
         eta = self.eta_s()
         el = time.monotonic() - self._t0
         tail = f"elapsed {el:.0f}s" if final else f"ETA {eta:.0f}s" if eta is not None else "ETA ?"
-        return (f"sweep: {c.finished}/{c.to_play} finished (done {c.done}, failed {c.failed}, retried {c.retried}, "
-                f"in flight {c.in_flight}, workers {c.workers}) {self.rate():.1f} ep/s {tail}")
+        budget = f", skipped for budget {c.budget_skipped}" if c.budget_skipped else ""
+        return (f"sweep: {c.finished}/{c.to_play} finished (done {c.done}, failed {c.failed}{budget}, retried "
+                f"{c.retried}, in flight {c.in_flight}, workers {c.workers}) {self.rate():.1f} ep/s {tail}")
 
     def _print(self, s: str) -> None:
         print(s, file=self.stream, flush=True)
