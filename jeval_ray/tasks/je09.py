@@ -825,6 +825,31 @@ def _requests(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, di
     return out
 
 
+def _targeted(kit: Kit, closes: dict[str, str], start: str,
+              end: str) -> Generator[Action, str, tuple[dict[str, Head], list[Head]]]:
+    """The entry headers (line 1) that can be in scope, by filters: the year's entries recorded after the
+    year-end close (the close under test), the top-side entries and the accruals posted on the year end;
+    and the product revenue lines billed in the cut-off window."""
+    cols = ["entry_id", "posting_date", "entry_timestamp", "debit", "reference", "document_type", "vendor_id"]
+    first = [{"column": "line_no", "op": "eq", "value": 1}]
+    heads: list[Head] = []
+    if end[:7] in closes:
+        heads += yield from kit.ledger(first + [{"column": "posting_date", "op": "ge", "value": end[:4] + "-01-01"},
+                                                {"column": "posting_date", "op": "le", "value": end},
+                                                {"column": "entry_timestamp", "op": "gt",
+                                                 "value": closes[end[:7]] + "T23:59:59"},
+                                                {"column": "document_type", "op": "ne", "value": "YC"}], cols)
+    heads += yield from kit.ledger(first + [{"column": "document_type", "op": "eq", "value": "TS"}], cols)
+    heads += yield from kit.ledger(first + [{"column": "document_type", "op": "eq", "value": "AC"},
+                                            {"column": "posting_date", "op": "eq", "value": end}], cols)
+    rev = yield from kit.ledger([{"column": "account", "op": "eq", "value": REVENUE_ACCOUNT},
+                                 {"column": "posting_date", "op": "ge", "value": start},
+                                 {"column": "posting_date", "op": "le", "value": end},
+                                 {"column": "credit", "op": "gt", "value": 0}],
+                                ["entry_id", "posting_date", "credit", "reference"])
+    return entries_of(heads), rev
+
+
 def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the policy (window, tolerance) and the close calendar; checks entries recorded after the
     close against the post-closing requests; agrees each top-side adjustment to its support and each
@@ -834,7 +859,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     pol, start, end, tol = yield from _policy(kit, docs)
     cal_rows = yield from kit.master("calendar")
     closes = {r["description"].split()[-1]: r["date"][:10] for r in cal_rows if r.get("kind") == "period_close"}
-    heads, rev = yield from _scan(kit, start, end)
+    heads, rev = yield from _targeted(kit, closes, start, end)
     late, topside, accruals = _in_scope(heads, closes, end)
     titles = {d["doc_id"]: d["title"] for d in docs}
     notes: dict[str, str] = {}

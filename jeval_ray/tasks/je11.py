@@ -670,16 +670,48 @@ RULE = SurfaceRule("an invoice of a vendor on the related-party register, or a m
 naive = surface_naive(RULE)
 
 
+def _targeted(kit: Kit) -> Generator[Action, str, tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]]:
+    """Careful's survey, by filters only: the register and vendors, the policies, the related
+    vendors' invoices and the manual entries with a listed pairing (outside the allowance review),
+    a few columns each; returns the candidates, the policies and the minutes and memos to read."""
+    rel = {r["party"]: r["relationship"] for r in (yield from kit.master("related_parties"))}
+    rp_ids = {v["vendor_id"]: v["name"] for v in (yield from kit.master("vendors")) if v["name"] in rel}
+    docs: list[dict[str, Any]] = []
+    for t in ("policy", "board_minutes", "memo"):
+        docs += yield from kit.documents(t)
+    pol = {"rp": next((d["doc_id"] for d in docs if d["title"] == RP_POLICY_TITLE), None),
+           "pair": next((d["doc_id"] for d in docs if "non-standard account" in d["title"].lower()), None)}
+    if pol["rp"]:
+        yield from kit.open(pol["rp"])
+    policy = PAIR_POLICY.parse((yield from kit.open(pol["pair"])).get("body", "")) if pol["pair"] else None
+    cols = ["entry_id", "debit", "reference", "entry_timestamp"]
+    cands: dict[str, dict[str, Any]] = {}
+    rows = yield from kit.ledger([{"column": "vendor_id", "op": "in", "value": sorted(rp_ids)},
+                                  {"column": "document_type", "op": "in", "value": ["VN", "VI"]},
+                                  {"column": "debit", "op": "gt", "value": 0}], cols + ["vendor_id"])
+    for eid, inv in entries_of(rows).items():
+        name = rp_ids[inv["vendor_id"]]
+        cands[eid] = {**inv, "kind": "rp", "what": name, "rel": rel[name]}
+    for p in (policy.pairs if policy else ()):
+        manual = [{"column": "source", "op": "eq", "value": "manual"},
+                  {"column": "document_type", "op": "ne", "value": "AL"}]
+        drs = entries_of((yield from kit.ledger(manual + [{"column": "account", "op": "eq", "value": p.dr},
+                                                         {"column": "debit", "op": "gt", "value": 0}], cols)))
+        crs = (yield from kit.ledger(manual + [{"column": "account", "op": "eq", "value": p.cr},
+                                               {"column": "credit", "op": "gt", "value": 0},
+                                               {"column": "entry_id", "op": "in", "value": sorted(drs)[:500]}],
+                                     ["entry_id"])) if drs else []
+        for eid in sorted({r["entry_id"] for r in crs} - set(cands)):
+            cands[eid] = {**drs[eid], "kind": "pair", "what": f"Dr {p.dr} / Cr {p.cr}", "rel": ""}
+    ids = sorted(d["doc_id"] for d in docs if d["doc_type"] == "board_minutes" or d["title"] == MEMO_TITLE)
+    return cands, pol, ids
+
+
 def careful(kit: Kit) -> Generator[Action, str, None]:
-    """Finds candidates (related-vendor invoices; manual non-standard pairings outside the allowance
-    review), reads the board minutes and the CFO's approval memos, clears what was approved before
-    the entry was recorded, flags the rest."""
-    cands, docs, pol = yield from _survey(kit, read_policies=True)
-    # the payments of an invoice are not transactions of their own; the allowance review is a standard process
-    cands = {k: c for k, c in cands.items() if (c["kind"] == "rp" and c.get("document_type") in ("VN", "VI"))
-             or (c["kind"] == "pair" and c.get("document_type") != "AL")}
-    ids = [d["doc_id"] for d in sorted(docs, key=lambda d: d["doc_id"])
-           if d["doc_type"] == "board_minutes" or d["title"] == MEMO_TITLE]
+    """Finds candidates by filtered queries (related-vendor invoices; manual non-standard pairings
+    outside the allowance review), reads the board minutes and the CFO's approval memos, clears what
+    was approved before the entry was recorded, flags the rest."""
+    cands, pol, ids = yield from _targeted(kit)
     # keep at least one call per candidate
     approvals = _approvals((yield from read_while(kit, ids, reserve=len(cands) + 2)))
     seen = {eid: approvals.get(cands[eid].get("reference", ""), (None, False, "")) for eid in sorted(cands)}

@@ -476,6 +476,8 @@ def _baseline(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 _MANUAL = {"column": "source", "op": "eq", "value": "manual"}
+#: the largest robust z-scores careful asks compute_stats for (the most it lists)
+TOP_Z = 50
 #: an entry the tests scored: (robust z, its preparer's only entry to the account, its ledger row, its population)
 Scored = tuple[float, bool, dict[str, Any], dict[str, Any]]
 
@@ -512,6 +514,63 @@ def _select(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, floa
     return plan, th, selected, scored, per_user
 
 
+def _above(kit: Kit, th: dict[str, float], groups: dict[str, Any],
+           top: list[dict[str, Any]]) -> Generator[Action, str, list[dict[str, Any]]]:
+    """The manual entries (first lines) above their account's flow-test limit, by id from the largest
+    robust z-scores ``compute_stats`` lists (``top``, over every account): where the list stops above
+    the limit, the accounts are split in halves and each asked again (z-scores are within an account,
+    so a subset of accounts keeps them)."""
+    todo = [(sorted(a for a, g in groups.items() if g.get("n", 0) >= th["min_pop"] and g.get("mad")), top)]
+    ids: list[str] = []
+    while todo:
+        accounts, listed = todo.pop()
+        if len(listed) < TOP_Z or abs(listed[-1]["z"]) < th["flow_z"] - 0.1 or len(accounts) < 2:
+            ids += [t["entry_id"] for t in listed if t["z"] > th["flow_z"] - 0.1]
+            continue
+        for part in (accounts[: len(accounts) // 2], accounts[len(accounts) // 2:]):
+            st = yield from kit.call("compute_stats", filters=[_MANUAL, {"column": "account", "op": "in", "value": part}],
+                                     measure="amount", group_by="account", robust=True, top_z=TOP_Z, limit=1)
+            todo.append((part, st.get("top_z_scores", [])))
+    return (yield from kit.ledger([_MANUAL, {"column": "line_no", "op": "eq", "value": 1},
+                                   {"column": "entry_id", "op": "in", "value": sorted(set(ids))}],
+                                  ["entry_id", "account", "debit", "preparer", "reference"])) if ids else []
+
+
+def _select_targeted(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, float], list[str],
+                                                               dict[str, Scored], Counter[str]]]:
+    """``_select`` as a model makes it: the per-account baseline, its largest robust z-scores and the
+    preparers' counts by ``compute_stats``; only the entries above their account's flow-test limit and
+    the flow-test candidates' preparers' postings to those accounts from the ledger (the whole
+    population only where ``compute_stats`` is withheld)."""
+    if not kit.has("compute_stats"):
+        return (yield from _select(kit))
+    plan = yield from _find_plan(kit)
+    th = _thresholds((yield from kit.open(plan)).get("body", "") if plan else "")
+    st = yield from kit.call("compute_stats", filters=[_MANUAL], measure="amount", group_by="account", robust=True,
+                             top_z=TOP_Z)
+    groups = st.get("groups", {})
+    users = Counter({p: int(g.get("n", 0)) for p, g in (yield from kit.call(
+        "compute_stats", filters=[_MANUAL], measure="amount", group_by="preparer", top_z=0)).get("groups", {}).items()})
+    scored: dict[str, Scored] = {}
+    for r in (yield from _above(kit, th, groups, st.get("top_z_scores", []))):
+        g = groups.get(r["account"], {})
+        if g.get("n", 0) >= th["min_pop"] and g.get("mad"):
+            scored[r["entry_id"]] = ((r["debit"] - g["median"]) / (SCALE * g["mad"]), False, r, g)
+    flow = {eid: x for eid, x in scored.items() if th["flow_z"] < x[0] <= th["amount_z"]
+            and users[x[2]["preparer"]] - 1 >= th["min_user"]}
+    if flow:
+        posted = Counter((r["preparer"], r["account"]) for r in (yield from kit.ledger([
+            _MANUAL, {"column": "line_no", "op": "eq", "value": 1},
+            {"column": "preparer", "op": "in", "value": sorted({x[2]["preparer"] for x in flow.values()})},
+            {"column": "account", "op": "in", "value": sorted({x[2]["account"] for x in flow.values()})}],
+            ["preparer", "account"])))
+        scored.update({eid: (x[0], posted[(x[2]["preparer"], x[2]["account"])] == 1, x[2], x[3])
+                       for eid, x in flow.items()})
+    selected = sorted((eid for eid, (z, single, _r, _g) in scored.items()
+                       if z > th["amount_z"] or (single and z > th["flow_z"])), key=lambda k: -scored[k][0])
+    return plan, th, selected, scored, users
+
+
 def _why(sel: Scored, th: dict[str, float], users: Counter[str]) -> str:
     z, _single, r, g = sel
     base = (f"account {r['account']} population n={g['n']}, median {g['median']:,.2f}, MAD {g['mad']:,.2f}; "
@@ -544,7 +603,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the plan, takes the per-account robust baseline of the manual entries, selects with both
     tests, then vouches every selected entry to its source document: flags what disagrees (or has no
     document), clears what agrees."""
-    plan, th, selected, scored, users = yield from _select(kit)
+    plan, th, selected, scored, users = yield from _select_targeted(kit)
     ev_plan = [plan] if plan else []
     support: dict[str, str] = {}
     for d in (yield from kit.documents()):
