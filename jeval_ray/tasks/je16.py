@@ -999,25 +999,29 @@ def _ids(kit: Kit, *filters: tuple[str, str, Any]) -> Generator[Action, str, lis
     return [r["entry_id"] for r in rows]
 
 
-def _targeted(kit: Kit, books: _Books) -> Generator[Action, str, Listing]:
-    """Every entry a red-flag rule could catch, found with server-side filters (never the whole listing):
-    small queries first (entries recorded after their period's close, one query a period; lines on
-    accounts outside the standing chart), then the manual entries' headers (self-approval, leavers, off
-    hours) and the billing interface's customer invoices (imbalances); then those entries' lines, grouped."""
+def _late_or_odd(kit: Kit, books: _Books) -> Generator[Action, str, set[str]]:
+    """Entries recorded after their period's close (one small query a period) and entries with a line
+    on an account outside the standing chart."""
     want: set[str] = set()
     for period, close in sorted(books.closes.items()):
         nxt = str(np.datetime64(close) + 1)
         want |= set((yield from _ids(kit, ("posting_date", "ge", f"{period}-01"), ("posting_date", "le", close),
                                      ("entry_timestamp", "ge", f"{nxt}T00:00:00"))))
     standing = [a for a, row in books.chart.items() if ACCOUNT_OPEN.standing(row)]
-    want |= set((yield from _ids(kit, ("account", "not_in", standing))))
+    return want | set((yield from _ids(kit, ("account", "not_in", standing))))
+
+
+def _targeted(kit: Kit, books: _Books, want: set[str]) -> Generator[Action, str, Listing]:
+    """Every entry a red-flag rule could catch, found with server-side filters (never the whole listing):
+    ``want`` (from ``_late_or_odd``), the manual entries' headers (self-approval, leavers, off hours) and
+    the billing interface's customer invoices (imbalances); then those entries' lines, grouped."""
     manual = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1},
                                     {"column": "source", "op": "eq", "value": "manual"}],
                                    ["entry_id", "entry_timestamp", "preparer", "approver"])
     heads = {r["entry_id"]: {**r, "source": "manual"} for r in manual}
     odd_users = {u for u, row in books.users.items() if USER_MAY_POST.suspect(row)}
     off = _outside(heads, sorted(heads), books)
-    want |= {e for e, h in heads.items() if e in off or h["preparer"] in odd_users or h["preparer"] == h.get("approver")}
+    want = want | {e for e, h in heads.items() if e in off or h["preparer"] in odd_users or h["preparer"] == h.get("approver")}
     upload = entries_of((yield from kit.ledger([{"column": "document_type", "op": "eq", "value": "CI"}],
                                                ["entry_id", "debit", "credit"])))
     want |= {e for e, h in upload.items() if abs(h["total_debit"] - h["total_credit"]) > 0.004}
@@ -1347,10 +1351,12 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     balances forward to size the missing entry, and disposes of everything with what it opened: flags
     first (those citing the entry itself, opened first), the missing entry, then the clearances."""
     gaps = yield from _find_gaps(kit)
-    pack = yield from _read_documents(kit, (yield from _read_books(kit)))
+    books = yield from _read_books(kit)
+    want = yield from _late_or_odd(kit, books)
+    pack = yield from _read_documents(kit, books)
     net = yield from _movements(kit)
     balances = (yield from kit.call("get_balances")).get("rows", [])
-    ents = yield from _targeted(kit, pack)
+    ents = yield from _targeted(kit, pack, want)
     hits = _rules(ents, pack)
     flags: dict[str, Disposition] = {}
     clears: dict[str, Disposition] = {}
