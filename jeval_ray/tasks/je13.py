@@ -394,6 +394,36 @@ def _select(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
     return pop, found
 
 
+
+def _select_filtered(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
+    """``_select`` as a model works with ``compute_stats``: the preparers' entry counts and ranges
+    (grouped statistics), each testable preparer's digit test, and for every over-represented digit only
+    the preparer's entries that begin with it (one filtered query per power of ten in their range)."""
+    if not kit.has("compute_stats"):
+        return (yield from _select(kit))
+    groups = (yield from kit.call("compute_stats", filters=[_MANUAL], group_by="preparer", top_z=0)).get("groups", {})
+    pop = yield from _digit_stats(kit, [_MANUAL], [])
+    found: list[Found] = []
+    for user in sorted(u for u, g in groups.items() if g.get("n", 0) >= MIN_TEST):
+        mine = [{"column": "preparer", "op": "eq", "value": user}, _MANUAL]
+        counts, test = None, (yield from _digit_stats(kit, mine, []))
+        if int(test.get("n", 0)) >= MIN_TEST:
+            counts = _counts(test)
+        if counts is None:
+            continue
+        z = digit_z(counts, int(test["n"]))
+        top = int(np.floor(np.log10(max(float(groups[user].get("max", 10.0)), 10.0))))
+        for d in np.flatnonzero(z > Z_SELECT) + 1:
+            sel: list[dict[str, Any]] = []
+            for k in range(1, top + 1):
+                sel += yield from kit.ledger([*mine, {"column": "line_no", "op": "eq", "value": 1},
+                                              {"column": "debit", "op": "ge", "value": float(d * 10 ** k)},
+                                              {"column": "debit", "op": "lt", "value": float((d + 1) * 10 ** k)}],
+                                             ["entry_id", "debit", "reference"])
+            found.append((user, int(d), float(z[d - 1]), int(test["n"]), sorted(sel, key=lambda r: r["entry_id"])))
+    found.sort(key=lambda f: -f[2])
+    return pop, found
+
 def _behind_digits(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     """The entries the guide selects, the largest z first, each with its preparer, digit, z and test size."""
     _pop, found = yield from _select(kit)
@@ -426,7 +456,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     """Tests each preparer's leading digits, selects the entries behind every over-represented digit and
     vouches each to its source document: flags what is keyed above the document, clears what agrees."""
     yield from kit.master("users")
-    pop, found = yield from _select(kit)
+    pop, found = yield from _select_filtered(kit)
     if not found:
         yield from kit.submit(f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}; no preparer's "
                               "leading digit is over-represented; nothing selected.")

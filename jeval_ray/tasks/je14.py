@@ -594,6 +594,27 @@ def _post_closing(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]
     return late
 
 
+
+def _late_releases(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """``_post_closing`` with server-side filters: the manual debits to the allowance (a few columns),
+    those entered after their period's close, and of those the ones crediting bad debt expense."""
+    cal = yield from kit.master("calendar")
+    closes = {r["description"].split()[-1]: r["date"] for r in cal if r.get("kind") == "period_close"}
+    manual = {"column": "source", "op": "eq", "value": "manual"}
+    rows = yield from kit.ledger([{"column": "account", "op": "eq", "value": ALLOWANCE},
+                                  {"column": "debit", "op": "gt", "value": 0}, manual],
+                                 ["entry_id", "debit", "posting_date", "entry_timestamp", "preparer", "description",
+                                  "reference"])
+    late = {r["entry_id"]: {**r, "source": "manual", "amount": r["debit"], "close": close,
+                            "entered": r["entry_timestamp"][:10]}
+            for r in rows if (close := closes.get(r["posting_date"][:7])) and r["entry_timestamp"][:10] > close}
+    if not late:
+        return {}
+    cr = yield from kit.ledger([{"column": "account", "op": "eq", "value": BAD_DEBT},
+                                {"column": "credit", "op": "gt", "value": 0},
+                                {"column": "entry_id", "op": "in", "value": sorted(late)}], ["entry_id"])
+    return {eid: late[eid] for eid in sorted({r["entry_id"] for r in cr})}
+
 RULE = SurfaceRule("a manual release of the allowance entered after the close of the period it is posted to",
                    "ESTIMATE_RELEASE", _post_closing,
                    "Entry {entry_id}: top-side release of {amount:,.2f} from the allowance, entered {entered} after "
@@ -606,7 +627,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     """For each post-closing release, reads the memo (reserve held, invoices covered), finds the invoices
     still open at the period end on the open-items report, and flags the shortfall the release leaves
     against their open amount; clears releases that leave at least that."""
-    late = yield from _post_closing(kit)
+    late = yield from _late_releases(kit)
     by_title = {d["title"]: d["doc_id"] for d in (yield from kit.documents())}
     policy = by_title.get(POLICY_TITLE)
     if policy:

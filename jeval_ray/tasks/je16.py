@@ -992,6 +992,92 @@ def _read_books(kit: Kit) -> Generator[Action, str, _Books]:
     return _Books(users, chart, holidays, closes)
 
 
+def _ids(kit: Kit, *filters: tuple[str, str, Any]) -> Generator[Action, str, list[str]]:
+    """The ids of the entries matching ``filters`` (column, op, value), one column asked for."""
+    fs = [{"column": c, "op": o, "value": v} for c, o, v in filters]
+    rows = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1}, *fs], ["entry_id"])
+    return [r["entry_id"] for r in rows]
+
+
+def _late_or_odd(kit: Kit, books: _Books) -> Generator[Action, str, set[str]]:
+    """Entries recorded after their period's close (one small query a period) and entries with a line
+    on an account outside the standing chart."""
+    want: set[str] = set()
+    for period, close in sorted(books.closes.items()):
+        nxt = str(np.datetime64(close) + 1)
+        want |= set((yield from _ids(kit, ("posting_date", "ge", f"{period}-01"), ("posting_date", "le", close),
+                                     ("entry_timestamp", "ge", f"{nxt}T00:00:00"))))
+    standing = [a for a, row in books.chart.items() if ACCOUNT_OPEN.standing(row)]
+    return want | set((yield from _ids(kit, ("account", "not_in", standing))))
+
+
+def _targeted(kit: Kit, books: _Books, want: set[str]) -> Generator[Action, str, Listing]:
+    """Every entry a red-flag rule could catch, found with server-side filters (never the whole listing):
+    ``want`` (from ``_late_or_odd``), the manual entries' headers (self-approval, leavers, off hours) and
+    the billing interface's customer invoices (imbalances); then those entries' lines, grouped."""
+    manual = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1},
+                                    {"column": "source", "op": "eq", "value": "manual"}],
+                                   ["entry_id", "entry_timestamp", "preparer", "approver"])
+    heads = {r["entry_id"]: {**r, "source": "manual"} for r in manual}
+    odd_users = {u for u, row in books.users.items() if USER_MAY_POST.suspect(row)}
+    off = _outside(heads, sorted(heads), books)
+    want = want | {e for e, h in heads.items() if e in off or h["preparer"] in odd_users or h["preparer"] == h.get("approver")}
+    upload = entries_of((yield from kit.ledger([{"column": "document_type", "op": "eq", "value": "CI"}],
+                                               ["entry_id", "debit", "credit"])))
+    want |= {e for e, h in upload.items() if abs(h["total_debit"] - h["total_credit"]) > 0.004}
+    rows = yield from kit.ledger([{"column": "entry_id", "op": "in", "value": sorted(want)}], _SCAN_COLUMNS)
+    return entries_of(rows)
+
+
+def _movements(kit: Kit) -> Generator[Action, str, dict[str, float]]:
+    """Net listed movement (debits - credits) per account, from ``compute_stats`` sums grouped by account."""
+    net: dict[str, float] = {}
+    for measure, sign in (("debit", 1.0), ("credit", -1.0)):
+        offset: int | None = 0
+        while offset is not None:
+            obs = yield from kit.call("compute_stats", measure=measure, group_by="account", top_z=0, offset=offset)
+            for acct, g in obs.get("groups", {}).items():
+                net[acct] = round(net.get(acct, 0.0) + sign * g.get("sum", 0.0), 2)
+            offset = obs.get("next_offset")
+    return net
+
+
+def _in_range(kit: Kit, a: int, b: int, width: int, limit: int = 1) -> Generator[Action, str, dict]:
+    return (yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1},
+                                                         {"column": "entry_id", "op": "ge", "value": str(a).zfill(width)},
+                                                         {"column": "entry_id", "op": "le", "value": str(b).zfill(width)}],
+                                columns=["entry_id"], limit=limit))
+
+
+def _find_gaps(kit: Kit) -> Generator[Action, str, list[str]]:
+    """Numbers missing from the consecutive numbering, by counting: the ends of the range (the first and
+    last entries listed, then any ids below and above them), then halving every stretch whose count
+    falls short of its width until it is small enough to list."""
+    first = yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1}],
+                                columns=["entry_id"], limit=5)
+    total = int(first.get("total_rows", 0))
+    last = yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1}],
+                               columns=["entry_id"], limit=5, offset=max(total - 5, 0))
+    seen = sorted(r["entry_id"] for r in first.get("rows", []) + last.get("rows", []))
+    if not seen:
+        return []
+    below = yield from _ids(kit, ("entry_id", "lt", seen[0]))
+    above = yield from _ids(kit, ("entry_id", "gt", seen[-1]))
+    width, lo, hi = len(seen[0]), int(min([seen[0], *below])), int(max([seen[-1], *above]))
+    todo, gaps = [(lo, hi, total)], []
+    while todo:
+        a, b, n = todo.pop()
+        if n >= b - a + 1:
+            continue
+        if b - a < 64:
+            got = {int(r["entry_id"]) for r in (yield from _in_range(kit, a, b, width, 64)).get("rows", [])}
+            gaps += [str(k).zfill(width) for k in range(a, b + 1) if k not in got]
+            continue
+        mid = (a + b) // 2
+        left = int((yield from _in_range(kit, a, mid, width)).get("total_rows", 0))
+        todo += [(mid + 1, b, n - left), (a, mid, left)]
+    return sorted(gaps)
+
 def _gap_ids(ents: Listing) -> list[str]:
     present = {int(k) for k in ents}
     if not present:
@@ -1249,26 +1335,28 @@ JUDGE: dict[str, Callable[[str, dict[str, Any], _Pack], Disposition]] = {
 }
 
 
-def _roll_forward(rows: list[dict[str, Any]], balances: list[dict[str, Any]]) -> dict[str, float]:
+def _roll_forward(net: dict[str, float], balances: list[dict[str, Any]]) -> dict[str, float]:
     """Per account whose closing balance does not roll forward: closing - opening - the listed movements."""
-    moved: dict[str, float] = {}
-    for r in rows:
-        moved[r["account"]] = moved.get(r["account"], 0.0) + (r.get("debit") or 0.0) - (r.get("credit") or 0.0)
-    diffs = {b["account"]: round(b["closing_balance"] - b["opening_balance"] - moved.get(b["account"], 0.0), 2)
+    diffs = {b["account"]: round(b["closing_balance"] - b["opening_balance"] - net.get(b["account"], 0.0), 2)
              for b in balances}
     return {a: d for a, d in diffs.items() if abs(d) > 0.005}
 
 
 def careful(kit: Kit) -> Generator[Action, str, None]:
-    """Reads the whole listing, the balances, the user master, the chart, the calendar, the policies,
-    the approval logs, the authorisations and the close calendar changes first; then judges every rule
-    hit against its evidence (one verdict an entry: the first criterion that flags it, else the first that
-    clears it), rolls the balances forward to size the missing entry, and disposes of everything with
-    what it opened: flags first (those citing the entry itself, opened first), the missing entry, then
-    the clearances."""
-    ents, rows = yield from _scan(kit)
+    """Reads the user master, the chart and the calendar; finds the entries a red-flag rule could catch
+    with filtered queries (never the whole listing), the listed movements per account with
+    ``compute_stats`` and the numbering gaps by counting; reads the policies, the approval logs, the
+    authorisations and the close calendar changes; then judges every rule hit against its evidence (one
+    verdict an entry: the first criterion that flags it, else the first that clears it), rolls the
+    balances forward to size the missing entry, and disposes of everything with what it opened: flags
+    first (those citing the entry itself, opened first), the missing entry, then the clearances."""
+    gaps = yield from _find_gaps(kit)
+    books = yield from _read_books(kit)
+    want = yield from _late_or_odd(kit, books)
+    pack = yield from _read_documents(kit, books)
+    net = yield from _movements(kit)
     balances = (yield from kit.call("get_balances")).get("rows", [])
-    pack = yield from _read_documents(kit, (yield from _read_books(kit)))
+    ents = yield from _targeted(kit, pack, want)
     hits = _rules(ents, pack)
     flags: dict[str, Disposition] = {}
     clears: dict[str, Disposition] = {}
@@ -1277,8 +1365,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
             d = JUDGE[crit](eid, ents[eid], pack)
             (flags if d.flag else clears).setdefault(eid, d)
     clears = {k: d for k, d in clears.items() if k not in flags}
-    diffs = _roll_forward(rows, balances)
-    gaps = _gap_ids(ents)
+    diffs = _roll_forward(net, balances)
     moved = max((abs(d) for d in diffs.values()), default=0.0)
     dr = ", ".join(f"{a} {d:+,.2f}" for a, d in sorted(diffs.items()))
     missing = [flag(gap, "COMPLETENESS_GAP", ["master:balances"], f"Entry number {gap} is missing from the "
