@@ -11,7 +11,8 @@ registering it. Per-task files (``test_task_jeNN.py``) keep only what is specifi
 * decisive facts present: every fact of the key is stated in the evidence it needs, as the tools show it;
 * solvability and budget: the careful agent submits within the step budget with outcome >= 0.95;
 * naive discriminates: careful beats naive by at least 0.15;
-* the withheld variant: the withheld tools are gone and careful still solves the task.
+* the withheld variant: the withheld tools are gone and careful still solves the task;
+* paged: careful solves the task with every result paged to the LLM agent's default 20,000 characters.
 
 Worlds are generated once per (task, seed) and every episode is played once, in process, with the
 episode API (``play_episode``) on the cached world (``tests/support/worlds.py``, shared with the
@@ -315,3 +316,23 @@ def test_the_withheld_variant_removes_its_tools_and_careful_still_solves(task_id
         assert not {st.tool for st in o.steps} & set(withheld), (task_id, s)
         assert o.termination == "submitted" and len(o.steps) <= spec.step_budget, (task_id, s)
         assert o.score.outcome >= 0.95 and o.score.rationale >= 0.95, (task_id, s, o.score)
+
+
+#: the LLM agent's default observation budget: the environment pages every result to it
+PAGED_CHARS = 20_000
+#: seeds careful plays paged (one tuned, one held out)
+PAGED_SEEDS = (1, 500)
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_careful_solves_the_task_paged_as_a_model_sees_it(task_id, plays):
+    """Played as a model plays it, every result paged to the LLM agent's default 20,000 characters (each
+    page a call), careful still submits within the step budget with outcome >= 0.95."""
+    budget = get_task(task_id).step_budget
+    for seed in PAGED_SEEDS:
+        out = plays(task_id, "careful", seed, (), PAGED_CHARS)
+        sc = out.score
+        assert out.steps and out.steps[-1].tool == "submit", f"{task_id} seed {seed}: careful never submitted"
+        assert len(out.steps) <= budget, (task_id, seed, len(out.steps), budget)
+        assert sc.outcome >= 0.95, f"{task_id} seed {seed}: outcome {sc.outcome:.3f} paged at {PAGED_CHARS:,} chars"
+

@@ -37,13 +37,16 @@ def world(task_id: str, seed: int, knobs: dict | None = None, *, keep: bool = Tr
     return w
 
 
-def played(task_id: str, agent: str, seed: int, tools_withheld: tuple[str, ...] = ()) -> EpisodeOutcome:
+def played(task_id: str, agent: str, seed: int, tools_withheld: tuple[str, ...] = (),
+           max_observation_chars: int | None = None) -> EpisodeOutcome:
     """A built-in agent's (``random``, ``naive``, ``careful``) episode on the cached world of ``(task_id,
-    seed)`` with the default knobs, played in process with the episode API on first use."""
-    key = (task_id, agent, int(seed), tuple(tools_withheld))
+    seed)`` with the default knobs, played in process with the episode API on first use;
+    ``max_observation_chars``: the budget the environment pages every result to (None: unpaged)."""
+    key = (task_id, agent, int(seed), tuple(tools_withheld), max_observation_chars)
     if key not in _EPISODES:
         env = JEEnv(task_id, tools_withheld=tools_withheld, keep_observations=False)
-        outcome = asyncio.run(play_episode(env, make_agent(agent, seed), seed, world=(world(task_id, seed), False)))
+        agent_ = make_agent(agent, seed, max_observation_chars=max_observation_chars)
+        outcome = asyncio.run(play_episode(env, agent_, seed, world=(world(task_id, seed), False)))
         if len(_EPISODES) >= MAX_EPISODES:
             return outcome
         _EPISODES[key] = outcome
