@@ -18,8 +18,9 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN,
-                                     USER_MAY_POST, Form, Kind, Many, dispose, fixed, flag, grouped_roles, roles)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, LEADER, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT,
+                                     TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule, clear, dispose,
+                                     fixed, flag, grouped_roles, review_groups, roles, surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -146,6 +147,72 @@ def test_dispose_stops_while_a_call_is_left_for_the_summary():
     except StopIteration as stop:
         assert stop.value == 3
     assert kit.issued == ["0", "1", "2"] and kit.calls_left == 1
+
+
+class _Kit(_Budget):
+    """A budget that also clears, submits and returns a selection's hits."""
+
+    def clear(self, eid, evidence, rationale):
+        self.issued.append(eid)
+        self.calls_left -= 1
+        yield None
+
+    def submit(self, summary):
+        self.summary = summary
+        self.calls_left -= 1
+        yield None
+
+
+def _run(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_review_groups_decides_a_group_at_a_time_within_its_reserve():
+    kit = _Kit(9)
+    decided = []
+
+    def decide(group):
+        decided.append(group)
+        return [flag(e, "X", [], "why") if e.startswith("f") else clear(e, [], "why") for e in group]
+        yield  # a generator that reads nothing
+
+    groups = [["f1", "c1"], ["f2", "c2", "c3"], ["f3", "f4"]]
+    done = _run(review_groups(kit, groups, decide, reserve=lambda g: 2 * len(g)))
+    # 9 calls: the first group (reserve 4) is issued, the second (reserve 6) leaves 7 > 6 calls, so it is decided
+    # and issued while a call is left for submit (three of them: 7 -> 4), the third's reserve (4) stops the review
+    assert decided == groups[:2] and kit.issued == ["f1", "c1", "f2", "c2", "c3"]
+    assert [d.entry_id for d in done] == kit.issued and kit.calls_left == 4
+    kit = _Kit(6)
+    done = _run(review_groups(kit, groups[1:], decide, reserve=lambda g: 1))
+    assert [d.entry_id for d in done] == ["f2", "c2", "c3", "f3", "f4"] and kit.calls_left == 1
+
+
+def test_a_surface_summary_may_state_the_flags_issued_and_counts_of_the_hits():
+    hits = {f"E{i}": {"run": i // 2} for i in range(6)}
+
+    def select(kit):
+        return hits
+        yield
+
+    rule = SurfaceRule("in a run", "X", select, "Entry {entry_id} is in run {run}.",
+                       "Flagged {flagged} of {n} entries in {runs} runs.", in_order=False,
+                       counts=lambda h: {"runs": len({v["run"] for v in h.values()})})
+    kit = _Kit(5)
+    _run(surface_naive(rule)(kit))
+    assert kit.issued == ["E0", "E1", "E2", "E3"] and kit.summary == "Flagged 4 of 6 entries in 3 runs."
+
+
+def test_whole_money_and_leaders():
+    assert WHOLE_MONEY.render(25_000) == "25,000" and WHOLE_MONEY.read("1,250,000") == 1_250_000
+    assert LEADER.render("....") == "...."
+    with pytest.raises(ValueError):
+        WHOLE_MONEY.render(-5)
+    with pytest.raises(ValueError):
+        LEADER.render("")
 
 
 def test_plants_cannot_claim_what_another_plant_changed():

@@ -97,6 +97,11 @@ def _seconds(text: str) -> int:
 
 #: a time of day held as seconds after midnight, written ``HH:MM`` (whole minutes)
 HHMM = Kind("hh:mm", r"\d{2}:\d{2}", hhmm, _seconds, domain=(0, 24 * 3600 - 60, 60))
+#: an amount in whole currency units, thousands grouped: 25000 -> 25,000 (a limit a policy states)
+WHOLE_MONEY = Kind("whole money", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
+                   domain=(0, 10**12, 1))
+#: a run of dots leading the eye from a label to its value in a table (``Controller ...... USD 500,000``)
+LEADER = Kind("leader", r"\.+")
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')
 EMPTY = Kind("empty", "")
 #: an entry or document reference: ``{E:idx}`` / ``{D:handle}`` when planted, the id once built
@@ -232,5 +237,5 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["DATE", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WORD", "Form", "Kind", "Lines",
-           "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]
+__all__ = ["DATE", "EMPTY", "HHMM", "INT", "LEADER", "LINE", "MONEY", "NAME", "REF", "TOKEN", "WHOLE_MONEY", "WORD",
+           "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "parse_any"]
