@@ -19,8 +19,8 @@ from hypothesis import given, settings, strategies as st
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, LEADER, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT,
-                                     TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule, clear, dispose,
-                                     fixed, flag, grouped_roles, review_groups, roles, surface_naive)
+                                     TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule, call_while,
+                                     clear, dispose, fixed, flag, grouped_roles, review_groups, roles, surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -204,6 +204,18 @@ def test_a_surface_summary_may_state_the_flags_issued_and_counts_of_the_hits():
     kit = _Kit(5)
     _run(surface_naive(rule)(kit))
     assert kit.issued == ["E0", "E1", "E2", "E3"] and kit.summary == "Flagged 4 of 6 entries in 3 runs."
+
+
+def test_call_while_makes_one_call_per_item_while_the_reserve_lasts():
+    kit = _Kit(5)
+
+    def search(item):
+        kit.calls_left -= 1
+        yield None
+        return item.upper()
+
+    assert _run(call_while(kit, ["a", "b", "c", "d"], search, reserve=2)) == {"a": "A", "b": "B", "c": "C"}
+    assert kit.calls_left == 2
 
 
 def test_whole_money_and_leaders():

@@ -21,14 +21,14 @@ from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, HHMM, INT, LEADER, LINE,
                                           parse_any)
 from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST, AccountOpen,
                                           PostingWindow, RoundingLimit, UserMayPost, Verdict)
-from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, clear, dispose, flag, read_while, review,
-                                           review_groups, surface_naive, tally)
+from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, call_while, clear, dispose, flag, read_while,
+                                           review, review_groups, surface_naive, tally)
 from jeval_ray.tasks.taskkit.task import Task
 
 __all__ = [
     "ACCOUNT_OPEN", "DATE", "EMPTY", "HHMM", "INT", "LEADER", "LINE", "MONEY", "NAME", "POSTING_WINDOW", "REF",
     "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST", "WHOLE_MONEY", "WORD", "AccountOpen", "Disposition", "Form", "Kind",
     "Lines", "LinesForm", "Many", "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict",
-    "clear", "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while",
-    "review", "review_groups", "roles", "split_in_groups", "surface_naive", "tally",
+    "call_while", "clear", "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any",
+    "read_while", "review", "review_groups", "roles", "split_in_groups", "surface_naive", "tally",
 ]

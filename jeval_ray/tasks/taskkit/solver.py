@@ -117,6 +117,19 @@ def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[A
     return out
 
 
+def call_while(kit: Kit, items: Iterable[I], call: Callable[[I], Steps], *,
+               reserve: int) -> Generator[Action, str, dict[I, Any]]:
+    """Make ``call(item)`` (one tool call: a search for an entry's reference ...) for each of
+    ``items`` while more than ``reserve`` calls are left; the results by item, in the order made
+    (``read_while`` is this for opening documents)."""
+    out: dict[I, Any] = {}
+    for item in items:
+        if kit.calls_left <= reserve:
+            break
+        out[item] = yield from call(item)
+    return out
+
+
 def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
     """(flags, clears) among ``decisions``."""
     ds = list(decisions)
@@ -171,5 +184,5 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     return naive
 
 
-__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "read_while", "review",
-           "review_groups", "surface_naive", "tally"]
+__all__ = ["Disposition", "Selection", "SurfaceRule", "call_while", "clear", "dispose", "flag", "issue", "read_while",
+           "review", "review_groups", "surface_naive", "tally"]
