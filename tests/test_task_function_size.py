@@ -19,7 +19,6 @@ STRATEGY_LIMIT = 40
 _NOT_YET = "not yet migrated onto the task kit (issue 26): its planting phases and solver loop are hand-rolled"
 #: (module path relative to jeval_ray/tasks, function name) -> why it is still longer than LIMIT
 ALLOWED: dict[tuple[str, str], str] = {
-    ("je08.py", "plant"): _NOT_YET,
     ("je09.py", "careful"): _NOT_YET,
     ("je10.py", "plant"): _NOT_YET,
     ("je10.py", "careful"): _NOT_YET,
