@@ -18,9 +18,10 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, INT, LEADER, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT,
-                                     TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule, call_while,
-                                     clear, dispose, fixed, flag, grouped_roles, review_groups, roles, surface_naive)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, APPROVAL_LIMIT, DATE, INT, LEADER, MONEY, NAME, POSTING_WINDOW,
+                                     ROUNDING_LIMIT, TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule,
+                                     call_while, clear, dispose, fixed, flag, grouped_roles, review_groups, roles,
+                                     surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -99,6 +100,16 @@ def test_user_may_post_while_rights_last(end, keyed, posted, leaver):
     assert USER_MAY_POST.check(user, keyed, posted).ok == (keyed <= end and posted <= end)
     assert USER_MAY_POST.suspect(user)
     assert not USER_MAY_POST.check({**user, "termination_date": "", "rights_withdrawn_on": ""}, keyed, posted).ok
+
+
+@FAST
+@given(st.sampled_from(["IBROWN", "HJOHANSSON"]), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_an_approval_covers_the_full_amount_by_another_user(approver, limit, amount):
+    """Stated again: approved iff the approver is not the preparer and his or her limit is at least the amount."""
+    row = {"user_id": approver, "approval_limit": limit / 100}
+    assert APPROVAL_LIMIT.check(row, "HJOHANSSON", amount / 100).ok == (approver != "HJOHANSSON" and limit >= amount)
+    assert APPROVAL_LIMIT.covers(limit, amount) == (limit >= amount)
+    assert not APPROVAL_LIMIT.check(None, "HJOHANSSON", 0).ok
 
 
 @FAST

@@ -141,10 +141,39 @@ class PostingWindow:
         return weekend | holiday | (np.asarray(time_s) < start) | (np.asarray(time_s) >= end)
 
 
+@dataclass(frozen=True)
+class ApprovalLimit:
+    """A purchase order or a manual entry is approved by a user other than its preparer whose own
+    approval limit (the user master) covers its full amount. A purchase is approved at its full
+    amount: the parts of one purchase split into several orders or invoices are assessed together
+    against the limit of whoever approved them. Limits and amounts in the same unit (USD or cents)."""
+
+    statement: str = ("a purchase order or a manual entry is approved by a user other than its preparer whose approval "
+                      "limit in the user master covers its full amount; the parts of one purchase split into several "
+                      "are assessed together")
+
+    def covers(self, limit: float, amount: float) -> bool:
+        """Whether an approval limit of ``limit`` covers ``amount``."""
+        return limit >= amount
+
+    def check(self, approver: Row | None, preparer: str, amount: float) -> Verdict:
+        """Whether ``approver`` (a ``master:users`` row, ``None`` when missing) could approve
+        ``amount`` (USD) prepared by ``preparer``."""
+        if approver is None:
+            return Verdict(False, "the approver is not in the user master")
+        uid, limit = approver["user_id"], float(approver.get("approval_limit") or 0.0)
+        if uid == preparer:
+            return Verdict(False, f"{uid} approved his or her own entry")
+        if not self.covers(limit, amount):
+            return Verdict(False, f"{uid}'s approval limit of {limit:,.2f} is below the {amount:,.2f}")
+        return Verdict(True, f"{uid}'s approval limit of {limit:,.2f} covers the {amount:,.2f}")
+
+
 ACCOUNT_OPEN = AccountOpen()
+APPROVAL_LIMIT = ApprovalLimit()
 POSTING_WINDOW = PostingWindow()
 USER_MAY_POST = UserMayPost()
 ROUNDING_LIMIT = RoundingLimit()
 
-__all__ = ["ACCOUNT_OPEN", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "PostingWindow",
-           "RoundingLimit", "UserMayPost", "Verdict"]
+__all__ = ["ACCOUNT_OPEN", "APPROVAL_LIMIT", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen",
+           "ApprovalLimit", "PostingWindow", "RoundingLimit", "UserMayPost", "Verdict"]
