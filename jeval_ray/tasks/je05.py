@@ -71,8 +71,9 @@ from jeval_ray.builder.spec import key, spec
 from jeval_ray.errors import ConfigError
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit, entries_of
-from jeval_ray.tasks.taskkit import (DATE, INT, LEADER, LINE, MONEY, NAME, TOKEN, WHOLE_MONEY, Disposition, Form, Many,
-                                     SurfaceRule, Task, clear, flag, review_groups, surface_naive, tally)
+from jeval_ray.tasks.taskkit import (APPROVAL_LIMIT, DATE, INT, LEADER, LINE, MONEY, NAME, TOKEN, WHOLE_MONEY,
+                                     Disposition, Form, Many, SurfaceRule, Task, clear, flag, review_groups,
+                                     surface_naive, tally)
 
 SPEC = spec(
     "JE-5",
@@ -597,6 +598,8 @@ def _split_purchase(b: WorldBuilder, docs: _Docs, u: _Unit, exts: list[int], ord
                     policy: int) -> None:
     """Defects: one requisition and quotation for the total, ordered the same day in lots."""
     rng = b.rng
+    limit = _USER[u.approver].approval_limit_cents
+    assert all(APPROVAL_LIMIT.covers(limit, cents) for cents in u.parts) and not APPROVAL_LIMIT.covers(limit, u.total)
     req, quote = _requisition(rng, u.requesters[0], ordered_by, u.total)
     for p, (idx, cents, ext) in enumerate(zip(u.group, u.parts, exts)):
         po = docs.po_number()
@@ -613,6 +616,7 @@ def _order_in_full(b: WorldBuilder, docs: _Docs, u: _Unit, exts: list[int], orde
     rng = b.rng
     po = docs.po_number()
     full = _approver_for(u.total, u.prep, rng)
+    assert APPROVAL_LIMIT.covers(_USER[full].approval_limit_cents, u.total)
     req, quote = _requisition(rng, u.requesters[0], ordered_by, u.total)
     po_doc = docs.purchase_order(po, u.vendor, ordered_by, req, quote, u.goods[0],
                                  f"{u.goods[0]}, invoiced in {len(u.group)} instalments", u.total, full, ordered_by)
@@ -776,7 +780,8 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     pack = _Pack(kit, docs)
     # a run every part of which was released by a user whose limit covers the whole run is within authority
     over = [g for g in found
-            if not all(limits.get(r["approver"], 0.0) >= round(sum(x["total_debit"] for x in g), 2) for r in g)]
+            if not all(APPROVAL_LIMIT.covers(limits.get(r["approver"], 0.0), round(sum(x["total_debit"] for x in g), 2))
+                       for r in g)]
 
     def decide(g: list[Record]) -> Generator[Action, str, list[Disposition]]:
         vouched = []
@@ -850,12 +855,14 @@ def _judge(vouched: list[tuple[Record, str | None, str | None, str, Record]], li
     reqs = {o["requisition"] for o in orders.values() if o["requisition"]}
     if one:
         (o,) = orders.values()
-        ok = (o["amount"] or 0) >= total - 0.005 and limits.get(o["approver"], 0.0) >= (o["amount"] or 0)
+        ok = (o["amount"] or 0) >= total - 0.005 \
+            and APPROVAL_LIMIT.covers(limits.get(o["approver"], 0.0), o["amount"] or 0)
     else:
         split = len(orders) >= 2 and (len(shared) == 1 and len(shared) < len(orders)
                                       or len(reqs) == 1 and len(reqs) < len(orders))
         quote_total = max((x["quote_total"] or 0) for x in orders.values()) if orders else 0.0
-        over = [x["approver"] for x in orders.values() if limits.get(x["approver"], 0.0) < quote_total]
+        over = [x["approver"] for x in orders.values()
+                if not APPROVAL_LIMIT.covers(limits.get(x["approver"], 0.0), quote_total)]
         ok = not (split and over)
     return [_disposition(r, [*base_ev, *[x for x in (inv, po_doc) if x]], po_no, order, ok, one, len(vouched),
                          len(orders), limits, policy) for r, inv, po_doc, po_no, order in vouched]
@@ -887,7 +894,7 @@ def _disposition(r: Record, ev: list[str], po_no: str, order: Record, ok: bool, 
                 f"purchase exceeds it (section 3 of {policy}).")
 
 
-TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=MATRIX.template,
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=MATRIX.template, rules=(APPROVAL_LIMIT,),
             decisive="the purchase orders behind a run of invoices: one requisition or vendor quotation whose total "
                      "exceeds the limit of every user who approved the orders and invoices (split), against one order "
                      "approved in full by a user whose limit covers it, or separate requisitions (matrix section 3)")
