@@ -18,10 +18,10 @@ from hypothesis import given, settings, strategies as st
 
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, APPROVAL_LIMIT, DATE, INT, LEADER, MONEY, NAME, POSTING_WINDOW,
-                                     ROUNDING_LIMIT, TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule,
-                                     call_while, clear, dispose, fixed, flag, grouped_roles, review_groups, roles,
-                                     surface_naive)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, APPROVAL_LIMIT, APPROVED_WHEN_RECORDED, DATE, INT, LEADER, MONEY,
+                                     NAME, POSTING_WINDOW, ROUNDING_LIMIT, TOKEN, USER_MAY_POST, WHOLE_MONEY, Form,
+                                     Kind, Many, SurfaceRule, call_while, clear, dispose, fixed, flag, grouped_roles,
+                                     review_groups, roles, surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
 #: a form's values are generated from its kinds' regular expressions (slower to draw): fewer examples
@@ -110,6 +110,15 @@ def test_an_approval_covers_the_full_amount_by_another_user(approver, limit, amo
     assert APPROVAL_LIMIT.check(row, "HJOHANSSON", amount / 100).ok == (approver != "HJOHANSSON" and limit >= amount)
     assert APPROVAL_LIMIT.covers(limit, amount) == (limit >= amount)
     assert not APPROVAL_LIMIT.check(None, "HJOHANSSON", 0).ok
+
+
+@FAST
+@given(st.one_of(st.none(), st.integers(0, 10**8)), st.integers(0, 10**8), st.dates().map(str), st.dates().map(str))
+def test_an_approval_supports_an_entry_when_it_fixes_its_amount_before_it_was_recorded(figure, amount, dated, recorded):
+    """Stated again: supported iff a document exists, fixes exactly the amount and is dated on or before the
+    recording."""
+    ok = figure is not None and figure == amount and dated <= recorded
+    assert APPROVED_WHEN_RECORDED.check(figure, amount, dated, recorded).ok == ok
 
 
 @FAST

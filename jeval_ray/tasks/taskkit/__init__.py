@@ -5,8 +5,8 @@
   generated from the template).
 * ``draws``: one pool, roles assigned after (``roles``, ``grouped_roles``, ``split_in_groups``).
 * ``rules``: the audit rules a policy states, one version each (``ACCOUNT_OPEN``,
-  ``USER_MAY_POST``, ``ROUNDING_LIMIT``, ``POSTING_WINDOW``, ``APPROVAL_LIMIT``), read by the plant, the
-  careful solver and the docs.
+  ``USER_MAY_POST``, ``ROUNDING_LIMIT``, ``POSTING_WINDOW``, ``APPROVAL_LIMIT``,
+  ``APPROVED_WHEN_RECORDED``), read by the plant, the careful solver and the docs.
 * ``solver``: the budgeted loop (``dispose``, ``review``, ``Disposition``) and the generic naive
   of a stated surface rule (``SurfaceRule``, ``surface_naive``).
 * ``task``: the typed ``Task`` value a task module ends with.
@@ -20,18 +20,18 @@ from jeval_ray.tasks.taskkit.draws import grouped_roles, roles, split_in_groups
 from jeval_ray.tasks.taskkit.forms import (DATE, EMPTY, HHMM, INT, LEADER, LINE, MONEY, NAME, REF, TOKEN, WHOLE_MONEY,
                                           WORD, Form, Kind, Lines, LinesForm, Many, doc_ref, entry_ref, fixed, hhmm,
                                           parse_any)
-from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, APPROVAL_LIMIT, POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST,
-                                          AccountOpen, ApprovalLimit, PostingWindow, RoundingLimit, UserMayPost,
-                                          Verdict)
+from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, APPROVAL_LIMIT, APPROVED_WHEN_RECORDED, POSTING_WINDOW,
+                                          ROUNDING_LIMIT, USER_MAY_POST, AccountOpen, ApprovalLimit,
+                                          ApprovedWhenRecorded, PostingWindow, RoundingLimit, UserMayPost, Verdict)
 from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, call_while, clear, dispose, flag, read_while,
                                            review, review_groups, surface_naive, tally)
 from jeval_ray.tasks.taskkit.task import Task
 
 __all__ = [
-    "ACCOUNT_OPEN", "APPROVAL_LIMIT", "DATE", "EMPTY", "HHMM", "INT", "LEADER", "LINE", "MONEY", "NAME",
-    "POSTING_WINDOW", "REF", "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST", "WHOLE_MONEY", "WORD", "AccountOpen",
-    "ApprovalLimit", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many", "PostingWindow", "RoundingLimit",
-    "SurfaceRule", "Task", "UserMayPost", "Verdict", "call_while", "clear", "dispose", "doc_ref", "entry_ref", "fixed",
-    "flag", "grouped_roles", "hhmm", "parse_any", "read_while", "review", "review_groups", "roles", "split_in_groups",
-    "surface_naive", "tally",
+    "ACCOUNT_OPEN", "APPROVAL_LIMIT", "APPROVED_WHEN_RECORDED", "DATE", "EMPTY", "HHMM", "INT", "LEADER", "LINE",
+    "MONEY", "NAME", "POSTING_WINDOW", "REF", "ROUNDING_LIMIT", "TOKEN", "USER_MAY_POST", "WHOLE_MONEY", "WORD",
+    "AccountOpen", "ApprovalLimit", "ApprovedWhenRecorded", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many",
+    "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "call_while", "clear", "dispose",
+    "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "parse_any", "read_while", "review",
+    "review_groups", "roles", "split_in_groups", "surface_naive", "tally",
 ]

@@ -169,11 +169,38 @@ class ApprovalLimit:
         return Verdict(True, f"{uid}'s approval limit of {limit:,.2f} covers the {amount:,.2f}")
 
 
+@dataclass(frozen=True)
+class ApprovedWhenRecorded:
+    """The document that approves an entry's amount (a board resolution, an agreement, a signed
+    request) supports it only if it fixes the amount recorded and is dated no later than the day the
+    entry was recorded (its entry timestamp): an approval given afterwards, or of another figure,
+    does not. Amounts in cents; dates ISO text."""
+
+    statement: str = ("the document approving an entry supports it only if it fixes the amount recorded and is "
+                      "dated no later than the day the entry was recorded (its entry timestamp); an approval given "
+                      "afterwards does not support it")
+
+    def check(self, fixed_cents: int | None, amount_cents: int, dated: str, recorded: str) -> Verdict:
+        """Whether a document fixing ``fixed_cents`` (``None``: none found), dated ``dated``, supports an
+        entry of ``amount_cents`` recorded on ``recorded``."""
+        if fixed_cents is None:
+            return Verdict(False, "no document approves the amount")
+        if fixed_cents != amount_cents:
+            return Verdict(False, f"the document fixes {fixed_cents / 100:,.2f}, not the {amount_cents / 100:,.2f} "
+                                  "recorded")
+        if dated > recorded:
+            return Verdict(False, f"the document is dated {dated}, after the entry was recorded on {recorded}")
+        return Verdict(True, f"the document fixes the {amount_cents / 100:,.2f} and is dated {dated}, no later than "
+                             f"the entry was recorded on {recorded}")
+
+
 ACCOUNT_OPEN = AccountOpen()
+APPROVED_WHEN_RECORDED = ApprovedWhenRecorded()
 APPROVAL_LIMIT = ApprovalLimit()
 POSTING_WINDOW = PostingWindow()
 USER_MAY_POST = UserMayPost()
 ROUNDING_LIMIT = RoundingLimit()
 
-__all__ = ["ACCOUNT_OPEN", "APPROVAL_LIMIT", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen",
-           "ApprovalLimit", "PostingWindow", "RoundingLimit", "UserMayPost", "Verdict"]
+__all__ = ["ACCOUNT_OPEN", "APPROVAL_LIMIT", "APPROVED_WHEN_RECORDED", "POSTING_WINDOW", "ROUNDING_LIMIT",
+           "USER_MAY_POST", "AccountOpen", "ApprovalLimit", "ApprovedWhenRecorded", "PostingWindow", "RoundingLimit",
+           "UserMayPost", "Verdict"]
