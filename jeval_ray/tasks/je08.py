@@ -67,8 +67,9 @@ from jeval_ray.builder._base import APPROVERS
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit
-from jeval_ray.tasks.taskkit import (DATE, LINE, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule, Task, call_while,
-                                     clear, dispose, flag, parse_any, read_while, surface_naive, tally)
+from jeval_ray.tasks.taskkit import (APPROVED_WHEN_RECORDED, DATE, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule,
+                                     Task, call_while, clear, dispose, flag, parse_any, read_while, surface_naive,
+                                     tally)
 
 SPEC = spec(
     "JE-8",
@@ -452,6 +453,9 @@ def _plant_one(b: WorldBuilder, plan: _Plan, j: int, i: int) -> None:
     if j >= plan.n_cands:
         return  # an unplanted year-end adjustment: supported, not in the key
     amount = it.cents / 100
+    # a decoy's document supports it under section 2.3; a defect's does not (or there is none)
+    supported = APPROVED_WHEN_RECORDED.check(None if doc is None else doc_cents, it.cents, doc_date, plan.keyed[j])
+    assert supported.ok is (kind == "support"), (kind, supported.why)
     if kind == "support":
         b.add_decoy(i, "round_amount_with_support", [doc], facts=[f"{{D:{doc}}}", ref, amount])
         return
@@ -575,13 +579,15 @@ def _judge(eid: str, r: Record, look: list[str], bodies: dict[str, str], support
     """The disposition of a round top-side adjustment, from the documents read among those that may
     carry its reference (``None``: not all read within the budget and none found: left undisposed)."""
     ref, amt, keyed = r["reference"], float(r["debit"]), str(r["entry_timestamp"])[:10]
+    cents = round(amt * 100)
     fixed_by = {d: parse_any(bodies[d], SUPPORT) for d in look if d in bodies}
     carrying = [d for d in look if d in bodies and ref and isinstance(fixed_by[d], (Resolution, Agreement))
                 and fixed_by[d].ref == ref]
     if not all(d in bodies for d in look) and not carrying:
         return None
     figure = {d: fixed_by[d].amount / 100 for d in carrying}
-    ok = next((d for d in carrying if abs(figure[d] - amt) < 0.005 and support[d] <= keyed), None)
+    ok = next((d for d in carrying if APPROVED_WHEN_RECORDED.check(fixed_by[d].amount, cents, support[d], keyed).ok),
+              None)
     if ok:
         return clear(eid, [ok], f"Entry {eid}: top-side adjustment of a round {amt:,.2f} under reference {ref} is "
                      f"fixed by {ok} (dated {support[ok]}, before the entry was recorded on {keyed}), which names "
@@ -589,7 +595,7 @@ def _judge(eid: str, r: Record, look: list[str], bodies: dict[str, str], support
     ev = [x for x in (policy,) if x]
     if carrying:
         d = carrying[0]
-        if abs(figure[d] - amt) >= 0.005:
+        if fixed_by[d].amount != cents:
             why = (f"{d}, the document carrying reference {ref}, fixes USD {figure[d]:,.2f}, not the {amt:,.2f} "
                    "recorded")
         else:
@@ -603,7 +609,7 @@ def _judge(eid: str, r: Record, look: list[str], bodies: dict[str, str], support
                 f"lacks the support section 2.3 of {policy or 'the manual JE policy'} requires.")
 
 
-TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template,
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(APPROVED_WHEN_RECORDED,),
             decisive="for a round top-side adjustment, the board minutes or agreement recorded under its reference: "
                      "the figure it fixes against the entry's amount and its date against the day the entry was "
                      "recorded (manual JE policy section 2.3)")
