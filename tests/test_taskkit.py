@@ -21,9 +21,10 @@ from hypothesis import given, settings, strategies as st
 from jeval_ray import tasks
 from jeval_ray.builder import ClaimOverlap, WorldBuilder
 from jeval_ray.tasks.taskkit import SIGNED_MONEY
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, CLOSED_PERIOD, COUNT, DATE, DOC_NUMBER, INT, MONEY, NAME,
-                                     POSTING_WINDOW, ROUNDING_LIMIT, TIMESTAMP, TOKEN, USER_MAY_POST, Form, Kind, Many,
-                                     SurfaceRule, clear, dispose, fixed, flag, grouped_roles, mentions, review, roles,
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, APPROVAL_LIMIT, APPROVED_WHEN_RECORDED, CLOSED_PERIOD, COUNT, DATE,
+                                     DOC_NUMBER, INT, LEADER, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT, TIMESTAMP,
+                                     TOKEN, USER_MAY_POST, WHOLE_MONEY, Form, Kind, Many, SurfaceRule, call_while, clear,
+                                     dispose, fixed, flag, grouped_roles, mentions, review, review_groups, roles,
                                      surface_naive)
 
 FAST = settings(max_examples=60, deadline=None)
@@ -359,3 +360,86 @@ def test_a_closed_period_takes_an_entry_only_under_a_request_approved_before_it_
     assert CLOSED_PERIOD.after_close(recorded, posted, {}) == ""
     ok = bool(request) and approved and decided < recorded and approved_cents == cents
     assert CLOSED_PERIOD.check(recorded, cents / 100, request, approved, decided, approved_cents / 100).ok == ok
+
+
+class _GroupKit(_Kit):
+    """``_Kit`` whose clears count among the dispositions issued, in order with the flags."""
+
+    def clear(self, eid, evidence, rationale):
+        self.issued.append(eid)
+        yield from super().clear(eid, evidence, rationale)
+
+
+@FAST
+@given(st.sampled_from(["IBROWN", "HJOHANSSON"]), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_an_approval_covers_the_full_amount_by_another_user(approver, limit, amount):
+    """Stated again: approved iff the approver is not the preparer and his or her limit is at least the amount."""
+    row = {"user_id": approver, "approval_limit": limit / 100}
+    assert APPROVAL_LIMIT.check(row, "HJOHANSSON", amount / 100).ok == (approver != "HJOHANSSON" and limit >= amount)
+    assert APPROVAL_LIMIT.covers(limit, amount) == (limit >= amount)
+    assert not APPROVAL_LIMIT.check(None, "HJOHANSSON", 0).ok
+
+
+@FAST
+@given(st.one_of(st.none(), st.integers(0, 10**8)), st.integers(0, 10**8), st.dates().map(str), st.dates().map(str))
+def test_an_approval_supports_an_entry_when_it_fixes_its_amount_before_it_was_recorded(figure, amount, dated, recorded):
+    """Stated again: supported iff a document exists, fixes exactly the amount and is dated on or before the
+    recording."""
+    ok = figure is not None and figure == amount and dated <= recorded
+    assert APPROVED_WHEN_RECORDED.check(figure, amount, dated, recorded).ok == ok
+
+
+def test_review_groups_decides_a_group_at_a_time_within_its_reserve():
+    kit = _GroupKit(9)
+    decided = []
+
+    def decide(group):
+        decided.append(group)
+        return [flag(e, "X", [], "why") if e.startswith("f") else clear(e, [], "why") for e in group]
+        yield  # a generator that reads nothing
+
+    groups = [["f1", "c1"], ["f2", "c2", "c3"], ["f3", "f4"]]
+    done = _run(review_groups(kit, groups, decide, reserve=lambda g: 2 * len(g)))
+    # 9 calls: the first group (reserve 4) is issued, the second (reserve 6) leaves 7 > 6 calls, so it is decided
+    # and issued while a call is left for submit (three of them: 7 -> 4), the third's reserve (4) stops the review
+    assert decided == groups[:2] and kit.issued == ["f1", "c1", "f2", "c2", "c3"]
+    assert [d.entry_id for d in done] == kit.issued and kit.calls_left == 4
+    kit = _GroupKit(6)
+    done = _run(review_groups(kit, groups[1:], decide, reserve=lambda g: 1))
+    assert [d.entry_id for d in done] == ["f2", "c2", "c3", "f3", "f4"] and kit.calls_left == 1
+
+
+def test_a_surface_summary_may_state_the_flags_issued_and_counts_of_the_hits():
+    hits = {f"E{i}": {"run": i // 2} for i in range(6)}
+
+    def select(kit):
+        return hits
+        yield
+
+    rule = SurfaceRule("in a run", "X", select, "Entry {entry_id} is in run {run}.",
+                       "Flagged {flagged} of {n} entries in {runs} runs.", in_order=False,
+                       counts=lambda h: {"runs": len({v["run"] for v in h.values()})})
+    kit = _GroupKit(5)
+    _run(surface_naive(rule)(kit))
+    assert kit.issued == ["E0", "E1", "E2", "E3"] and kit.summary == "Flagged 4 of 6 entries in 3 runs."
+
+
+def test_call_while_makes_one_call_per_item_while_the_reserve_lasts():
+    kit = _GroupKit(5)
+
+    def search(item):
+        kit.calls_left -= 1
+        yield None
+        return item.upper()
+
+    assert _run(call_while(kit, ["a", "b", "c", "d"], search, reserve=2)) == {"a": "A", "b": "B", "c": "C"}
+    assert kit.calls_left == 2
+
+
+def test_whole_money_and_leaders():
+    assert WHOLE_MONEY.render(25_000) == "25,000" and WHOLE_MONEY.read("1,250,000") == 1_250_000
+    assert LEADER.render("....") == "...."
+    with pytest.raises(ValueError):
+        WHOLE_MONEY.render(-5)
+    with pytest.raises(ValueError):
+        LEADER.render("")

@@ -55,14 +55,21 @@ world, 58 % of what the rule returns; 763 vendor invoices, 12 accruals, no top-s
 from __future__ import annotations
 
 import datetime as dt
-import re
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from jeval_ray.protocol.kit import Kit
 from jeval_ray.books import calendar as cal, close, master as md
-from jeval_ray.builder.spec import key, spec
+from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS
+from jeval_ray.builder.spec import key, spec
+from jeval_ray.protocol import Action
+from jeval_ray.protocol.kit import Kit
+from jeval_ray.tasks.taskkit import (APPROVED_WHEN_RECORDED, DATE, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule,
+                                     Task, call_while, clear, dispose, flag, parse_any, read_while, surface_naive,
+                                     tally)
 
 SPEC = spec(
     "JE-8",
@@ -152,67 +159,164 @@ MONTHS = md.MONTH_NAMES
 _KINDS = (("amount_not_supported", 0.4), ("approved_after_posting", 0.3), ("no_support", 0.3))
 
 
-def _usd(cents: int) -> str:
-    """An amount as documents print it: ``USD 25,000.00``."""
-    return f"USD {cents / 100:,.2f}"
+# ------------------------------------------------------------------ documents
+@dataclass(frozen=True)
+class Policy:
+    """The manual JE policy's scope and supporting-documentation sections (fixed text)."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Board minutes whose third item is a resolution approving an amount under an accounting reference."""
+    date: str
+    ref: str
+    purpose: str
+    amount: int
+    period: str
+
+
+@dataclass(frozen=True)
+class CapitalBudget:
+    """Board minutes whose third item approves a capital budget (no accounting reference)."""
+    date: str
+    capex: str
+    amount: int
+    item: str
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A fixed-fee services agreement recorded under an accounting reference."""
+    ref: str
+    vendor: str
+    who: str
+    date: str
+    purpose: str
+    amount: int
+    period: str
+
+
+@dataclass(frozen=True)
+class Dated:
+    """A minute's or an agreement's title: its date."""
+    date: str
+
+
+POLICY = Form(Policy, (
+    "Section 1 Scope. This policy governs top-side adjustments: manual journal entries keyed by Finance "
+    "management directly in the general ledger (document type TS). Vendor invoices are governed by the accounts "
+    "payable policy (the vendor's invoice is their support); month-end accruals, allowance reviews, bank and tax "
+    "entries follow the close checklist. "
+    "Section 2.1 Every top-side adjustment must be supported by source documentation (contract, board "
+    "resolution or a reviewed calculation) whose number is recorded in the entry's reference field. "
+    "Section 2.2 The description must state the business purpose of the entry; terms such as 'adjustment' or "
+    "'per management' alone are not sufficient. Section 2.3 Adjustments in round sums require the document that "
+    "fixes the amount, dated no later than the day the entry is recorded (its entry timestamp); an approval "
+    "given after the entry was recorded does not support it. Adjustments without support must not be approved "
+    "and are reported to the Controller."))
+_MINUTES = ("Northwind Components Inc. - minutes of the meeting of the Board of Directors held on {date}.\n"
+            "Present: the Chair, four directors, the CEO, the CFO (James Wright); the Controller attended.\n"
+            "1. The minutes of the previous meeting were approved.\n"
+            "2. The CFO presented the monthly results; the board noted them.\n3. ")
+_MINUTES_END = " The resolution was carried unanimously.\n4. There being no other business, the meeting closed."
+RESOLUTION = Form(Resolution, _MINUTES + "Resolution {ref}: RESOLVED, that the Company approves {purpose} in the "
+                  "amount of USD {amount}, to be accrued in {period} under accounting reference {ref}." + _MINUTES_END,
+                  date=DATE, ref=TOKEN, amount=MONEY, period=NAME)
+CAPITAL_BUDGET = Form(CapitalBudget, _MINUTES + "Capital budget request {capex}: RESOLVED, that a capital budget of "
+                      "USD {amount} is approved for {item}; purchases are to be capitalised as property, plant and "
+                      "equipment against supplier invoices." + _MINUTES_END, date=DATE, capex=TOKEN, amount=MONEY)
+AGREEMENT = Form(Agreement, "SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} "
+                 "({who}, the Provider), dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of USD {amount}, "
+                 "exclusive of any expenses, earned in {period} and accrued by the Client on that basis; invoicing "
+                 "follows completion. The Client records the fee under reference {ref}.\nSigned for the Client by "
+                 "Isabel Brown, Controller, and for the Provider by an authorised signatory.",
+                 ref=TOKEN, who=NAME, date=DATE, amount=MONEY, period=NAME)
+MINUTES_TITLE = Form(Dated, "Minutes of the Board of Directors meeting of {date}", date=DATE)
+AGREEMENT_TITLE = Form(Dated, "Services agreement dated {date}", date=DATE)
+#: the documents that fix an amount under a reference (and minutes that fix one under none)
+SUPPORT = (RESOLUTION, CAPITAL_BUDGET, AGREEMENT)
 
 
 # ------------------------------------------------------------------ world
-def _minutes(b, date: str, item: str) -> int:
+@dataclass(frozen=True)
+class _Item:
+    """What a candidate is for: a board item or a fixed-fee agreement (``cat``: 'board' or the
+    vendor category), its purpose, description, debit account and amount."""
+    board: bool
+    purpose: str
+    short: str
+    dr: str
+    cat: str
+    cents: int
+
+
+@dataclass
+class _Plan:
+    """The candidates (planted first, then the books' year-end adjustments left unplanted) and what
+    each becomes: kind, item, posting and keying dates, document date, reference."""
+    every: np.ndarray
+    n_cands: int
+    kinds: list[str]
+    items: list[_Item]
+    post: list[str]
+    keyed: list[str]
+    lag: np.ndarray
+    doc_dates: list[str]
+    refs: list[str]
+    taken: set[int]
+    contracts: list[tuple[str, str, str, str]]
+    policy: int
+    #: the references entries carry and the other numbers drawn since
+    used_refs: set[str] = field(default_factory=set)
+    docs: list[int] = field(default_factory=list)
+
+
+def _minutes(b: WorldBuilder, plan: _Plan, item: Resolution | CapitalBudget) -> int:
     """Board minutes in the company's usual form, with one substantive item."""
-    return b.add_document(
-        "board_minutes", f"Minutes of the Board of Directors meeting of {date}",
-        f"Northwind Components Inc. - minutes of the meeting of the Board of Directors held on {date}.\n"
-        "Present: the Chair, four directors, the CEO, the CFO (James Wright); the Controller attended.\n"
-        "1. The minutes of the previous meeting were approved.\n"
-        "2. The CFO presented the monthly results; the board noted them.\n"
-        f"3. {item}\n4. There being no other business, the meeting closed.",
-        date,
-    )
+    body = RESOLUTION.render(item) if isinstance(item, Resolution) else CAPITAL_BUDGET.render(item)
+    h = b.add_document("board_minutes", MINUTES_TITLE.render(Dated(item.date)), body, item.date)
+    plan.docs.append(h)
+    return h
 
 
-def _agreement(b, date: str, ref: str, vendor: str, who: str, purpose: str, cents: int, period: str) -> int:
-    return b.add_document(
-        "contract", f"Services agreement dated {date}",
-        f"SERVICES AGREEMENT {ref}\nBetween Northwind Components Inc. (the Client) and {vendor} ({who}, the "
-        f"Provider), dated {date}.\nScope: {purpose}.\nClause 3 Fees: a fixed fee of {_usd(cents)}, exclusive of any "
-        f"expenses, earned in {period} and accrued by the Client on that basis; invoicing follows completion. The "
-        f"Client records the fee under reference {ref}.\nSigned for the Client by Isabel Brown, Controller, and for "
-        "the Provider by an authorised signatory.",
-        date,
-    )
+def _agreement(b: WorldBuilder, plan: _Plan, date: str, ref: str, vendor: tuple[str, str], purpose: str, cents: int,
+               period: str) -> int:
+    a = Agreement(ref, vendor[0], vendor[1], date, purpose, cents, period)
+    h = b.add_document("contract", AGREEMENT_TITLE.render(Dated(date)), AGREEMENT.render(a), date)
+    plan.docs.append(h)
+    return h
 
 
-def _new_topsides(b, k: int) -> np.ndarray:
+def _new_topsides(b: WorldBuilder, k: int) -> np.ndarray:
     """``k`` new top-side adjustments at month ends of January-November: copies of one of the books'
     top-side entries, posted to a month end and keyed by the accounting manager in the close."""
-    e = b.e
     rng = b.rng
-    template = np.flatnonzero(e["doc_code"] == "TS")
+    template = np.flatnonzero(b.cols.doc_code == "TS")
     if not len(template) or not k:
         return np.zeros(0, dtype=np.int64)
     new = b.copy_entries(np.full(k, template[0]))
+    c = b.cols
     months = np.sort(rng.integers(1, 12, k))
     for i, m in zip(new.tolist(), months.tolist()):
         end = cal.last_day_of_month(np.datetime64(f"2025-{m:02d}-01"))
-        e["post_date"][i] = e["doc_date"][i] = end
-        e["entry_date"][i] = cal.business_offset(end + 1, int(rng.integers(0, 3)))
-        e["time_s"][i] = int(rng.integers(*cal.OFFICE_HOURS))
+        c.post_date[i] = c.doc_date[i] = end
+        c.entry_date[i] = cal.business_offset(end + 1, int(rng.integers(0, 3)))
+        c.time_s[i] = int(rng.integers(*cal.OFFICE_HOURS))
     return new
 
 
-def _set_amount(b, i: int, cents: int, account: str) -> None:
+def _set_amount(b: WorldBuilder, i: int, cents: int, account: str) -> None:
     """Amount, debit account, and the preparer and approver the books would give it (a top-side by the
     accounting manager, by the Controller above his limit; approved by the lowest tier that covers it)."""
-    e = b.e
-    e["debit_cents"][i] = e["credit_cents"][i] = cents
-    e["debit_account"][i] = account
+    c = b.cols
+    c.debit_cents[i] = c.credit_cents[i] = cents
+    c.debit_account[i] = account
     prep = "HJOHANSSON" if cents <= b.user("HJOHANSSON")["approval_limit"] * 100 else "IBROWN"
-    e["preparer"][i] = prep
-    e["approver"][i] = next(a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents)
+    c.preparer[i] = prep
+    c.approver[i] = next(a for a in APPROVERS if a != prep and b.user(a)["approval_limit"] * 100 >= cents)
 
 
-def _round_amounts(b, k: int, taken: set) -> list[int]:
+def _round_amounts(b: WorldBuilder, k: int, taken: set[int]) -> list[int]:
     """Whole-thousand amounts, distinct (USD 2,000-60,000, wider only when a huge knob setting needs it)."""
     top = max(60, 2 * (len(taken) + k) + 10)
     pool = [c for c in range(2 * 1_000_00, (top + 1) * 1_000_00, 1_000_00) if c not in taken]
@@ -221,13 +325,13 @@ def _round_amounts(b, k: int, taken: set) -> list[int]:
     return out
 
 
-def _fitting(b, category: str, scope: str) -> list[dict]:
+def _fitting(b: WorldBuilder, category: str, scope: str) -> list[dict[str, Any]]:
     """The vendors of ``category`` in the vendor master whose kind of firm fits ``scope`` (``FIRMS``)."""
     stems = next((st for word, st, _outside in FIRMS if word in scope), None)
     return [v for v in b.vendors if v["category"] == category and (stems is None or any(t in v["name"] for t in stems))]
 
 
-def _vendor(b, category: str, scope: str) -> tuple[str, str]:
+def _vendor(b: WorldBuilder, category: str, scope: str) -> tuple[str, str]:
     """The agreement's counterparty as (name, how the agreement introduces it): a fitting vendor of the
     vendor master (by its vendor number), else the outside firm ``FIRMS`` names for the scope (the
     auditors and counsel the year-end adjustments need, whom the master may not hold)."""
@@ -240,33 +344,25 @@ def _vendor(b, category: str, scope: str) -> tuple[str, str]:
     return outside
 
 
-def plant(b) -> None:
+def plant(b: WorldBuilder) -> None:
     """Plant the policy and round-sum top-side adjustments with a purpose and a reference (the books'
     year-end ones and new month-end ones), each a defect or a decoy at random; decoys get the document
     that fixes them, defects a document that does not (or none)."""
-    rng = b.rng
-    e = b.e
-    d = b.books.docs
-    policy = b.add_document(
-        "policy", POLICY_TITLE,
-        "Section 1 Scope. This policy governs top-side adjustments: manual journal entries keyed by Finance "
-        "management directly in the general ledger (document type TS). Vendor invoices are governed by the accounts "
-        "payable policy (the vendor's invoice is their support); month-end accruals, allowance reviews, bank and tax "
-        "entries follow the close checklist. "
-        "Section 2.1 Every top-side adjustment must be supported by source documentation (contract, board "
-        "resolution or a reviewed calculation) whose number is recorded in the entry's reference field. "
-        "Section 2.2 The description must state the business purpose of the entry; terms such as 'adjustment' or "
-        "'per management' alone are not sufficient. Section 2.3 Adjustments in round sums require the document that "
-        "fixes the amount, dated no later than the day the entry is recorded (its entry timestamp); an approval "
-        "given after the entry was recorded does not support it. Adjustments without support must not be approved "
-        "and are reported to the Controller.",
-        "2024-10-01",
-    )
+    policy = b.add_document("policy", POLICY_TITLE, POLICY.render(Policy()), "2024-10-01")
+    plan = _plan(b, policy)
+    for j, i in enumerate(plan.every.tolist()):
+        _plant_one(b, plan, j, i)
+    b.claim("JE-8", entries=plan.every.tolist(), documents=[policy, *plan.docs])
+
+
+def _plan(b: WorldBuilder, policy: int) -> _Plan:
+    """The candidates: the books' year-end top-side adjustments first, then new month-end ones; each
+    a defect (of a kind drawn) or a decoy, what it is for, its dates and its reference."""
+    rng, c = b.rng, b.cols
     n = b.n_defects + b.n_decoys
-    # the candidates: the books' year-end top-side adjustments first, then new month-end ones
-    year_end = np.flatnonzero(e["doc_code"] == "TS")
+    year_end = np.flatnonzero(c.doc_code == "TS")
     year_end = year_end[rng.permutation(len(year_end))]
-    taken = {int(c) for c in e["debit_cents"][year_end]}
+    taken = {int(x) for x in c.debit_cents[year_end]}
     new = _new_topsides(b, max(0, n - len(year_end)))
     cands = np.concatenate([year_end[:n], new]).astype(np.int64)
     spare = year_end[n:]
@@ -275,113 +371,133 @@ def plant(b) -> None:
     new_amounts = iter(_round_amounts(b, len(new), taken))
     is_defect = np.zeros(len(cands) + len(spare), dtype=bool)
     is_defect[rng.permutation(len(cands))[: b.n_defects]] = True
-    names, shares = zip(*_KINDS)
+    names, shares = [k for k, _ in _KINDS], [p for _, p in _KINDS]
     kinds = [str(rng.choice(names, p=shares)) if is_defect[j] else "support" for j in range(len(cands))]
     kinds += ["support"] * len(spare)  # a year-end adjustment left unplanted keeps its support (not in the key)
     every = np.concatenate([cands, spare]).astype(np.int64)
-    # what each one is: a board item or a fixed-fee agreement (the books' year-end ones keep their purpose)
-    items = []
     # agreements only for the scopes the vendor master has a fitting firm for
-    contracts = [c for c in CONTRACT_ITEMS if _fitting(b, c[0], c[1])] or list(CONTRACT_ITEMS)
-    board_order, ctr_order = rng.permutation(len(BOARD_ITEMS)), rng.permutation(len(contracts))
-    nb = nc = 0
-    books_year_end = set(year_end.tolist())
-    for i in every.tolist():
-        if i in books_year_end:
-            part = int(d.ext_ref[int(e["books_doc"][i])])
-            kind, scope = YEAR_END_SUPPORT[part]
-            short = close.TOP_SIDE[part][0]
-            items.append((kind == "board", scope, short, str(e["debit_account"][i]), kind, int(e["debit_cents"][i])))
-            continue
-        board = rng.random() < 0.5
-        if board:
-            purpose, short, dr = BOARD_ITEMS[int(board_order[nb % len(BOARD_ITEMS)])]
-            nb += 1
-            items.append((True, purpose, short, dr, "board", next(new_amounts)))
-        else:
-            cat, purpose, short, dr = contracts[int(ctr_order[nc % len(contracts)])]
-            nc += 1
-            items.append((False, purpose, short, dr, cat, next(new_amounts)))
-    post = [b.date_str(e["post_date"][i]) for i in every]
-    keyed = [b.date_str(e["entry_date"][i]) for i in every]
+    contracts = [x for x in CONTRACT_ITEMS if _fitting(b, x[0], x[1])] or list(CONTRACT_ITEMS)
+    items = _items(b, every, set(year_end.tolist()), new_amounts, contracts)
+    post = [b.date_str(c.post_date[i]) for i in every]
+    keyed = [b.date_str(c.entry_date[i]) for i in every]
     lag = rng.integers(3, 41, len(every))
     # supported: dated 3-40 days before the posting date; approved afterwards: 3-40 days after it was keyed
     doc_dates = [str(np.datetime64(k) + int(g)) if kd == "approved_after_posting" else str(np.datetime64(p) - int(g))
                  for p, k, g, kd in zip(post, keyed, lag, kinds)]
-    # accounting references rise with the posting date, whatever the document's date
-    refs = [""] * len(every)
-    counters: dict[str, int] = {}
-    for j in sorted(range(len(every)), key=lambda j: (post[j], j)):
-        kd = "BR" if items[j][0] else "CTR"
-        counters[kd] = counters.get(kd, int(rng.integers(1, 6) if kd == "BR" else rng.integers(10, 40))) + int(rng.integers(1, 4))
-        refs[j] = f"BR-2025-{counters[kd]:02d}" if kd == "BR" else f"CTR-2025-{counters[kd]:03d}"
-    used_refs = set(refs)
-    for j, i in enumerate(every.tolist()):
-        board, purpose, short, dr, cat, cents = items[j]
-        _set_amount(b, i, cents, dr)
-        ref, doc_date = refs[j], doc_dates[j]
-        period = (f"{MONTHS[int(post[j][5:7]) - 1]} 2025" if post[j] < "2025-12-31" else "FY2025")
-        e["reference"][i] = ref
-        e["description"][i] = f"{short} per {ref}"
-        # the figure the document fixes: the entry's, or for amount_not_supported a smaller round sum
-        doc_cents = cents
-        if kinds[j] == "amount_not_supported":
-            thousands = cents // 1_000_00
-            choices = [c for c in range((thousands + 1) // 2, thousands) if c * 1_000_00 not in taken] or [thousands - 1]
-            doc_cents = int(choices[int(rng.integers(0, len(choices)))]) * 1_000_00
-        doc = None
-        if kinds[j] != "no_support":
-            if board:
-                doc = _minutes(b, doc_date, f"Resolution {ref}: RESOLVED, that the Company approves {purpose} in the "
-                                            f"amount of {_usd(doc_cents)}, to be accrued in {period} under "
-                                            f"accounting reference {ref}. The resolution was carried unanimously.")
-            else:
-                doc = _agreement(b, doc_date, ref, *_vendor(b, cat, purpose), purpose, doc_cents, period)
-        if j >= len(cands):
-            continue  # an unplanted year-end adjustment: supported, not in the key
-        amount = cents / 100
-        if kinds[j] == "support":
-            b.add_decoy(i, "round_amount_with_support", [doc], facts=[f"{{D:{doc}}}", ref, amount])
-            continue
-        if kinds[j] == "amount_not_supported":
-            facts = [ref, f"{{D:{doc}}}", doc_cents / 100, amount]
-        elif kinds[j] == "approved_after_posting":
-            facts = [ref, f"{{D:{doc}}}", doc_date, keyed[j]]
+    refs = _refs(rng, items, post)
+    return _Plan(every, len(cands), kinds, items, post, keyed, lag, doc_dates, refs, taken, contracts, policy,
+                 set(refs))
+
+
+def _items(b: WorldBuilder, every: np.ndarray, books_year_end: set[int], new_amounts: Iterator[int],
+           contracts: list[tuple[str, str, str, str]]) -> list[_Item]:
+    """What each candidate is: a board item or a fixed-fee agreement (the books' year-end ones keep
+    their purpose and amount)."""
+    rng, c, d = b.rng, b.cols, b.books.docs
+    board_order, ctr_order = rng.permutation(len(BOARD_ITEMS)), rng.permutation(len(contracts))
+    nb = nc = 0
+    items = []
+    for i in every.tolist():
+        if i in books_year_end:
+            part = int(d.ext_ref[int(c.books_doc[i])])
+            kind, scope = YEAR_END_SUPPORT[part]
+            items.append(_Item(kind == "board", scope, close.TOP_SIDE[part][0], str(c.debit_account[i]), kind,
+                               int(c.debit_cents[i])))
+        elif rng.random() < 0.5:
+            purpose, short, dr = BOARD_ITEMS[int(board_order[nb % len(BOARD_ITEMS)])]
+            nb += 1
+            items.append(_Item(True, purpose, short, dr, "board", next(new_amounts)))
         else:
-            facts = [ref, amount]
-        trap = kinds[j] == "no_support" and board and rng.random() < b.knobs.near_miss
-        if trap:
-            # the same figure approved for something else: matching on the amount alone is not support
-            dd = str(np.datetime64(post[j]) - int(lag[j]))
-            capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
-            _minutes(b, dd, f"Capital budget request {capex}: RESOLVED, that a capital budget of {_usd(cents)} is "
-                            f"approved for {CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]}; purchases are to "
-                            "be capitalised as property, plant and equipment against supplier invoices. The "
-                            "resolution was carried unanimously.")
-        if kinds[j] in ("no_support", "approved_after_posting") and not trap:
-            # like every candidate, a document of its kind dated shortly before it, which carries another number
-            dd = str(np.datetime64(post[j]) - int(lag[j]))
-            other = _free_ref(rng, "BR" if board else "CTR", "2025", used_refs)
-            # for work of the next year, so the books rightly record nothing of it in FY2025 (a document
-            # calling for an accrual in the year that no entry carries would be an unrecorded liability)
-            o_period = f"{MONTHS[int(rng.integers(0, 3))]} 2026"
-            if board:
-                o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
-                o_cents = int(rng.integers(2, 61)) * 1_000_00
-                _minutes(b, dd, f"Resolution {other}: RESOLVED, that the Company approves {o_purpose} in the amount of "
-                                f"{_usd(o_cents)}, to be accrued in {o_period} under accounting reference {other}. The "
-                                "resolution was carried unanimously.")
-            else:
-                o_cat, o_purpose = contracts[int(rng.integers(0, len(contracts)))][:2]
-                _agreement(b, dd, other, *_vendor(b, o_cat, o_purpose), o_purpose, int(rng.integers(2, 61)) * 1_000_00,
-                           o_period)
-        # misstated by what no document supports: the excess over the figure fixed, or the whole entry
-        unsupported = cents - doc_cents if kinds[j] == "amount_not_supported" else cents
-        b.add_defect(i, kinds[j], "UNSUPPORTED_ROUND", [policy] + ([doc] if doc is not None else []), unsupported,
-                     facts=facts)
+            cat, purpose, short, dr = contracts[int(ctr_order[nc % len(contracts)])]
+            nc += 1
+            items.append(_Item(False, purpose, short, dr, cat, next(new_amounts)))
+    return items
 
 
-def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
+def _refs(rng: np.random.Generator, items: list[_Item], post: list[str]) -> list[str]:
+    """Accounting references, rising with the posting date in one register per kind, whatever the document's date."""
+    refs = [""] * len(items)
+    counters: dict[str, int] = {}
+    for j in sorted(range(len(items)), key=lambda j: (post[j], j)):
+        kd = "BR" if items[j].board else "CTR"
+        # (the first number is drawn every time, as the register was pinned)
+        counters[kd] = counters.get(kd, int(rng.integers(1, 6) if kd == "BR" else rng.integers(10, 40))) \
+            + int(rng.integers(1, 4))
+        refs[j] = f"BR-2025-{counters[kd]:02d}" if kd == "BR" else f"CTR-2025-{counters[kd]:03d}"
+    return refs
+
+
+def _plant_one(b: WorldBuilder, plan: _Plan, j: int, i: int) -> None:
+    """Candidate ``j`` (entry ``i``): its amount, reference and description, the document that fixes
+    it (a smaller figure for amount_not_supported; none for no_support), and its key."""
+    rng, c = b.rng, b.cols
+    it, ref, doc_date, kind = plan.items[j], plan.refs[j], plan.doc_dates[j], plan.kinds[j]
+    _set_amount(b, i, it.cents, it.dr)
+    post = plan.post[j]
+    period = f"{MONTHS[int(post[5:7]) - 1]} 2025" if post < "2025-12-31" else "FY2025"
+    c.reference[i] = ref
+    c.description[i] = f"{it.short} per {ref}"
+    # the figure the document fixes: the entry's, or for amount_not_supported a smaller round sum
+    doc_cents = it.cents
+    if kind == "amount_not_supported":
+        thousands = it.cents // 1_000_00
+        choices = [x for x in range((thousands + 1) // 2, thousands) if x * 1_000_00 not in plan.taken] \
+            or [thousands - 1]
+        doc_cents = int(choices[int(rng.integers(0, len(choices)))]) * 1_000_00
+    doc = None
+    if kind != "no_support":
+        if it.board:
+            doc = _minutes(b, plan, Resolution(doc_date, ref, it.purpose, doc_cents, period))
+        else:
+            doc = _agreement(b, plan, doc_date, ref, _vendor(b, it.cat, it.purpose), it.purpose, doc_cents, period)
+    if j >= plan.n_cands:
+        return  # an unplanted year-end adjustment: supported, not in the key
+    amount = it.cents / 100
+    # a decoy's document supports it under section 2.3; a defect's does not (or there is none)
+    supported = APPROVED_WHEN_RECORDED.check(None if doc is None else doc_cents, it.cents, doc_date, plan.keyed[j])
+    assert supported.ok is (kind == "support"), (kind, supported.why)
+    if kind == "support":
+        b.add_decoy(i, "round_amount_with_support", [doc], facts=[f"{{D:{doc}}}", ref, amount])
+        return
+    if kind == "amount_not_supported":
+        facts = [ref, f"{{D:{doc}}}", doc_cents / 100, amount]
+    elif kind == "approved_after_posting":
+        facts = [ref, f"{{D:{doc}}}", doc_date, plan.keyed[j]]
+    else:
+        facts = [ref, amount]
+    _look_alikes(b, plan, j)
+    # misstated by what no document supports: the excess over the figure fixed, or the whole entry
+    unsupported = it.cents - doc_cents if kind == "amount_not_supported" else it.cents
+    b.add_defect(i, kind, "UNSUPPORTED_ROUND", [plan.policy] + ([doc] if doc is not None else []), unsupported,
+                 facts=facts)
+
+
+def _look_alikes(b: WorldBuilder, plan: _Plan, j: int) -> None:
+    """The documents a defect without its own has around it: at a high ``near_miss``, minutes
+    approving the same figure for something else (matching on the amount alone is not support);
+    otherwise, like every candidate, a document of its kind dated shortly before it, under another
+    number and for work of the next year (so the books rightly record nothing of it in FY2025)."""
+    rng = b.rng
+    it, kind = plan.items[j], plan.kinds[j]
+    dd = str(np.datetime64(plan.post[j]) - int(plan.lag[j]))
+    trap = kind == "no_support" and it.board and rng.random() < b.knobs.near_miss
+    if trap:
+        capex = f"CAPEX-2025-{int(rng.integers(100, 999))}"
+        _minutes(b, plan, CapitalBudget(dd, capex, it.cents, CAPEX_ITEMS[int(rng.integers(0, len(CAPEX_ITEMS)))]))
+    if kind not in ("no_support", "approved_after_posting") or trap:
+        return
+    other = _free_ref(rng, "BR" if it.board else "CTR", "2025", plan.used_refs)
+    o_period = f"{MONTHS[int(rng.integers(0, 3))]} 2026"
+    if it.board:
+        o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
+        _minutes(b, plan, Resolution(dd, other, o_purpose, int(rng.integers(2, 61)) * 1_000_00, o_period))
+    else:
+        o_cat, o_purpose = plan.contracts[int(rng.integers(0, len(plan.contracts)))][:2]
+        _agreement(b, plan, dd, other, _vendor(b, o_cat, o_purpose), o_purpose, int(rng.integers(2, 61)) * 1_000_00,
+                   o_period)
+
+
+def _free_ref(rng: np.random.Generator, kind: str, year: str, used: set[str]) -> str:
     """A register number no entry carries."""
     while True:
         ref = f"BR-{year}-{int(rng.integers(1, 99)):02d}" if kind == "BR" else f"CTR-{year}-{int(rng.integers(10, 999)):03d}"
@@ -393,14 +509,14 @@ def _free_ref(rng, kind: str, year: str, used: set[str]) -> str:
 # ------------------------------------------------------------------ strategies
 _COLS = ["entry_id", "posting_date", "entry_timestamp", "document_type", "account", "debit", "preparer", "description",
          "reference"]
-_USD = re.compile(r"USD ([\d,]+\.\d\d)")
+Record = dict[str, Any]
 
 
-def _round_manual(kit: Kit):
+def _round_manual(kit: Kit) -> Generator[Action, str, dict[str, Record]]:
     """Manual entries whose amount (their total debits) is a whole number of hundreds; one row per
     entry (its first line, ``debit`` set to the total)."""
     rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"}], columns=_COLS + ["line_no"])
-    heads: dict[str, dict] = {}
+    heads: dict[str, Record] = {}
     total: dict[str, int] = {}
     for r in rows:
         total[r["entry_id"]] = total.get(r["entry_id"], 0) + round(float(r["debit"] or 0) * 100)
@@ -410,18 +526,13 @@ def _round_manual(kit: Kit):
             if total[e] > 0 and total[e] % 10_000 == 0}
 
 
-def naive(kit: Kit):
-    """Flags every round-amount manual entry, without looking for the documents that support some."""
-    cands = yield from _round_manual(kit)
-    for eid, r in cands.items():
-        if kit.calls_left <= 1:
-            break
-        yield from kit.flag(eid, "UNSUPPORTED_ROUND", [], f"Entry {eid}: manual entry for a round "
-                                                          f"{float(r['debit']):,.2f} ('{r['description']}').")
-    yield from kit.submit(f"Flagged {len(cands)} round-amount manual entries.")
+RULE = SurfaceRule("a manual entry whose amount is a whole number of hundreds", "UNSUPPORTED_ROUND", _round_manual,
+                   "Entry {entry_id}: manual entry for a round {debit:,.2f} ('{description}').",
+                   "Flagged {n} round-amount manual entries.")
+naive = surface_naive(RULE)
 
 
-def careful(kit: Kit):
+def careful(kit: Kit) -> Generator[Action, str, None]:
     """Reads the policy (its scope: top-side adjustments), then the minutes and agreements that carry
     each round top-side adjustment's reference; clears an entry whose document fixes its amount and is
     dated no later than the day it was recorded, flags the rest. Round vendor invoices and accruals
@@ -429,66 +540,76 @@ def careful(kit: Kit):
 
     With ``search_documents`` it searches each reference and opens the minutes and agreements that
     mention it; without, it reads every minute and agreement (nearest to a candidate first). A
-    document "carries" a reference when its text names it as a word (the same figure under another
+    document "carries" a reference when it is recorded under it (the same figure under another
     number, for another purpose, is not support).
     """
-    cands = yield from _round_manual(kit)
-    cands = {k: r for k, r in cands.items() if r["document_type"] == "TS"}
+    cands = {k: r for k, r in (yield from _round_manual(kit)).items() if r["document_type"] == "TS"}
     docs = (yield from kit.documents()) if cands else []
-    policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "manual journal" in d["title"].lower()), None)
+    policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "manual journal" in d["title"].lower()),
+                  None)
     if policy and cands:
         yield from kit.open(policy)
     support = {d["doc_id"]: d["date"] for d in docs if d["doc_type"] in ("board_minutes", "contract")}
-    bodies: dict[str, str] = {}
-    look: dict[str, list[str]] = {e: list(support) for e in cands}
+    look = {e: list(support) for e in cands}
     if cands and kit.has("search_documents"):
-        for eid, r in cands.items():
-            if kit.calls_left <= 2 * len(cands) + 2:
-                break
-            hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
-            look[eid] = [h["doc_id"] for h in hits if h["doc_id"] in support]
-    needed = sorted({d for ds in look.values() for d in ds},
-                    key=lambda d: (min(abs((dt.date.fromisoformat(cands[e]["posting_date"]) - dt.date.fromisoformat(support[d])).days)
-                                       for e in cands if d in look[e]), d))
-    for d in needed:
-        if kit.calls_left <= len(cands) + 2:
-            break
-        bodies[d] = (yield from kit.open(d)).get("body", "")
-    n_flag = n_clear = 0
-    for eid, r in cands.items():
-        if kit.calls_left <= 1:
-            break
-        ref, amt, posted, keyed = r["reference"], float(r["debit"]), r["posting_date"], str(r["entry_timestamp"])[:10]
-        carrying = [d for d in look[eid] if d in bodies and ref and re.search(rf"\b{re.escape(ref)}\b", bodies[d])]
-        if not all(d in bodies for d in look[eid]) and not carrying:
-            continue  # not read within the budget: left undisposed rather than guessed
-        figure = {d: float(m.group(1).replace(",", "")) if (m := _USD.search(bodies[d])) else None for d in carrying}
-        ok = next((d for d in carrying if figure[d] is not None and abs(figure[d] - amt) < 0.005
-                   and support[d] <= keyed), None)
-        if ok:
-            yield from kit.clear(
-                eid, [ok], f"Entry {eid}: top-side adjustment of a round {amt:,.2f} under reference {ref} is fixed by "
-                           f"{ok} (dated {support[ok]}, before the entry was recorded on {keyed}), which names "
-                           f"reference {ref} and USD {amt:,.2f}.")
-            n_clear += 1
-            continue
-        ev = [x for x in (policy,) if x]
-        if carrying:
-            d = carrying[0]
-            if figure[d] is not None and abs(figure[d] - amt) >= 0.005:
-                why = f"{d}, the document carrying reference {ref}, fixes USD {figure[d]:,.2f}, not the {amt:,.2f} recorded"
-            else:
-                why = (f"{d}, the document carrying reference {ref}, is dated {support[d]}, after the entry was recorded "
-                       f"on {keyed}; an approval given afterwards does not support it")
-            ev.append(d)
-        else:
-            why = f"no board minute or agreement in the pack carries reference {ref}"
-        yield from kit.flag(
-            eid, "UNSUPPORTED_ROUND", ev,
-            f"Entry {eid}: manual round amount {amt:,.2f} ('{r['description']}', reference {ref}); {why}, so it "
-            f"lacks the support section 2.3 of {policy or 'the manual JE policy'} requires.")
-        n_flag += 1
+        hits = yield from call_while(kit, cands, lambda e: kit.call("search_documents", query=cands[e]["reference"]),
+                                     reserve=2 * len(cands) + 2)
+        look.update({e: [h["doc_id"] for h in res.get("documents", []) if h["doc_id"] in support]
+                     for e, res in hits.items()})
+    bodies = yield from read_while(kit, _nearest_first(cands, look, support), reserve=len(cands) + 2)
+    decided = [d for e, r in cands.items() if (d := _judge(e, r, look[e], bodies, support, policy))]
+    done = yield from dispose(kit, decided)
+    n_flag, n_clear = tally(decided[:done])
     left = len(cands) - n_flag - n_clear
     yield from kit.submit(f"{len(cands)} round-sum top-side adjustments: {n_flag} unsupported and flagged, "
                           f"{n_clear} cleared against board resolutions or agreements"
                           + (f"; {left} left unresolved for lack of budget." if left else "."))
+
+
+def _nearest_first(cands: dict[str, Record], look: dict[str, list[str]], support: dict[str, str]) -> list[str]:
+    """The documents to read, nearest in date to a candidate they may support first."""
+    def gap(d: str) -> int:
+        return min(abs((dt.date.fromisoformat(cands[e]["posting_date"]) - dt.date.fromisoformat(support[d])).days)
+                   for e in cands if d in look[e])
+    return sorted({d for ds in look.values() for d in ds}, key=lambda d: (gap(d), d))
+
+
+def _judge(eid: str, r: Record, look: list[str], bodies: dict[str, str], support: dict[str, str],
+           policy: str | None) -> Disposition | None:
+    """The disposition of a round top-side adjustment, from the documents read among those that may
+    carry its reference (``None``: not all read within the budget and none found: left undisposed)."""
+    ref, amt, keyed = r["reference"], float(r["debit"]), str(r["entry_timestamp"])[:10]
+    cents = round(amt * 100)
+    fixed_by = {d: parse_any(bodies[d], SUPPORT) for d in look if d in bodies}
+    carrying = [d for d in look if d in bodies and ref and isinstance(fixed_by[d], (Resolution, Agreement))
+                and fixed_by[d].ref == ref]
+    if not all(d in bodies for d in look) and not carrying:
+        return None
+    figure = {d: fixed_by[d].amount / 100 for d in carrying}
+    ok = next((d for d in carrying if APPROVED_WHEN_RECORDED.check(fixed_by[d].amount, cents, support[d], keyed).ok),
+              None)
+    if ok:
+        return clear(eid, [ok], f"Entry {eid}: top-side adjustment of a round {amt:,.2f} under reference {ref} is "
+                     f"fixed by {ok} (dated {support[ok]}, before the entry was recorded on {keyed}), which names "
+                     f"reference {ref} and USD {amt:,.2f}.")
+    ev = [x for x in (policy,) if x]
+    if carrying:
+        d = carrying[0]
+        if fixed_by[d].amount != cents:
+            why = (f"{d}, the document carrying reference {ref}, fixes USD {figure[d]:,.2f}, not the {amt:,.2f} "
+                   "recorded")
+        else:
+            why = (f"{d}, the document carrying reference {ref}, is dated {support[d]}, after the entry was recorded "
+                   f"on {keyed}; an approval given afterwards does not support it")
+        ev.append(d)
+    else:
+        why = f"no board minute or agreement in the pack carries reference {ref}"
+    return flag(eid, "UNSUPPORTED_ROUND", ev,
+                f"Entry {eid}: manual round amount {amt:,.2f} ('{r['description']}', reference {ref}); {why}, so it "
+                f"lacks the support section 2.3 of {policy or 'the manual JE policy'} requires.")
+
+
+TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(APPROVED_WHEN_RECORDED,),
+            decisive="for a round top-side adjustment, the board minutes or agreement recorded under its reference: "
+                     "the figure it fixes against the entry's amount and its date against the day the entry was "
+                     "recorded (manual JE policy section 2.3)")

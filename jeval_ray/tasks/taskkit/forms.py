@@ -110,6 +110,11 @@ TIMESTAMP = Kind("timestamp", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?")
 #: a count written with thousands grouped (``1,234`` units), held as an int
 COUNT = Kind("count", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
              domain=(0, 10**12, 1))
+#: an amount in whole currency units, thousands grouped: 25000 -> 25,000 (a limit a policy states)
+WHOLE_MONEY = Kind("whole money", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
+                   domain=(0, 10**12, 1))
+#: a run of dots leading the eye from a label to its value in a table (``Controller ...... USD 500,000``)
+LEADER = Kind("leader", r"\.+")
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')
 EMPTY = Kind("empty", "")
 #: the books' document number an entry's reference holds (``VN-0001234``: two capitals, a dash, five or
@@ -259,6 +264,6 @@ def parse_any(text: str, forms: Sequence[Form[Any]]) -> Any:
     return None
 
 
-__all__ = ["COUNT", "DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LINE", "MONEY", "NAME", "REF", "TIMESTAMP", "TOKEN",
-           "WORD", "Form", "Kind", "Lines", "LinesForm", "Many", "doc_ref", "hhmm", "entry_ref", "fixed", "mentions", "parse_any",
-           "SIGNED_MONEY"]
+__all__ = ["COUNT", "DATE", "DOC_NUMBER", "EMPTY", "HHMM", "INT", "LEADER", "LINE", "MONEY", "NAME", "REF",
+           "SIGNED_MONEY", "TIMESTAMP", "TOKEN", "WHOLE_MONEY", "WORD", "Form", "Kind", "Lines", "LinesForm", "Many",
+           "doc_ref", "hhmm", "entry_ref", "fixed", "mentions", "parse_any"]

@@ -179,11 +179,68 @@ class ClosedPeriod:
                              f"recorded on {recorded}, for the amount posted, {amount:,.2f}.")
 
 
+@dataclass(frozen=True)
+class ApprovalLimit:
+    """A purchase order or a manual entry is approved by a user other than its preparer whose own
+    approval limit (the user master) covers its full amount. A purchase is approved at its full
+    amount: the parts of one purchase split into several orders or invoices are assessed together
+    against the limit of whoever approved them. Limits and amounts in the same unit (USD or cents)."""
+
+    statement: str = ("a purchase order or a manual entry is approved by a user other than its preparer whose approval "
+                      "limit in the user master covers its full amount; the parts of one purchase split into several "
+                      "are assessed together")
+
+    def covers(self, limit: float, amount: float) -> bool:
+        """Whether an approval limit of ``limit`` covers ``amount``."""
+        return limit >= amount
+
+    def check(self, approver: Row | None, preparer: str, amount: float) -> Verdict:
+        """Whether ``approver`` (a ``master:users`` row, ``None`` when missing) could approve
+        ``amount`` (USD) prepared by ``preparer``."""
+        if approver is None:
+            return Verdict(False, "the approver is not in the user master")
+        uid, limit = approver["user_id"], float(approver.get("approval_limit") or 0.0)
+        if uid == preparer:
+            return Verdict(False, f"{uid} approved his or her own entry")
+        if not self.covers(limit, amount):
+            return Verdict(False, f"{uid}'s approval limit of {limit:,.2f} is below the {amount:,.2f}")
+        return Verdict(True, f"{uid}'s approval limit of {limit:,.2f} covers the {amount:,.2f}")
+
+
+@dataclass(frozen=True)
+class ApprovedWhenRecorded:
+    """The document that approves an entry's amount (a board resolution, an agreement, a signed
+    request) supports it only if it fixes the amount recorded and is dated no later than the day the
+    entry was recorded (its entry timestamp): an approval given afterwards, or of another figure,
+    does not. Amounts in cents; dates ISO text."""
+
+    statement: str = ("the document approving an entry supports it only if it fixes the amount recorded and is "
+                      "dated no later than the day the entry was recorded (its entry timestamp); an approval given "
+                      "afterwards does not support it")
+
+    def check(self, fixed_cents: int | None, amount_cents: int, dated: str, recorded: str) -> Verdict:
+        """Whether a document fixing ``fixed_cents`` (``None``: none found), dated ``dated``, supports an
+        entry of ``amount_cents`` recorded on ``recorded``."""
+        if fixed_cents is None:
+            return Verdict(False, "no document approves the amount")
+        if fixed_cents != amount_cents:
+            return Verdict(False, f"the document fixes {fixed_cents / 100:,.2f}, not the {amount_cents / 100:,.2f} "
+                                  "recorded")
+        if dated > recorded:
+            return Verdict(False, f"the document is dated {dated}, after the entry was recorded on {recorded}")
+        return Verdict(True, f"the document fixes the {amount_cents / 100:,.2f} and is dated {dated}, no later than "
+                             f"the entry was recorded on {recorded}")
+
+
+
 ACCOUNT_OPEN = AccountOpen()
+APPROVAL_LIMIT = ApprovalLimit()
+APPROVED_WHEN_RECORDED = ApprovedWhenRecorded()
 CLOSED_PERIOD = ClosedPeriod()
 POSTING_WINDOW = PostingWindow()
 USER_MAY_POST = UserMayPost()
 ROUNDING_LIMIT = RoundingLimit()
 
-__all__ = ["ACCOUNT_OPEN", "CLOSED_PERIOD", "POSTING_WINDOW", "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen",
-           "ClosedPeriod", "PostingWindow", "RoundingLimit", "UserMayPost", "Verdict"]
+__all__ = ["ACCOUNT_OPEN", "APPROVAL_LIMIT", "APPROVED_WHEN_RECORDED", "CLOSED_PERIOD", "POSTING_WINDOW",
+           "ROUNDING_LIMIT", "USER_MAY_POST", "AccountOpen", "ApprovalLimit", "ApprovedWhenRecorded", "ClosedPeriod",
+           "PostingWindow", "RoundingLimit", "UserMayPost", "Verdict"]

@@ -11,7 +11,8 @@ Two shapes of procedure:
   dispositions in order until the budget runs out;
 * read as you go: ``yield from review(kit, items, decide)`` calls the generator ``decide(item)``
   (which may open documents) for each item and issues its disposition, stopping when the budget
-  leaves only ``reserve`` calls.
+  leaves only ``reserve`` calls; ``review_groups`` does the same for groups of entries decided
+  together (a run, a pair), with a reserve per group.
 
 A task's ``naive`` strategy is its stated surface rule (``SurfaceRule``: the selection and the words
 of a flag) applied with no further evidence: ``naive = surface_naive(RULE)``.
@@ -27,6 +28,7 @@ from jeval_ray.protocol import Action
 from jeval_ray.protocol.kit import Kit, Strategy
 
 I = TypeVar("I")
+G = TypeVar("G")
 Steps = Generator[Action, str, Any]
 #: a selection: a generator of tool calls returning the selected entries by entry id
 Selection = Callable[[Kit], Generator[Action, str, Mapping[str, Mapping[str, Any]]]]
@@ -92,6 +94,22 @@ def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action,
     return out
 
 
+def review_groups(kit: Kit, groups: Iterable[G], decide: Callable[[G], Generator[Action, str, Sequence[Disposition]]],
+                  *, reserve: Callable[[G], int]) -> Generator[Action, str, list[Disposition]]:
+    """For each group of entries decided together (a run of invoices, a pair of postings) while more
+    than ``reserve(group)`` calls are left (its reads and dispositions): ``decide`` the group (reading
+    what it needs; one disposition per entry) and issue its dispositions while a call is left for
+    ``submit``. The dispositions issued."""
+    out: list[Disposition] = []
+    for group in groups:
+        if kit.calls_left <= reserve(group):
+            break
+        ds = list((yield from decide(group)))
+        done = yield from dispose(kit, ds)
+        out += ds[:done]
+    return out
+
+
 def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[Action, str, dict[str, str]]:
     """Open each of ``doc_ids`` while more than ``reserve`` calls are left (the calls the procedure
     still needs after reading); their bodies by id, in the order opened."""
@@ -100,6 +118,19 @@ def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[A
         if kit.calls_left <= reserve:
             break
         out[doc_id] = (yield from kit.open(doc_id)).get("body", "")
+    return out
+
+
+def call_while(kit: Kit, items: Iterable[I], call: Callable[[I], Steps], *,
+               reserve: int) -> Generator[Action, str, dict[I, Any]]:
+    """Make ``call(item)`` (one tool call: a search for an entry's reference ...) for each of
+    ``items`` while more than ``reserve`` calls are left; the results by item, in the order made
+    (``read_while`` is this for opening documents)."""
+    out: dict[I, Any] = {}
+    for item in items:
+        if kit.calls_left <= reserve:
+            break
+        out[item] = yield from call(item)
     return out
 
 
@@ -117,11 +148,12 @@ class SurfaceRule:
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
-    ``summary`` is one over ``n``, the number caught (and ``issued``, the number flagged before the
-    budget ran out); ``amount`` names the entry's field whose value each flag states as its amount (a
-    task that asks for amounts) and ``criteria_of`` the field holding each entry's criteria code (a
-    rule catching under two). The entries are flagged in entry-id order, or in the order ``select``
-    returns them when ``in_order`` is false. ``statement`` is the rule in words."""
+    ``summary`` is one over ``n``, the number caught, and may also say ``{issued}`` or ``{flagged}`` (the
+    flags issued within the budget) and the numbers ``counts(hits)`` returns (e.g. ``{runs}``: how many runs
+    the caught entries form); ``amount`` names the entry's field whose value each flag states as its amount
+    (a task that asks for amounts) and ``criteria_of`` the field holding each entry's criteria code (a rule
+    catching under two). The entries are flagged in entry-id order, or in the order ``select`` returns them
+    when ``in_order`` is false. ``statement`` is the rule in words."""
 
     statement: str
     criteria: str
@@ -136,6 +168,7 @@ class SurfaceRule:
     #: the field of a caught entry holding the criteria code it is flagged under, for a rule that
     #: catches under two (JE-11: related party or pairing); '' flags every entry under ``criteria``
     criteria_of: str = ""
+    counts: Callable[[Mapping[str, Mapping[str, Any]]], Mapping[str, Any]] | None = None
 
     def rationale(self, entry_id: str, entry: Mapping[str, Any]) -> str:
         """The rationale of the flag of one caught entry."""
@@ -164,11 +197,12 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
         ids = sorted(hits) if rule.in_order else list(hits)
         done = yield from dispose(kit, (flag(eid, rule.criteria_for(hits[eid]), rule.evidence_of(eid, hits[eid]),
                                              rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
-        yield from kit.submit(rule.summary.format(n=len(hits), issued=done))
+        counts = rule.counts(hits) if rule.counts else {}
+        yield from kit.submit(rule.summary.format(n=len(hits), issued=done, flagged=done, **counts))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
 
 
-__all__ = ["Disposition", "Selection", "SurfaceRule", "clear", "dispose", "flag", "issue", "read_while", "review",
-           "surface_naive", "tally"]
+__all__ = ["Disposition", "Selection", "SurfaceRule", "call_while", "clear", "dispose", "flag", "issue", "read_while",
+           "review", "review_groups", "surface_naive", "tally"]
