@@ -236,8 +236,10 @@ def _upload(b: WorldBuilder, idx: int, kind: str, d: int, policy: int) -> int:
 
 
 # ----------------------------------------------------------------- strategies
-def _unbalanced(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
-    rows = yield from kit.ledger(columns=["entry_id", "line_no", "debit", "credit", "reference"])
+def _unbalanced(kit: Kit, filters: list[dict] | None = None,
+                columns: tuple[str, ...] = ("entry_id", "line_no", "debit", "credit", "reference"),
+                ) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    rows = yield from kit.ledger(filters, columns=list(columns))
     ents = {k: v for k, v in entries_of(rows).items() if abs(v["total_debit"] - v["total_credit"]) > 0.004}
     return {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"])} for k, v in ents.items()}
 
@@ -256,7 +258,9 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     stated = POLICY.parse((yield from kit.open(policy)).get("body", "")) if policy else None
     rule = RoundingLimit(stated.per_line) if stated else ROUNDING_LIMIT
     files = {d["title"][len(UPLOAD_TITLE) + 1:]: d["doc_id"] for d in docs if d["title"].startswith(UPLOAD_TITLE)}
-    ents = yield from _unbalanced(kit)
+    # the ERP posts only balanced documents: only manual (uploaded) entries can differ
+    ents = yield from _unbalanced(kit, [{"column": "source", "op": "eq", "value": "manual"}],
+                                  ("entry_id", "debit", "credit", "reference"))
 
     def decide(eid: str) -> Generator[Action, str, Disposition]:
         v = ents[eid]

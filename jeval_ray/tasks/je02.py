@@ -308,12 +308,12 @@ def _voucher(b: WorldBuilder, v: Voucher, signer: str | None, signed: str | None
 
 
 # ----------------------------------------------------------------- strategies
-def _self_approved(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
-    """Entries whose approver equals their preparer, with their total debits (from every debit line)."""
-    rows = yield from kit.ledger(
-        filters=[{"column": "debit", "op": "gt", "value": 0}],
-        columns=["entry_id", "posting_date", "entry_timestamp", "preparer", "approver", "debit", "reference"],
-    )
+def _self_approved(kit: Kit, only: list[dict] | None = None,
+                   columns: tuple[str, ...] = ("entry_id", "posting_date", "entry_timestamp", "preparer", "approver",
+                                               "debit", "reference"),
+                   ) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    """Entries (matching ``only``) whose approver equals their preparer, with their total debits (from every debit line)."""
+    rows = yield from kit.ledger(filters=[{"column": "debit", "op": "gt", "value": 0}, *(only or [])], columns=list(columns))
     ents = entries_of(rows)
     return {k: v for k, v in ents.items() if v.get("approver") and v["approver"] == v["preparer"]}
 
@@ -333,7 +333,9 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     if policy:
         yield from kit.open(policy)
     vouchers = {d["title"][len(VOUCHER_TITLE) + 1:]: d["doc_id"] for d in docs if d["title"].startswith(VOUCHER_TITLE)}
-    hits = yield from _self_approved(kit)
+    # only manual entries go through the approval workflow (and can be released by their preparer)
+    hits = yield from _self_approved(kit, [{"column": "source", "op": "eq", "value": "manual"}],
+                                     ("entry_id", "entry_timestamp", "preparer", "approver", "debit", "reference"))
 
     def decide(eid: str) -> Generator[Action, str, Disposition]:
         doc = vouchers.get(hits[eid].get("reference") or "")

@@ -295,8 +295,8 @@ def _transfer_closed_balances(b: WorldBuilder, transfers: list[tuple[str, str, i
 
 
 # ----------------------------------------------------------------- strategies
-def _postings(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
-    rows = yield from kit.ledger(columns=["entry_id", "line_no", "account", "debit", "credit", "posting_date"])
+def _postings(kit: Kit, filters: list[dict] | None = None) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+    rows = yield from kit.ledger(filters, columns=["entry_id", "line_no", "account", "debit", "credit", "posting_date"])
     return entries_of(rows)
 
 
@@ -322,7 +322,9 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     log = yield from kit.find_document("chart of accounts", "chart of accounts", "maintenance", require_title=True)
     if log:
         yield from kit.open(log)
-    ents = yield from _postings(kit)
+    # only postings to accounts that are not standing active ones (or missing from the chart) need a check
+    standing = sorted(a for a, row in chart.items() if ACCOUNT_OPEN.standing(row))
+    ents = yield from _postings(kit, [{"column": "account", "op": "not_in", "value": standing}])
     flags, clears = [], []
     for eid in sorted(ents):
         v = ents[eid]

@@ -339,11 +339,12 @@ def _payments(b: WorldBuilder, invoices: np.ndarray) -> dict[int, list[int]]:
 _COLS = ["entry_id", "posting_date", "document_date", "vendor_id", "credit", "reference", "description"]
 
 
-def _groups(kit: Kit) -> Generator[Action, str, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
+def _groups(kit: Kit, columns: list[str] = _COLS, more: tuple[dict, ...] = (),
+            ) -> Generator[Action, str, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
     """Vendor invoices grouped by (vendor, invoice total: the credit to accounts payable); returns
-    {later invoice: the first one} and the rows."""
+    {later invoice: the first one} and the rows (``columns`` of the lines matching ``more`` as well)."""
     rows = yield from kit.ledger(filters=[{"column": "document_type", "op": "in", "value": ["VI", "VN"]},
-                                          {"column": "account", "op": "eq", "value": "2000"}], columns=_COLS)
+                                          {"column": "account", "op": "eq", "value": "2000"}, *more], columns=columns)
     first: dict[tuple, str] = {}
     later: dict[str, str] = {}
     by_id = {}
@@ -376,7 +377,8 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     invoice (a monthly fee, a fixed fee billed again); for a repeat dated the same day as the
     earlier invoice it reads the vendor document scanned with each AP voucher, flags the posting
     when both are the same printed invoice and clears it when they are two invoices."""
-    later, rows = yield from _groups(kit)
+    # only the invoices' credits to accounts payable, without their descriptions
+    later, rows = yield from _groups(kit, _COLS[:-1], ({"column": "credit", "op": "gt", "value": 0},))
     same_day = {e: o for e, o in later.items() if rows[e]["document_date"] == rows[o]["document_date"]}
     voucher: dict[str, str] = {}
     for d in ((yield from kit.documents()) if same_day else []):
