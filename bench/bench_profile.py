@@ -5,8 +5,8 @@ over the OpenAI wire, exactly as a sweep plays an endpoint model) plays every ta
 the default grid (``configs/local.yaml``: every available task x {full, withheld}) over profile
 seeds, in this process (no Ray), and the profile keeps, per task and condition, the mean, median,
 p90 and max per episode of requests, input tokens, cached input tokens, output tokens and the
-largest single request. Its ``meta`` records the code commit, the seeds and that the solver is the
-pre-paging one (whole observations: the brain parses whole JSON tool results).
+largest single request. Its ``meta`` records the code commit, the seeds and the solver: the paging
+careful solver at the LLM agent's defaults (every result paged to 20,000 characters, a 128k window).
 
 Seeds: the profile takes seeds from 40000 up (``--seed-base``); ``bench/bench_forecast.py`` holds
 out other seeds from 40000 up (from 40100 by default) to measure the forecast.
@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: The brain parses whole JSON observations: nothing may be cut or overflow (as tests/test_sweep_llm.py).
-WHOLE = {"max_observation_chars": 1_000_000, "context_window": 10_000_000}
+#: The LLM agent's defaults, as a sweep runs an endpoint model: the environment pages every result to 20,000
+#: characters (valid JSON the brain parses) and the agent elides old results past a 128k window.
+WHOLE = {"max_observation_chars": 20_000, "context_window": 128_000}
 DEFAULT_OUT = ROOT / "jeval_ray" / "sweep" / "data" / "token_profile.json"
 
 
@@ -113,9 +114,9 @@ def build_profile(measures: list[dict], seeds: list[int], elapsed_s: float, comm
         "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "code_commit": commit,
         "generator": "python bench/bench_profile.py " + " ".join(sys.argv[1:]),
-        "solver": "the pre-paging careful solver (issue 27 point 4 will ship the paging one): the test server's "
-                  "careful brain over the OpenAI wire, whole observations (max_observation_chars 1,000,000)",
-        "solver_short": "careful pre-paging",
+        "solver": "the paging careful solver: the test server's careful brain over the OpenAI wire at the LLM "
+                  "agent's defaults (every result paged to 20,000 characters, a 128k window)",
+        "solver_short": "careful, paged at 20,000 characters",
         "seeds": seeds,
         "grid": "the embedded default (configs/local.yaml): every available task x {full, withheld}, default knobs",
         "tokenizer": tokenizer_name(),

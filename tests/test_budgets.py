@@ -86,7 +86,7 @@ def test_the_shipped_profile_covers_the_default_grid_and_says_what_made_it():
             assert 0 <= e[q]["median"] <= e[q]["p90"] <= e[q]["max"] and e[q]["mean"] <= e[q]["max"]
         assert e["tokens_cached_in"]["mean"] <= e["tokens_in"]["mean"]
     meta = prof.meta
-    assert len(meta["code_commit"]) >= 7 and "pre-paging" in meta["solver"]
+    assert len(meta["code_commit"]) >= 7 and "paged to 20,000 characters" in meta["solver"]
     assert min(meta["seeds"]) >= 40000  # the profile's seeds; the benchmark holds out others from 40000 up
 
 
