@@ -68,9 +68,13 @@ def test_careful_through_the_server_is_never_cut_on_any_task(careful_server):
 def test_careful_in_a_32k_window_elides_and_still_solves(careful_server):
     played = asyncio.run(play_all(careful_server, [("JE-9", 0, {"context_window": 32_768}),
                                                    ("JE-16", 0, {"context_window": 32_768})]))
+    # JE-16's careful needs more than 32k (its largest request is about 42k): it must elide; JE-9's fits
+    assert dict((o.task_id, a.results_elided > 0) for o, a in played)["JE-16"]
     for outcome, agent in played:
         assert outcome.termination == "submitted"
         assert outcome.score.verification.outcome >= 0.95, outcome.task_id
+        if not agent.results_elided:
+            continue
         elided = [s.elided for s in outcome.steps if s.elided]
         assert sum(elided) == agent.results_elided > 0
         assert len(elided) < agent.results_elided  # in chunks, not one result per turn
@@ -95,16 +99,16 @@ def test_careful_in_a_32k_window_elides_and_still_solves(careful_server):
 
 
 def test_the_stop_strategy_ends_the_episode_at_the_window(careful_server):
-    [(outcome, agent)] = asyncio.run(play_all(careful_server, [("JE-9", 0, {"context_window": 32_768,
-                                                                             "context_strategy": "stop"})]))
+    [(outcome, agent)] = asyncio.run(play_all(careful_server, [("JE-16", 0, {"context_window": 32_768,
+                                                                              "context_strategy": "stop"})]))
     assert outcome.termination == "context_overflow" and agent.results_elided == 0
 
 
 def test_a_context_length_rejection_elides_once_and_retries():
     """The model's real window (the server's) is smaller than the agent believes: each 400 context_length_exceeded
     gets one elision and one retry, never a model_error."""
-    with LocalModelServer(builtin_brain("careful"), Faults(context_window=24_000)) as server:
-        [(outcome, agent)] = asyncio.run(play_all(server, [("JE-9", 0, {})]))
+    with LocalModelServer(builtin_brain("careful"), Faults(context_window=32_000)) as server:
+        [(outcome, agent)] = asyncio.run(play_all(server, [("JE-16", 0, {})]))
         rejected = [r for r in server.requests if r.status == 400]
     assert outcome.termination == "submitted" and outcome.score.verification.outcome >= 0.95
     assert rejected and agent.results_elided > 0
