@@ -417,7 +417,7 @@ def test_a_surface_summary_may_state_the_flags_issued_and_counts_of_the_hits():
         yield
 
     rule = SurfaceRule("in a run", "X", select, "Entry {entry_id} is in run {run}.",
-                       "Flagged {flagged} of {n} entries in {runs} runs.", in_order=False,
+                       "Flagged {issued} of {n} entries in {runs} runs.", in_order=False,
                        counts=lambda h: {"runs": len({v["run"] for v in h.values()})})
     kit = _GroupKit(5)
     _run(surface_naive(rule)(kit))

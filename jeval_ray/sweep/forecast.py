@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any, Iterable
 
@@ -121,8 +121,8 @@ class Usage:
     usd: float = 0.0
 
     def add(self, other: "Usage") -> None:
-        for k in ("episodes", "requests", "tokens_in", "tokens_cached_in", "tokens_out", "usd"):
-            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 def cell_cost(price: Any, use: dict[str, float], *, cache_writes: bool = False) -> float:

@@ -758,7 +758,7 @@ RULE = SurfaceRule("two or more manual vendor invoices keyed by one preparer for
                    "days after the one before, that together exceed the preparer's approval limit", "LIMIT_AVOIDANCE",
                    _runs_over_limit, "Entry {entry_id} is one of {run_size} invoices {preparer} keyed for vendor "
                    "{vendor_id} within days, together USD {run_total:,.2f}, above the preparer's USD {limit:,.2f} "
-                   "limit.", "Flagged {flagged} invoices in {runs} runs above the preparer's limit.",
+                   "limit.", "Flagged {issued} invoices in {runs} runs above the preparer's limit.",
                    ("master:users",), in_order=False,
                    counts=lambda hits: {"runs": len({h["run"] for h in hits.values()})})
 naive = surface_naive(RULE)

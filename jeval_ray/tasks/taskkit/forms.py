@@ -110,9 +110,9 @@ TIMESTAMP = Kind("timestamp", r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?")
 #: a count written with thousands grouped (``1,234`` units), held as an int
 COUNT = Kind("count", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
              domain=(0, 10**12, 1))
-#: an amount in whole currency units, thousands grouped: 25000 -> 25,000 (a limit a policy states)
-WHOLE_MONEY = Kind("whole money", r"\d{1,3}(?:,\d{3})*", lambda v: f"{int(v):,}", lambda s: int(s.replace(",", "")),
-                   domain=(0, 10**12, 1))
+#: an amount in whole currency units, thousands grouped: 25000 -> 25,000 (a limit a policy states); written and
+#: read as a ``COUNT`` is
+WHOLE_MONEY = COUNT
 #: a run of dots leading the eye from a label to its value in a table (``Controller ...... USD 500,000``)
 LEADER = Kind("leader", r"\.+")
 #: nothing: a field a variant of a document leaves out (its text is empty, its value '')

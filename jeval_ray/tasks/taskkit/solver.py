@@ -148,7 +148,7 @@ class SurfaceRule:
     citing ``evidence`` with the rationale ``because`` and submit ``summary``. ``because`` is a
     format string over the entry's fields and ``entry_id`` (``"Entry {entry_id} was prepared by
     {preparer}."``); so is each item of ``evidence`` (an item that formats to '' is left out);
-    ``summary`` is one over ``n``, the number caught, and may also say ``{issued}`` or ``{flagged}`` (the
+    ``summary`` is one over ``n``, the number caught, and may also say ``{issued}`` (the
     flags issued within the budget) and the numbers ``counts(hits)`` returns (e.g. ``{runs}``: how many runs
     the caught entries form); ``amount`` names the entry's field whose value each flag states as its amount
     (a task that asks for amounts) and ``criteria_of`` the field holding each entry's criteria code (a rule
@@ -198,7 +198,7 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
         done = yield from dispose(kit, (flag(eid, rule.criteria_for(hits[eid]), rule.evidence_of(eid, hits[eid]),
                                              rule.rationale(eid, hits[eid]), rule.amount_of(hits[eid])) for eid in ids))
         counts = rule.counts(hits) if rule.counts else {}
-        yield from kit.submit(rule.summary.format(n=len(hits), issued=done, flagged=done, **counts))
+        yield from kit.submit(rule.summary.format(n=len(hits), issued=done, **counts))
 
     naive.__doc__ = f"Flags every entry the surface rule catches ({rule.statement}), reading no further evidence."
     return naive
