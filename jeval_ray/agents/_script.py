@@ -7,14 +7,16 @@ strategy then sees only the brief, the tool schemas and the observation texts.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from typing import Any
 
 from jeval_ray.builder import rng_for
 from jeval_ray.protocol import Action, Agent, Observation, Turn
-from jeval_ray.protocol.kit import Kit, Strategy, entries_of
+from jeval_ray.protocol.kit import NOT_RUN, Batch, Kit, Step, Strategy, entries_of
 
 
 class ScriptedAgent(Agent):
-    """Runs a strategy generator; one action per turn, no tokens, no latency."""
+    """Runs a strategy generator; each step it yields is one turn (one call, or a ``Batch`` of calls made
+    in one reply, as models make parallel tool calls), no tokens, no latency."""
 
     def __init__(self, name: str, strategy_for: Callable[[str], Strategy], seed: int = 0, *,
                  max_observation_chars: int | None = None):
@@ -24,8 +26,9 @@ class ScriptedAgent(Agent):
         self.max_observation_chars = max_observation_chars
         self._strategy_for = strategy_for
         self._seed = seed
-        self._gen: Generator[Action, str, None] | None = None
-        self._pending: Action | None = None
+        self._gen: Generator[Step, Any, None] | None = None
+        self._kit: Kit | None = None
+        self._batched = False  # the last step was a Batch: the strategy gets the list of texts
 
     def reset(self, brief: str, tools: list[dict], seed: int, info: dict | None = None) -> None:
         if not info or "task_id" not in info or "step_budget" not in info:
@@ -34,8 +37,10 @@ class ScriptedAgent(Agent):
         task_id = str(info["task_id"])
         kit = Kit(brief, tools, seed, rng_for(task_id, seed, f"agent:{self.name}"), task_id=task_id,
                   step_budget=int(info["step_budget"]))
+        self._kit = kit
         self._gen = self._strategy_for(task_id)(kit)
         self._started = False
+        self._batched = False
 
     async def act(self, observations: list[Observation]) -> Turn:
         return self.act_sync(observations)
@@ -45,13 +50,17 @@ class ScriptedAgent(Agent):
         try:
             if not self._started:
                 self._started = True
-                action = next(self._gen)
+                step = next(self._gen)
+            elif self._batched:
+                step = self._gen.send([o.text for o in observations] or [NOT_RUN])
             else:
-                text = observations[-1].text if observations else "{}"
-                action = self._gen.send(text)
+                step = self._gen.send(observations[-1].text if observations else "{}")
         except StopIteration:
-            action = Action(tool="submit", args={"summary": "done"})
-        return Turn(actions=[action])
+            # a strategy that ended without submitting: its waiting dispositions go out with the submit
+            waiting = self._kit.take_waiting() if self._kit is not None else []
+            step = Batch((*waiting, Action(tool="submit", args={"summary": "done"})))
+        self._batched = isinstance(step, Batch)
+        return Turn(actions=list(step.actions) if isinstance(step, Batch) else [step])
 
 
-__all__ = ["Kit", "ScriptedAgent", "Strategy", "entries_of"]
+__all__ = ["Batch", "Kit", "ScriptedAgent", "Step", "Strategy", "entries_of"]

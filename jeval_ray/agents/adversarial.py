@@ -28,6 +28,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from jeval_ray.protocol import Action, Agent
+from jeval_ray.protocol.kit import Step
 from jeval_ray.agents._script import Kit, ScriptedAgent, Strategy
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks import task_value
@@ -47,7 +48,7 @@ def submit_now(kit: Kit):
     yield from kit.submit("No exceptions noted.")
 
 
-def _open_everything(kit: Kit, share: float = _OPEN_SHARE) -> Generator[Action, str, list[str]]:
+def _open_everything(kit: Kit, share: float = _OPEN_SHARE) -> Generator[Step, Any, list[str]]:
     """Open master tables and documents until ``share`` of the budget is spent; returns what was opened."""
     stop_at = kit.calls_left * (1 - share)
     opened: list[str] = []
@@ -72,7 +73,7 @@ def _padded(entry_id: str, rationale: str, facts: str = "") -> str:
     return f"Entry {entry_id}: {rationale} {facts} {_PAD} Entry {entry_id} reviewed in full.".strip()
 
 
-def _listing(kit: Kit, n: int) -> Generator[Action, str, list[dict]]:
+def _listing(kit: Kit, n: int) -> Generator[Step, Any, list[dict]]:
     obs = yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1}],
                               columns=["entry_id", "posting_date", "debit", "reference"], limit=max(1, n))
     return obs.get("rows", [])
@@ -102,11 +103,12 @@ def farmer(kit: Kit):
 Rewrite = Callable[[Kit, Action, list[str], set[str]], Action | None]
 
 
-def _wrap(inner_for: Callable[[Kit], Generator[Action, str, None]], rewrite: Rewrite, *, launder: bool,
+def _wrap(inner_for: Callable[[Kit], Generator[Step, Any, None]], rewrite: Rewrite, *, launder: bool,
           extra_clears: bool) -> Strategy:
     """A strategy that drives ``inner`` (e.g. the naive rule) and rewrites its dispositions."""
 
     def strategy(kit: Kit):
+        kit.parallel = False  # one call per reply: the rewrite sees each of the inner strategy's calls alone
         opened = (yield from _open_everything(kit)) if launder else []
         disposed: set[str] = set()
         inner = inner_for(kit)

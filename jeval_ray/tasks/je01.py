@@ -49,8 +49,7 @@ import numpy as np
 
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, MONEY, NAME, REF, ROUNDING_LIMIT, TOKEN, Disposition, Form, RoundingLimit,
                                      SurfaceRule, Task, clear, entry_ref, fixed, flag, parse_any, review, roles,
                                      surface_naive, tally)
@@ -238,7 +237,7 @@ def _upload(b: WorldBuilder, idx: int, kind: str, d: int, policy: int) -> int:
 # ----------------------------------------------------------------- strategies
 def _unbalanced(kit: Kit, filters: list[dict] | None = None,
                 columns: tuple[str, ...] = ("entry_id", "line_no", "debit", "credit", "reference"),
-                ) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+                ) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     rows = yield from kit.ledger(filters, columns=list(columns))
     ents = {k: v for k, v in entries_of(rows).items() if abs(v["total_debit"] - v["total_credit"]) > 0.004}
     return {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"])} for k, v in ents.items()}
@@ -250,7 +249,7 @@ RULE = SurfaceRule("debits differ from credits", "UNBALANCED", _unbalanced,
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy (tolerance, half a cent per rounded line), then each unbalanced entry's
     upload file: clears allocation rounding within the limit, flags every other difference."""
     docs = yield from kit.documents()
@@ -262,7 +261,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     ents = yield from _unbalanced(kit, [{"column": "source", "op": "eq", "value": "manual"}],
                                   ("entry_id", "debit", "credit", "reference"))
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         v = ents[eid]
         d = round(abs(v["total_debit"] - v["total_credit"]), 2)
         doc = files.get(v.get("reference") or "")

@@ -58,8 +58,7 @@ import numpy as np
 from jeval_ray.books import master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, LINE, MONEY, NAME, REF, TOKEN, Disposition, Form, SurfaceRule, Task, clear,
                                      entry_ref, flag, parse_any, review, roles, surface_naive, tally)
 
@@ -311,7 +310,7 @@ def _voucher(b: WorldBuilder, v: Voucher, signer: str | None, signed: str | None
 def _self_approved(kit: Kit, only: list[dict] | None = None,
                    columns: tuple[str, ...] = ("entry_id", "posting_date", "entry_timestamp", "preparer", "approver",
                                                "debit", "reference"),
-                   ) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+                   ) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """Entries (matching ``only``) whose approver equals their preparer, with their total debits (from every debit line)."""
     rows = yield from kit.ledger(filters=[{"column": "debit", "op": "gt", "value": 0}, *(only or [])], columns=list(columns))
     ents = entries_of(rows)
@@ -324,7 +323,7 @@ RULE = SurfaceRule("the approver equals the preparer", "SELF_APPROVAL", _self_ap
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy and the user master, then each self-released entry's journal voucher:
     clears a voucher signed beforehand by another user whose limit covers the amount, flags the rest."""
     users = {u["user_id"]: u for u in (yield from kit.master("users"))}
@@ -337,7 +336,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     hits = yield from _self_approved(kit, [{"column": "source", "op": "eq", "value": "manual"}],
                                      ("entry_id", "entry_timestamp", "preparer", "approver", "debit", "reference"))
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         doc = vouchers.get(hits[eid].get("reference") or "")
         body = (yield from kit.open(doc)).get("body", "") if doc else ""
         return _judge(eid, hits[eid], doc, policy, parse_any(body, (SIGNED, UNSIGNED)), users)

@@ -54,8 +54,7 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import month_close_dates
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, NAME, TOKEN, Form, Lines, LinesForm, SurfaceRule, Task, clear,
                                      dispose, flag, roles, surface_naive)
 
@@ -295,12 +294,12 @@ def _transfer_closed_balances(b: WorldBuilder, transfers: list[tuple[str, str, i
 
 
 # ----------------------------------------------------------------- strategies
-def _postings(kit: Kit, filters: list[dict] | None = None) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _postings(kit: Kit, filters: list[dict] | None = None) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     rows = yield from kit.ledger(filters, columns=["entry_id", "line_no", "account", "debit", "credit", "posting_date"])
     return entries_of(rows)
 
 
-def _off_chart(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _off_chart(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """Entries touching an account that is not a standing active account, with those accounts (``odd``)."""
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
     ents = yield from _postings(kit)
@@ -315,7 +314,7 @@ RULE = SurfaceRule("the entry posts to an account missing from the chart or not 
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Compares every posting to a changed account with the chart of accounts at the posting date:
     flags postings dated before the account opened (or after it closed), clears the rest."""
     chart = {a["account"]: a for a in (yield from kit.master("accounts"))}

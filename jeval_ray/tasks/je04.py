@@ -43,8 +43,7 @@ import numpy as np
 
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, NAME, TOKEN, USER_MAY_POST, Form, Lines, LinesForm, SurfaceRule, Task, clear,
                                      dispose, flag, grouped_roles, surface_naive)
 
@@ -228,7 +227,7 @@ def _changed_user(b: WorldBuilder, uid: str, name: str, role: str, dept: str, li
 
 
 # ----------------------------------------------------------------- strategies
-def _suspect_entries(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _suspect_entries(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The entries prepared by users the rule looks at (no posting rights, or terminated), each
     with its preparer's user master row under ``user``."""
     users = yield from kit.master("users")
@@ -248,7 +247,7 @@ RULE = SurfaceRule("the preparer has no posting rights or is terminated", "UNAUT
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the user master, then checks every entry by a user without rights or terminated
     against the date the rights ended: flags entries keyed and posted after it, clears those keyed
     and posted before it."""

@@ -69,8 +69,7 @@ from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (APPROVAL_LIMIT, DATE, INT, LEADER, LINE, MONEY, NAME, TOKEN, WHOLE_MONEY,
                                      Disposition, Form, Many, SurfaceRule, Task, clear, flag, review_groups,
                                      surface_naive, tally)
@@ -718,7 +717,7 @@ _LEDGER_COLS = ["entry_id", "posting_date", "preparer", "approver", "vendor_id",
 Record = dict[str, Any]
 
 
-def _invoice_entries(kit: Kit) -> Generator[Action, str, list[Record]]:
+def _invoice_entries(kit: Kit) -> Generator[Step, Any, list[Record]]:
     """Manual vendor invoices, one record per entry (its total debits as the amount)."""
     rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
                                           {"column": "document_type", "op": "in", "value": ["VI", "VN"]}],
@@ -742,7 +741,7 @@ def _limits(users: list[Record]) -> dict[str, float]:
     return {u["user_id"]: float(u.get("approval_limit") or 0) for u in users}
 
 
-def _runs_over_limit(kit: Kit) -> Generator[Action, str, dict[str, Record]]:
+def _runs_over_limit(kit: Kit) -> Generator[Step, Any, dict[str, Record]]:
     """The entries of the runs the rule catches, run by run, each with its run (``run``, ``run_size``,
     ``run_total``) and its preparer's limit (``limit``)."""
     limits = _limits((yield from kit.master("users")))
@@ -764,7 +763,7 @@ RULE = SurfaceRule("two or more manual vendor invoices keyed by one preparer for
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the matrix and the user limits and finds the runs the rule catches. A run whose every
     approver holds a limit covering its total is within authority. Otherwise it vouches each
     invoice to its purchase order: one order approved in full by a user whose limit covers it, or
@@ -783,7 +782,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
             if not all(APPROVAL_LIMIT.covers(limits.get(r["approver"], 0.0), round(sum(x["total_debit"] for x in g), 2))
                        for r in g)]
 
-    def decide(g: list[Record]) -> Generator[Action, str, list[Disposition]]:
+    def decide(g: list[Record]) -> Generator[Step, Any, list[Disposition]]:
         vouched = []
         for r in g:
             vouched.append((r, *(yield from pack.vouch(r))))
@@ -813,14 +812,14 @@ class _Pack:
                 self.orders.setdefault(po.po, doc_id)
         self.read: dict[str, str] = {}
 
-    def fields(self, doc_id: str) -> Generator[Action, str, dict[str, str]]:
+    def fields(self, doc_id: str) -> Generator[Step, Any, dict[str, str]]:
         """The document's ``Label: value`` lines (labels in lower case)."""
         if doc_id not in self.read:
             self.read[doc_id] = (yield from self.kit.open(doc_id)).get("body", "")
         lines = (FIELD.parse(line) for line in self.read[doc_id].split("\n"))
         return {f.label.strip().lower(): f.value.strip() for f in lines if f}
 
-    def vouch(self, r: Record) -> Generator[Action, str, tuple[str | None, str | None, str, Record]]:
+    def vouch(self, r: Record) -> Generator[Step, Any, tuple[str | None, str | None, str, Record]]:
         """The invoice of entry ``r``, its purchase order, the order's number and what the order says."""
         inv = self.invoices.get(r["reference"])
         po_no = (yield from self.fields(inv)).get("reference document", "") if inv else ""

@@ -54,8 +54,7 @@ import numpy as np
 from jeval_ray.books import calendar as cal, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.taskkit import (DATE, HHMM, NAME, POSTING_WINDOW, TOKEN, Disposition, Form, Many, SurfaceRule,
                                      Task, clear, flag, hhmm, read_while, review, surface_naive, tally)
 
@@ -329,7 +328,7 @@ def _find(docs: list[dict[str, Any]], doc_type: str, words: str) -> list[str]:
     return [d["doc_id"] for d in docs if d["doc_type"] == doc_type and words in d["title"].lower()]
 
 
-def _rules(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], str | None, int, int, list[str],
+def _rules(kit: Kit) -> Generator[Step, Any, tuple[list[dict[str, Any]], str | None, int, int, list[str],
                                                      dict[str, str]]]:
     """(documents, policy id, start, end, holidays, {period: close date}) from the support pack and the calendar."""
     docs = yield from kit.documents()
@@ -345,7 +344,7 @@ def _rules(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], str |
     return docs, (pol[0] if pol else None), start, end, holidays, closes
 
 
-def _candidates(kit: Kit, start: int, end: int, holidays: list[str]) -> Generator[Action, str, list[dict[str, Any]]]:
+def _candidates(kit: Kit, start: int, end: int, holidays: list[str]) -> Generator[Step, Any, list[dict[str, Any]]]:
     rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"},
                                           {"column": "line_no", "op": "eq", "value": 1}],
                                  columns=["entry_id", "entry_timestamp", "posting_date", "preparer"])
@@ -371,7 +370,7 @@ def _why(ts: str, start: int, end: int, holidays: list[str]) -> str:
     return f"keyed at {ts[11:16]} on {d:%A} {ts[:10]}, outside business hours {hhmm(start)}-{hhmm(end)}"
 
 
-def _off_window(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _off_window(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """Manual entries keyed outside the posting window, in ledger order, with why and the policy's id."""
     _docs, pol, start, end, holidays, _closes = yield from _rules(kit)
     cands = yield from _candidates(kit, start, end, holidays)
@@ -386,7 +385,7 @@ RULE = SurfaceRule("a manual entry keyed on a weekend, a holiday or after hours"
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy hours, the calendar (holidays, close dates) and the close-work memos, opens
     each manual entry keyed outside the window, clears those a memo covers (user named, day listed,
     time within that day's hours, on or before the period's close date) and flags the rest, citing
@@ -400,7 +399,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
            and any(m in d["title"] for m in months)]
     memos = {k: MEMO.parse(body) for k, body in (yield from read_while(kit, ids, reserve=2 * len(cands) + 2)).items()}
 
-    def decide(r: dict[str, Any]) -> Generator[Action, str, Disposition]:
+    def decide(r: dict[str, Any]) -> Generator[Step, Any, Disposition]:
         entry = yield from kit.call("get_entry", entry_id=r["entry_id"])
         return _judge(r, entry, pol, start, end, holidays, closes, memos, titles)
 

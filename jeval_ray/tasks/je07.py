@@ -47,8 +47,7 @@ from jeval_ray.books import calendar as cal, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS, BUSINESS_HOURS, PERIOD_END, PERIOD_START, business_days
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.taskkit import (DATE, EMPTY, INT, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule, Task, clear,
                                      flag, parse_any, review, surface_naive)
 
@@ -340,7 +339,7 @@ _COLS = ["entry_id", "posting_date", "document_date", "vendor_id", "credit", "re
 
 
 def _groups(kit: Kit, columns: list[str] = _COLS, more: tuple[dict, ...] = (),
-            ) -> Generator[Action, str, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
+            ) -> Generator[Step, Any, tuple[dict[str, str], dict[str, dict[str, Any]]]]:
     """Vendor invoices grouped by (vendor, invoice total: the credit to accounts payable); returns
     {later invoice: the first one} and the rows (``columns`` of the lines matching ``more`` as well)."""
     rows = yield from kit.ledger(filters=[{"column": "document_type", "op": "in", "value": ["VI", "VN"]},
@@ -360,7 +359,7 @@ def _groups(kit: Kit, columns: list[str] = _COLS, more: tuple[dict, ...] = (),
     return later, by_id
 
 
-def _repeats(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _repeats(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The invoices repeating an earlier one's vendor and amount, each with the earlier one (``orig``)."""
     later, rows = yield from _groups(kit)
     return {eid: {**rows[eid], "orig": orig, "credit": float(rows[eid]["credit"])} for eid, orig in later.items()}
@@ -372,7 +371,7 @@ RULE = SurfaceRule("a vendor invoice repeats an earlier invoice's vendor and amo
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Groups vendor invoices by vendor and amount. A repeat with its own invoice date is another
     invoice (a monthly fee, a fixed fee billed again); for a repeat dated the same day as the
     earlier invoice it reads the vendor document scanned with each AP voucher, flags the posting
@@ -387,7 +386,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
             voucher.setdefault(title.ref, d["doc_id"])
     read: dict[str, dict[str, str | None]] = {}
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         ids = [voucher.get(rows[eid]["reference"]), voucher.get(rows[same_day[eid]]["reference"])]
         for doc_id in ids:
             if doc_id and doc_id not in read:
@@ -395,7 +394,11 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
                 read[doc_id] = {"inv": str(v.invoice_no) if v else None}
         return _judge(eid, same_day[eid], rows, ids, read)
 
-    done = yield from review(kit, sorted(same_day), decide, reserve=4)
+    def reads(eid: str) -> list[tuple[str, dict]]:
+        ids = [voucher.get(rows[eid]["reference"]), voucher.get(rows[same_day[eid]]["reference"])]
+        return [("open_document", {"doc_id": d}) for d in dict.fromkeys(ids) if d and d not in read]
+
+    done = yield from review(kit, sorted(same_day), decide, reserve=4, reads=reads)
     n_flag, n_clear = sum(d.flag for d in done), sum(not d.flag for d in done)
     yield from kit.submit(f"{len(later)} invoices repeat an earlier vendor and amount; {len(later) - len(same_day)} "
                           f"carry their own invoice date (recurring or separately billed fees). Of the rest, {n_flag} "

@@ -65,10 +65,9 @@ from jeval_ray.books import calendar as cal, close, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.taskkit import (APPROVED_WHEN_RECORDED, DATE, MONEY, NAME, TOKEN, Disposition, Form, SurfaceRule,
-                                     Task, call_while, clear, dispose, flag, parse_any, read_while, surface_naive,
+                                     Task, clear, dispose, gather_while, flag, parse_any, read_while, surface_naive,
                                      tally)
 
 SPEC = spec(
@@ -512,10 +511,11 @@ _COLS = ["entry_id", "posting_date", "entry_timestamp", "document_type", "accoun
 Record = dict[str, Any]
 
 
-def _round_manual(kit: Kit) -> Generator[Action, str, dict[str, Record]]:
-    """Manual entries whose amount (their total debits) is a whole number of hundreds; one row per
-    entry (its first line, ``debit`` set to the total)."""
-    rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"}], columns=_COLS + ["line_no"])
+def _round_manual(kit: Kit, *only: dict[str, Any]) -> Generator[Step, Any, dict[str, Record]]:
+    """Manual entries (matching the filters ``only`` too) whose amount (their total debits) is a whole
+    number of hundreds; one row per entry (its first line, ``debit`` set to the total)."""
+    rows = yield from kit.ledger(filters=[{"column": "source", "op": "eq", "value": "manual"}, *only],
+                                 columns=_COLS + ["line_no"])
     heads: dict[str, Record] = {}
     total: dict[str, int] = {}
     for r in rows:
@@ -532,7 +532,7 @@ RULE = SurfaceRule("a manual entry whose amount is a whole number of hundreds", 
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy (its scope: top-side adjustments), then the minutes and agreements that carry
     each round top-side adjustment's reference; clears an entry whose document fixes its amount and is
     dated no later than the day it was recorded, flags the rest. Round vendor invoices and accruals
@@ -543,19 +543,17 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     document "carries" a reference when it is recorded under it (the same figure under another
     number, for another purpose, is not support).
     """
-    cands = {k: r for k, r in (yield from _round_manual(kit)).items() if r["document_type"] == "TS"}
+    cands = yield from _round_manual(kit, {"column": "document_type", "op": "eq", "value": "TS"})
     docs = (yield from kit.documents()) if cands else []
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "manual journal" in d["title"].lower()),
                   None)
-    if policy and cands:
-        yield from kit.open(policy)
     support = {d["doc_id"]: d["date"] for d in docs if d["doc_type"] in ("board_minutes", "contract")}
     look = {e: list(support) for e in cands}
-    if cands and kit.has("search_documents"):
-        hits = yield from call_while(kit, cands, lambda e: kit.call("search_documents", query=cands[e]["reference"]),
-                                     reserve=2 * len(cands) + 2)
-        look.update({e: [h["doc_id"] for h in res.get("documents", []) if h["doc_id"] in support]
-                     for e, res in hits.items()})
+    first = [("open_document", {"doc_id": policy})] if policy and cands else []
+    searches = [("search_documents", {"query": cands[e]["reference"]}) for e in cands] if kit.has("search_documents") else []
+    hits = (yield from gather_while(kit, first + searches, reserve=2 * len(cands) + 2))[len(first):]
+    look.update({e: [h["doc_id"] for h in res.get("documents", []) if h["doc_id"] in support]
+                 for e, res in zip(cands, hits)})
     bodies = yield from read_while(kit, _nearest_first(cands, look, support), reserve=len(cands) + 2)
     decided = [d for e, r in cands.items() if (d := _judge(e, r, look[e], bodies, support, policy))]
     done = yield from dispose(kit, decided)

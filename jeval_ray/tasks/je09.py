@@ -93,8 +93,7 @@ from jeval_ray.books.tables import doc_numbers
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import closing_rerun_time
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (CLOSED_PERIOD, COUNT, DATE, INT, LINE, MONEY, NAME, REF, TIMESTAMP, TOKEN,
                                      Disposition, Form, Many, SurfaceRule, Task, clear, entry_ref, flag, parse_any,
                                      review, surface_naive, tally)
@@ -754,7 +753,7 @@ def _statement(b: WorldBuilder, idx: int, invoice_cents: int | None) -> tuple[in
 Head = dict[str, Any]
 
 
-def _scan(kit: Kit, start: str, end: str) -> Generator[Action, str, tuple[dict[str, Head], list[Head]]]:
+def _scan(kit: Kit, start: str, end: str) -> Generator[Step, Any, tuple[dict[str, Head], list[Head]]]:
     """Entry headers (line 1) of the slice and the product revenue lines billed in the cut-off window."""
     heads = yield from kit.ledger(filters=[{"column": "line_no", "op": "eq", "value": 1}],
                                   columns=["entry_id", "posting_date", "entry_timestamp", "debit", "source", "reference",
@@ -765,7 +764,7 @@ def _scan(kit: Kit, start: str, end: str) -> Generator[Action, str, tuple[dict[s
     return entries_of(heads), [r for r in rev if start <= r["posting_date"][:10] <= end and r["credit"]]
 
 
-def _year_end_and_late(kit: Kit) -> Generator[Action, str, dict[str, Head]]:
+def _year_end_and_late(kit: Kit) -> Generator[Step, Any, dict[str, Head]]:
     """Product revenue billed in the last ten days of the year, then every FY2025 entry recorded after
     the year end (by entry id), each with the amount a flag reports and why it was caught."""
     heads, rev = yield from _scan(kit, WINDOW_START, YEAR_END)
@@ -785,7 +784,7 @@ RULE = SurfaceRule("product revenue billed in the last ten days of the year, and
 naive = surface_naive(RULE)
 
 
-def _policy(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, tuple[list[str], str, str, float]]:
+def _policy(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Step, Any, tuple[list[str], str, str, float]]:
     """([the policy's id] or [], the cut-off window's first and last day, the accrual tolerance) as the
     policy states them (the defaults when there is none)."""
     policy = next((d["doc_id"] for d in docs if d["doc_type"] == "policy" and "cut-off" in d["title"].lower()), None)
@@ -814,7 +813,7 @@ def _in_scope(heads: dict[str, Head], closes: dict[str, str],
     return late, topside, accruals
 
 
-def _requests(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, dict[str, tuple[str, RejectedRequest]]]:
+def _requests(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Step, Any, dict[str, tuple[str, RejectedRequest]]]:
     """{entry reference: (request id, the request)} of every post-closing adjustment request in the pack."""
     out = {}
     for d in docs:
@@ -826,7 +825,7 @@ def _requests(kit: Kit, docs: list[dict[str, Any]]) -> Generator[Action, str, di
 
 
 def _targeted(kit: Kit, closes: dict[str, str], start: str,
-              end: str) -> Generator[Action, str, tuple[dict[str, Head], list[Head]]]:
+              end: str) -> Generator[Step, Any, tuple[dict[str, Head], list[Head]]]:
     """The entry headers (line 1) that can be in scope, by filters: the year's entries recorded after the
     year-end close (the close under test), the top-side entries and the accruals posted on the year end;
     and the product revenue lines billed in the cut-off window."""
@@ -850,7 +849,7 @@ def _targeted(kit: Kit, closes: dict[str, str], start: str,
     return entries_of(heads), rev
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy (window, tolerance) and the close calendar; checks entries recorded after the
     close against the post-closing requests; agrees each top-side adjustment to its support and each
     year-end accrual to the vendor's statement of the following month; vouches year-end sales to their
@@ -880,7 +879,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
 
 
 def _post_closing(kit: Kit, eid: str, h: Head, close: str, requests: dict[str, tuple[str, RejectedRequest]],
-                  pol: list[str]) -> Generator[Action, str, Disposition]:
+                  pol: list[str]) -> Generator[Step, Any, Disposition]:
     """An entry recorded after its period's close: cleared under a request approved before it was
     recorded for the amount posted, flagged otherwise."""
     rec = h["entry_timestamp"][:10]
@@ -903,7 +902,7 @@ def _post_closing(kit: Kit, eid: str, h: Head, close: str, requests: dict[str, t
 
 
 def _topside(kit: Kit, eid: str, h: Head, titles: dict[str, str],
-             pol: list[str]) -> Generator[Action, str, Disposition | None]:
+             pol: list[str]) -> Generator[Step, Any, Disposition | None]:
     """A top-side adjustment agreed to the support filed under its reference (none: nothing to issue)."""
     ref = h.get("reference", "")
     doc_id = next((i for i, t in titles.items() if ref and f"({ref})" in t), None)
@@ -926,7 +925,7 @@ def _topside(kit: Kit, eid: str, h: Head, titles: dict[str, str],
 
 
 def _accrual(kit: Kit, eid: str, h: Head, titles: dict[str, str], pol: list[str],
-             tol: float) -> Generator[Action, str, Disposition | None]:
+             tol: float) -> Generator[Step, Any, Disposition | None]:
     """A year-end accrual agreed to the vendor's statement of January (none filed: nothing to issue)."""
     vid = h.get("vendor_id") or ""
     doc_id = next((i for i, t in titles.items() if vid and t.startswith(STATEMENT_TITLE) and f"({vid})" in t), None)
@@ -953,7 +952,7 @@ def _accrual(kit: Kit, eid: str, h: Head, titles: dict[str, str], pol: list[str]
 
 
 def _sale(kit: Kit, r: Head, notes: dict[str, str], end: str,
-          pol: list[str]) -> Generator[Action, str, Disposition | None]:
+          pol: list[str]) -> Generator[Step, Any, Disposition | None]:
     """A sale billed in the cut-off window vouched to its delivery note (none found: nothing to issue)."""
     doc_id = notes.get(r["reference"])
     if doc_id is None and kit.has("search_documents"):

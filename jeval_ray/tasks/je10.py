@@ -108,8 +108,7 @@ import numpy as np
 from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Kind, Many, Task, clear,
                                      dispose, flag, parse_any, review, tally)
 
@@ -902,7 +901,7 @@ def _number_in(title: str, prefixes: tuple[str, ...]) -> str | None:
     return next((w for w in title.split() if w[:3] in prefixes and w[3:].isascii() and w[3:].isdigit()), None)
 
 
-def _sample(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], dict[str, str], dict[str, str],
+def _sample(kit: Kit) -> Generator[Step, Any, tuple[list[dict[str, Any]], dict[str, str], dict[str, str],
                                                       dict[str, dict[str, Any]]]]:
     """The vouching sample: documents, invoice reference -> doc id, PO number -> doc id, and the sampled entries."""
     docs = yield from kit.documents()
@@ -943,7 +942,7 @@ def _policy_terms(body: str) -> Terms:
 
 
 def _vouch(kit: Kit, inv_doc: str,
-           pos: dict[str, str]) -> Generator[Action, str, tuple[Invoice | None, str | None, Order | None]]:
+           pos: dict[str, str]) -> Generator[Step, Any, tuple[Invoice | None, str | None, Order | None]]:
     """Open an invoice and its PO; returns (the invoice, the PO's doc id, the PO)."""
     inv: Invoice | None = parse_any((yield from kit.open(inv_doc)).get("body", ""), (INVOICE, ADJUSTED_INVOICE))
     po_no = inv.po if inv else None
@@ -997,7 +996,7 @@ def _on_its_face(k: _Case, allowed: dict[str, set[str]]) -> Disposition | None:
     return flag(k.eid, CODE, ev, f"Entry {k.eid}: invoice {k.ref} {why}.") if why else None
 
 
-def naive(kit: Kit) -> Generator[Action, str, None]:
+def naive(kit: Kit) -> Generator[Step, Any, None]:
     """Flags every invoice whose documents disagree on their face: payable to another bank account than the
     master's, coded outside its vendor's category, above its PO total, or against an order received short. It
     reads neither the policy's tolerance, the vendor change log nor the quantity invoiced."""
@@ -1006,7 +1005,7 @@ def naive(kit: Kit) -> Generator[Action, str, None]:
     allowed = _policy_terms((yield from kit.open(policy)).get("body", ""))[2] if policy else {}
     vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
 
-    def decide(ref: str) -> Generator[Action, str, Disposition | None]:
+    def decide(ref: str) -> Generator[Step, Any, Disposition | None]:
         inv, po_doc, po = yield from _vouch(kit, refs[ref], pos)
         if inv is None:
             return None
@@ -1017,7 +1016,7 @@ def naive(kit: Kit) -> Generator[Action, str, None]:
     yield from kit.submit(f"Flagged {len(done)} invoices that do not match their PO or vendor master.")
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy, vouches each sampled invoice to its PO (and its goods receipts), the vendor master and the
     change log, and checks the coding; flags what the policy forbids, clears the rest with the facts (invoices at
     or below the order price, clean either way, last, with the calls that are left)."""
@@ -1028,7 +1027,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     log = [r for r in (yield from kit.master("vendor_changes")) if r.get("field") == "bank_account"]
     later: list[Disposition] = []
 
-    def decide(ref: str) -> Generator[Action, str, Disposition | None]:
+    def decide(ref: str) -> Generator[Step, Any, Disposition | None]:
         ent = entries[ref]
         inv, po_doc, po = yield from _vouch(kit, refs[ref], pos)
         if inv is None:
@@ -1037,7 +1036,8 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
                   [policy] if policy else [])
         return _payee(k, log) or _coding(k, terms) or _quantity(k) or _price(k, terms, later)
 
-    flags, clears = tally((yield from review(kit, [r for r in sorted(refs) if r in entries], decide, reserve=4)))
+    flags, clears = tally((yield from review(kit, [r for r in sorted(refs) if r in entries], decide, reserve=4,
+                                             reads=lambda ref: [("open_document", {"doc_id": refs[ref]})])))
     clears += yield from dispose(kit, later, reserve=2)
     yield from kit.submit(f"Vouched {len(refs)} invoices to PO, goods receipts, vendor master and change log: "
                           f"{flags} flagged, {clears} cleared.")

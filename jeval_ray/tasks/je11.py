@@ -70,8 +70,7 @@ from jeval_ray.books.documents import TYPE_CODES, doc_number
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
                                      clear, dispose, flag, parse_any, read_while, review, surface_naive)
 
@@ -611,7 +610,7 @@ def _minutes(b: WorldBuilder, items: list[MinutesItem]) -> None:
 
 
 # ---------------------------------------------------------------------------- strategies
-def _survey(kit: Kit, read_policies: bool) -> Generator[Action, str, tuple[dict[str, dict[str, Any]],
+def _survey(kit: Kit, read_policies: bool) -> Generator[Step, Any, tuple[dict[str, dict[str, Any]],
                                                                              list[dict[str, Any]], dict[str, Any]]]:
     """Shared first steps: register, vendor master, policies, ledger; returns the candidates (each
     with its ``kind``, rp or pair, ``what`` it is and the register's relationship ``rel``)."""
@@ -651,7 +650,7 @@ def _survey(kit: Kit, read_policies: bool) -> Generator[Action, str, tuple[dict[
     return cands, docs, pol
 
 
-def _surface(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _surface(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The red-flag rule's hits: invoices of a vendor on the register (a payment settles an invoice:
     the transaction to approve is the invoice) and manual entries with a pairing the policy lists."""
     cands, _docs, pol = yield from _survey(kit, read_policies=False)
@@ -670,7 +669,7 @@ RULE = SurfaceRule("an invoice of a vendor on the related-party register, or a m
 naive = surface_naive(RULE)
 
 
-def _targeted(kit: Kit) -> Generator[Action, str, tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]]:
+def _targeted(kit: Kit) -> Generator[Step, Any, tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]]:
     """Careful's survey, by filters only: the register and vendors, the policies, the related
     vendors' invoices and the manual entries with a listed pairing (outside the allowance review),
     a few columns each; returns the candidates, the policies and the minutes and memos to read."""
@@ -707,7 +706,7 @@ def _targeted(kit: Kit) -> Generator[Action, str, tuple[dict[str, dict[str, Any]
     return cands, pol, ids
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Finds candidates by filtered queries (related-vendor invoices; manual non-standard pairings
     outside the allowance review), reads the board minutes and the CFO's approval memos, clears what
     was approved before the entry was recorded, flags the rest."""
@@ -718,7 +717,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     prior = [eid for eid, (_doc, ok, day) in seen.items() if ok and day < _recorded(cands[eid])]
     late = [eid for eid in seen if eid not in prior]
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         entry = yield from kit.call("get_entry", entry_id=eid)
         return _unapproved(eid, cands[eid], entry, seen[eid], pol)
 

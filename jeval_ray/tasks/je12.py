@@ -69,8 +69,7 @@ from jeval_ray.books import chart
 from jeval_ray.builder import Entries, WorldBuilder
 from jeval_ray.builder._base import _CODES
 from jeval_ray.builder.spec import Knobs, key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.taskkit import (INT, MONEY, TOKEN, Disposition, Form, SurfaceRule, Task, clear, flag, review,
                                      roles, surface_naive, tally)
 
@@ -444,7 +443,7 @@ def _plant_slips(b: WorldBuilder, cents: np.ndarray, keyed: np.ndarray, pool: np
 
 
 # ---------------------------------------------------------------------------- strategies
-def _find_plan(kit: Kit) -> Generator[Action, str, str | None]:
+def _find_plan(kit: Kit) -> Generator[Step, Any, str | None]:
     if kit.has("search_documents"):
         hits = (yield from kit.call("search_documents", query="robust z-score")).get("documents", [])
     else:
@@ -482,7 +481,7 @@ TOP_Z = 50
 Scored = tuple[float, bool, dict[str, Any], dict[str, Any]]
 
 
-def _select(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, float], list[str], dict[str, Scored],
+def _select(kit: Kit) -> Generator[Step, Any, tuple[str | None, dict[str, float], list[str], dict[str, Scored],
                                                       Counter[str]]]:
     """The plan's selection: the per-account robust baseline of the manual entries (``compute_stats``
     first, the ledger when it is withheld) and both tests. Returns (plan id, thresholds, selected,
@@ -515,7 +514,7 @@ def _select(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, floa
 
 
 def _above(kit: Kit, th: dict[str, float], groups: dict[str, Any],
-           top: list[dict[str, Any]]) -> Generator[Action, str, list[dict[str, Any]]]:
+           top: list[dict[str, Any]]) -> Generator[Step, Any, list[dict[str, Any]]]:
     """The manual entries (first lines) above their account's flow-test limit, by id from the largest
     robust z-scores ``compute_stats`` lists (``top``, over every account): where the list stops above
     the limit, the accounts are split in halves and each asked again (z-scores are within an account,
@@ -536,7 +535,7 @@ def _above(kit: Kit, th: dict[str, float], groups: dict[str, Any],
                                   ["entry_id", "account", "debit", "preparer", "reference"])) if ids else []
 
 
-def _select_targeted(kit: Kit) -> Generator[Action, str, tuple[str | None, dict[str, float], list[str],
+def _select_targeted(kit: Kit) -> Generator[Step, Any, tuple[str | None, dict[str, float], list[str],
                                                                dict[str, Scored], Counter[str]]]:
     """``_select`` as a model makes it: the per-account baseline, its largest robust z-scores and the
     preparers' counts by ``compute_stats``; only the entries above their account's flow-test limit and
@@ -581,7 +580,7 @@ def _why(sel: Scored, th: dict[str, float], users: Counter[str]) -> str:
             f"{r['account']} out of {users[r['preparer']]} entries")
 
 
-def _outliers(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _outliers(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The entries the plan's two tests select, most outlying first, each with why it was selected."""
     _plan, th, selected, scored, users = yield from _select(kit)
     return {eid: {"why": _why(scored[eid], th, users)} for eid in selected}
@@ -599,7 +598,7 @@ def _ref_in(title: str) -> str | None:
                  and w[:2].isupper() and w[3:].isascii() and w[3:].isdigit()), None)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the plan, takes the per-account robust baseline of the manual entries, selects with both
     tests, then vouches every selected entry to its source document: flags what disagrees (or has no
     document), clears what agrees."""
@@ -611,7 +610,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
         if ref:
             support.setdefault(ref, d["doc_id"])
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         r = scored[eid][2]
         doc = support.get(r["reference"])
         if doc is None and kit.has("search_documents"):
@@ -620,7 +619,11 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
         body = (yield from kit.open(doc)).get("body", "") if doc else ""
         return _vouch(eid, _why(scored[eid], th, users), r, doc, body, ev_plan)
 
-    flags, clears = tally((yield from review(kit, selected, decide, reserve=3)))
+    def reads(eid: str) -> list[tuple[str, dict]]:
+        doc = support.get(scored[eid][2]["reference"])
+        return [("open_document", {"doc_id": doc})] if doc else []
+
+    flags, clears = tally((yield from review(kit, selected, decide, reserve=3, reads=reads)))
     yield from kit.submit(f"Per-account robust baseline of the manual entries (plan {plan}): {len(selected)} outliers "
                           f"selected and vouched; {flags} misstated flagged, {clears} supported cleared.")
 

@@ -63,8 +63,7 @@ from jeval_ray.books import master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import Knobs, key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.je12 import _payments, billed_document, cash_covers, first_lines, pay_more, preparer_codes
 from jeval_ray.tasks.taskkit import (DOC_NUMBER, INT, MONEY, Disposition, Form, SurfaceRule, Task, clear, flag, review,
                                      surface_naive, tally)
@@ -358,7 +357,7 @@ def _local_test(amounts: list[float]) -> Test:
                              for d, c in zip(range(1, 10), counts)}}
 
 
-def _digit_stats(kit: Kit, filters: list[dict[str, Any]], amounts: list[float]) -> Generator[Action, str, Test]:
+def _digit_stats(kit: Kit, filters: list[dict[str, Any]], amounts: list[float]) -> Generator[Step, Any, Test]:
     """A first-digit test through ``compute_stats`` when the tool is there, else computed by hand."""
     if kit.has("compute_stats"):
         obs = yield from kit.call("compute_stats", filters=filters, digits="first", top_z=0)
@@ -369,7 +368,7 @@ def _digit_stats(kit: Kit, filters: list[dict[str, Any]], amounts: list[float]) 
 _MANUAL = {"column": "source", "op": "eq", "value": "manual"}
 
 
-def _select(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
+def _select(kit: Kit) -> Generator[Step, Any, tuple[Test, list[Found]]]:
     """The guide's selection: per testable preparer, the entries beginning with an over-represented digit.
     Returns (the population test, [(user, digit, z, n, rows)], the largest z first)."""
     rows = yield from kit.ledger(filters=[_MANUAL, {"column": "line_no", "op": "eq", "value": 1}],
@@ -395,7 +394,7 @@ def _select(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
 
 
 
-def _select_filtered(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]]]:
+def _select_filtered(kit: Kit) -> Generator[Step, Any, tuple[Test, list[Found]]]:
     """``_select`` as a model works with ``compute_stats``: the preparers' entry counts and ranges
     (grouped statistics), each testable preparer's digit test, and for every over-represented digit only
     the preparer's entries that begin with it (one filtered query per power of ten in their range)."""
@@ -424,7 +423,7 @@ def _select_filtered(kit: Kit) -> Generator[Action, str, tuple[Test, list[Found]
     found.sort(key=lambda f: -f[2])
     return pop, found
 
-def _behind_digits(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _behind_digits(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The entries the guide selects, the largest z first, each with its preparer, digit, z and test size."""
     _pop, found = yield from _select(kit)
     return {r["entry_id"]: {**r, "user": user, "d": d, "z": z, "size": size}
@@ -452,7 +451,7 @@ def _traced(pop: Test, found: list[Found]) -> str:
     return "; " + "; ".join(notes) if notes else "; the population conforms digit by digit"
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Tests each preparer's leading digits, selects the entries behind every over-represented digit and
     vouches each to its source document: flags what is keyed above the document, clears what agrees."""
     yield from kit.master("users")
@@ -470,13 +469,17 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
               f"(z {z:.1f} above the guide's {Z_SELECT:g}; population MAD {pop.get('mad')})", user, r)
              for user, d, z, size, sel in found for r in sel]
 
-    def decide(item: tuple[str, str, dict[str, Any]]) -> Generator[Action, str, Disposition]:
+    def decide(item: tuple[str, str, dict[str, Any]]) -> Generator[Step, Any, Disposition]:
         why, user, r = item
         doc_id = support.get(r["reference"])
         body = None if doc_id is None else (yield from kit.open(doc_id)).get("body", "")
         return _vouch(why, user, r, doc_id, body)
 
-    flags, clears = tally((yield from review(kit, items, decide, reserve=3)))
+    def reads(item: tuple[str, str, dict[str, Any]]) -> list[tuple[str, dict]]:
+        doc_id = support.get(item[2]["reference"])
+        return [] if doc_id is None else [("open_document", {"doc_id": doc_id})]
+
+    flags, clears = tally((yield from review(kit, items, decide, reserve=3, reads=reads)))
     yield from kit.submit(
         f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}. Selected the entries behind "
         + "; ".join(f"{u}'s digit {d} (z {z:.1f})" for u, d, z, _n, _s in found)

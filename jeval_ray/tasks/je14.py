@@ -59,8 +59,7 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import COMPANY_NAME, MONTH_ABBR, month_close_dates
 from jeval_ray.builder.spec import key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit
+from jeval_ray.protocol.kit import Kit, Step
 from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Many, SurfaceRule, Task,
                                      clear, flag, review, roles, surface_naive, tally)
 
@@ -561,7 +560,7 @@ def _open_items_report(b: WorldBuilder, oi: _OpenItems, day: int, detail_for: li
 
 
 # ---------------------------------------------------------------------------- strategies
-def _releases(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _releases(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """Entries debiting the allowance and crediting bad debt expense, with their header fields."""
     rows = yield from kit.ledger(
         filters=[{"column": "account", "op": "in", "value": [ALLOWANCE, BAD_DEBT]}],
@@ -580,7 +579,7 @@ def _releases(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
     return out
 
 
-def _post_closing(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _post_closing(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """Manual allowance releases entered after the close of the period they are posted to (close
     dates from the calendar), each with the close date and the day it was entered."""
     releases = yield from _releases(kit)
@@ -595,7 +594,7 @@ def _post_closing(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]
 
 
 
-def _late_releases(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _late_releases(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """``_post_closing`` with server-side filters: the manual debits to the allowance (a few columns),
     those entered after their period's close, and of those the ones crediting bad debt expense."""
     cal = yield from kit.master("calendar")
@@ -623,7 +622,7 @@ RULE = SurfaceRule("a manual release of the allowance entered after the close of
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """For each post-closing release, reads the memo (reserve held, invoices covered), finds the invoices
     still open at the period end on the open-items report, and flags the shortfall the release leaves
     against their open amount; clears releases that leave at least that."""
@@ -637,7 +636,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
             if policy and (ids := _papers(r, by_title))]
     reports: dict[str, dict[str, float]] = {}
 
-    def decide(item: tuple[str, dict[str, Any], tuple[str, str]]) -> Generator[Action, str, Disposition | None]:
+    def decide(item: tuple[str, dict[str, Any], tuple[str, str]]) -> Generator[Step, Any, Disposition | None]:
         eid, r, (memo_id, report_id) = item
         memo = MEMO.parse((yield from kit.open(memo_id)).get("body", ""))
         if report_id not in reports:

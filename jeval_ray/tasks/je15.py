@@ -65,8 +65,7 @@ from jeval_ray.books import chart, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import Knobs, key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, WORD, Disposition, Form, Many, SurfaceRule,
                                      Task, clear, dispose, fixed, flag, mentions, read_while, review, surface_naive)
 
@@ -644,12 +643,12 @@ def outcome_adjust(world: Any, state: Any, outcome: float, final: dict[str, Any]
 Vendors = dict[str, dict[str, Any]]
 
 
-def _new_vendors(kit: Kit) -> Generator[Action, str, tuple[list[dict[str, Any]], Vendors]]:
+def _new_vendors(kit: Kit) -> Generator[Step, Any, tuple[list[dict[str, Any]], Vendors]]:
     vendors = yield from kit.master("vendors")
     return vendors, {v["vendor_id"]: v for v in vendors if (v.get("created_on") or "") >= "2025-01-01"}
 
 
-def _invoices_of(kit: Kit, vendor_ids: list[str]) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _invoices_of(kit: Kit, vendor_ids: list[str]) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The vendors' invoices (document types VN and VI; their payments, VP, are not invoices)."""
     rows = yield from kit.ledger(
         filters=[{"column": "vendor_id", "op": "in", "value": vendor_ids}, {"column": "line_no", "op": "eq", "value": 1},
@@ -658,7 +657,7 @@ def _invoices_of(kit: Kit, vendor_ids: list[str]) -> Generator[Action, str, dict
     return entries_of(rows)
 
 
-def _new_vendor_invoices(kit: Kit) -> Generator[Action, str, dict[str, dict[str, Any]]]:
+def _new_vendor_invoices(kit: Kit) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
     """The invoices of vendors created during FY2025, each with its vendor's name and set-up date."""
     _all, new = yield from _new_vendors(kit)
     ents = (yield from _invoices_of(kit, sorted(new))) if new else {}
@@ -672,7 +671,7 @@ RULE = SurfaceRule("an invoice of a vendor created during the year", "SHELL_VEND
 naive = surface_naive(RULE)
 
 
-def _statement_refs(kit: Kit, accounts: set[str]) -> Generator[Action, str, dict[str, tuple[str, str, str, str]]]:
+def _statement_refs(kit: Kit, accounts: set[str]) -> Generator[Step, Any, dict[str, tuple[str, str, str, str]]]:
     """Open the bank statements that may show payments to ``accounts``; map invoice reference ->
     (statement, value date, counterparty account, amount)."""
     if kit.has("search_documents") and accounts:
@@ -694,7 +693,7 @@ def _statement_refs(kit: Kit, accounts: set[str]) -> Generator[Action, str, dict
     return refs
 
 
-def _forms(kit: Kit, vendors: Vendors) -> Generator[Action, str, dict[str, str]]:
+def _forms(kit: Kit, vendors: Vendors) -> Generator[Step, Any, dict[str, str]]:
     """The set-up form of each vendor (by name in the title), opened."""
     docs = yield from kit.documents("vendor_form")
     found = {vid: doc["doc_id"] for vid, v in sorted(vendors.items())
@@ -703,7 +702,7 @@ def _forms(kit: Kit, vendors: Vendors) -> Generator[Action, str, dict[str, str]]
     return {vid: doc for vid, doc in found.items() if doc in opened}
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Matches every vendor's bank account against the employees' accounts, reads the vendor change
     log, vouches the shell vendor's invoices to the bank statements and flags them naming the
     employee; clears the invoices of verified new vendors."""
@@ -722,7 +721,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     named: dict[str, dict[str, Any]] = {}
     paid: list[float] = []
 
-    def decide(eid: str) -> Generator[Action, str, Disposition]:
+    def decide(eid: str) -> Generator[Step, Any, Disposition]:
         h = ents[eid]
         emp = named[shells[h["vendor_id"]]["user_id"]] = shells[h["vendor_id"]]
         entry = yield from kit.call("get_entry", entry_id=eid)

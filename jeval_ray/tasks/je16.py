@@ -67,8 +67,7 @@ from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import APPROVERS, MONTH_ABBR, PREPARERS
 from jeval_ray.builder.spec import KeyRationale, key, spec
 from jeval_ray.errors import ConfigError
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, HHMM, INT, MONEY, NAME, POSTING_WINDOW, SIGNED_MONEY, TOKEN,
                                      USER_MAY_POST, Disposition, Form, Many, clear, dispose, doc_ref, entry_ref, flag,
                                      Task, hhmm, review)
@@ -975,84 +974,91 @@ class _Pack(_Books):
     reports: dict[str, tuple[str, dict[str, float]]] = field(default_factory=dict)
 
 
-def _scan(kit: Kit) -> Generator[Action, str, tuple[Listing, list[dict[str, Any]]]]:
+def _scan(kit: Kit) -> Generator[Step, Any, tuple[Listing, list[dict[str, Any]]]]:
     """Every line of the listing, grouped by entry."""
     rows = yield from kit.ledger(columns=_SCAN_COLUMNS)
     return entries_of(rows), rows
 
 
-def _read_books(kit: Kit) -> Generator[Action, str, _Books]:
+def _read_books(kit: Kit) -> Generator[Step, Any, _Books]:
     """The user master, the chart of accounts and the calendar."""
-    users = {u["user_id"]: u for u in (yield from kit.master("users"))}
-    chart = {a["account"]: a for a in (yield from kit.master("accounts"))}
-    cal_rows = yield from kit.master("calendar")
+    user_rows, chart_rows, cal_rows = yield from kit.masters(["users", "accounts", "calendar"])
+    users = {u["user_id"]: u for u in user_rows}
+    chart = {a["account"]: a for a in chart_rows}
     holidays = sorted({r["date"][:10] for r in cal_rows if r.get("kind") == "holiday"})
     # a period-close row says "close of period YYYY-MM"
     closes = {r["description"].split()[-1]: r["date"][:10] for r in cal_rows if r.get("kind") == "period_close"}
     return _Books(users, chart, holidays, closes)
 
 
-def _ids(kit: Kit, *filters: tuple[str, str, Any]) -> Generator[Action, str, list[str]]:
+def _line1(*filters: tuple[str, str, Any]) -> tuple[list[dict], list[str]]:
+    """A query for the ids of the entries matching ``filters`` (column, op, value), one column asked for."""
+    return [{"column": "line_no", "op": "eq", "value": 1}, *({"column": c, "op": o, "value": v} for c, o, v in filters)], ["entry_id"]
+
+
+def _ids(kit: Kit, *filters: tuple[str, str, Any]) -> Generator[Step, Any, list[str]]:
     """The ids of the entries matching ``filters`` (column, op, value), one column asked for."""
-    fs = [{"column": c, "op": o, "value": v} for c, o, v in filters]
-    rows = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1}, *fs], ["entry_id"])
-    return [r["entry_id"] for r in rows]
+    return [r["entry_id"] for r in (yield from kit.ledger(*_line1(*filters)))]
 
 
-def _late_or_odd(kit: Kit, books: _Books) -> Generator[Action, str, set[str]]:
-    """Entries recorded after their period's close (one small query a period) and entries with a line
-    on an account outside the standing chart."""
-    want: set[str] = set()
-    for period, close in sorted(books.closes.items()):
-        nxt = str(np.datetime64(close) + 1)
-        want |= set((yield from _ids(kit, ("posting_date", "ge", f"{period}-01"), ("posting_date", "le", close),
-                                     ("entry_timestamp", "ge", f"{nxt}T00:00:00"))))
+def _late_or_odd(kit: Kit, books: _Books) -> Generator[Step, Any, set[str]]:
+    """Entries recorded after their period's close (one small query a period, all in few replies) and
+    entries with a line on an account outside the standing chart."""
+    queries = [_line1(("posting_date", "ge", f"{period}-01"), ("posting_date", "le", close),
+                      ("entry_timestamp", "ge", f"{np.datetime64(close) + 1}T00:00:00"))
+               for period, close in sorted(books.closes.items())]
     standing = [a for a, row in books.chart.items() if ACCOUNT_OPEN.standing(row)]
-    return want | set((yield from _ids(kit, ("account", "not_in", standing))))
+    found = yield from kit.ledgers([*queries, _line1(("account", "not_in", standing))])
+    return {r["entry_id"] for rows in found for r in rows}
 
 
-def _targeted(kit: Kit, books: _Books, want: set[str]) -> Generator[Action, str, Listing]:
+def _targeted(kit: Kit, books: _Books, want: set[str]) -> Generator[Step, Any, Listing]:
     """Every entry a red-flag rule could catch, found with server-side filters (never the whole listing):
     ``want`` (from ``_late_or_odd``), the manual entries' headers (self-approval, leavers, off hours) and
     the billing interface's customer invoices (imbalances); then those entries' lines, grouped."""
-    manual = yield from kit.ledger([{"column": "line_no", "op": "eq", "value": 1},
-                                    {"column": "source", "op": "eq", "value": "manual"}],
-                                   ["entry_id", "entry_timestamp", "preparer", "approver"])
+    manual, ci = yield from kit.ledgers([
+        ([{"column": "line_no", "op": "eq", "value": 1}, {"column": "source", "op": "eq", "value": "manual"}],
+         ["entry_id", "entry_timestamp", "preparer", "approver"]),
+        ([{"column": "document_type", "op": "eq", "value": "CI"}], ["entry_id", "debit", "credit"])])
     heads = {r["entry_id"]: {**r, "source": "manual"} for r in manual}
     odd_users = {u for u, row in books.users.items() if USER_MAY_POST.suspect(row)}
     off = _outside(heads, sorted(heads), books)
     want = want | {e for e, h in heads.items() if e in off or h["preparer"] in odd_users or h["preparer"] == h.get("approver")}
-    upload = entries_of((yield from kit.ledger([{"column": "document_type", "op": "eq", "value": "CI"}],
-                                               ["entry_id", "debit", "credit"])))
+    upload = entries_of(ci)
     want |= {e for e, h in upload.items() if abs(h["total_debit"] - h["total_credit"]) > 0.004}
     rows = yield from kit.ledger([{"column": "entry_id", "op": "in", "value": sorted(want)}], _SCAN_COLUMNS)
     return entries_of(rows)
 
 
-def _movements(kit: Kit) -> Generator[Action, str, dict[str, float]]:
-    """Net listed movement (debits - credits) per account, from ``compute_stats`` sums grouped by account."""
+def _movements(kit: Kit) -> Generator[Step, Any, tuple[dict[str, float], list[dict[str, Any]]]]:
+    """Net listed movement (debits - credits) per account, from ``compute_stats`` sums grouped by account,
+    and the balances (``get_balances``), asked for in one reply."""
     net: dict[str, float] = {}
-    for measure, sign in (("debit", 1.0), ("credit", -1.0)):
-        offset: int | None = 0
-        while offset is not None:
-            obs = yield from kit.call("compute_stats", measure=measure, group_by="account", top_z=0, offset=offset)
+    firsts = yield from kit.gather([("compute_stats", {"measure": m, "group_by": "account", "top_z": 0, "offset": 0})
+                                    for m in ("debit", "credit")] + [("get_balances", {})])
+    for (measure, sign), obs in zip((("debit", 1.0), ("credit", -1.0)), firsts):
+        while True:
             for acct, g in obs.get("groups", {}).items():
                 net[acct] = round(net.get(acct, 0.0) + sign * g.get("sum", 0.0), 2)
-            offset = obs.get("next_offset")
-    return net
+            if obs.get("next_offset") is None:
+                break
+            obs = yield from kit.call("compute_stats", measure=measure, group_by="account", top_z=0,
+                                      offset=obs["next_offset"])
+    return net, firsts[2].get("rows", [])
 
 
-def _in_range(kit: Kit, a: int, b: int, width: int, limit: int = 1) -> Generator[Action, str, dict]:
-    return (yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1},
-                                                         {"column": "entry_id", "op": "ge", "value": str(a).zfill(width)},
-                                                         {"column": "entry_id", "op": "le", "value": str(b).zfill(width)}],
-                                columns=["entry_id"], limit=limit))
+def _range_args(a: int, b: int, width: int, limit: int) -> dict[str, Any]:
+    """``query_ledger`` arguments for the entries numbered ``a`` to ``b``."""
+    return {"filters": [{"column": "line_no", "op": "eq", "value": 1},
+                        {"column": "entry_id", "op": "ge", "value": str(a).zfill(width)},
+                        {"column": "entry_id", "op": "le", "value": str(b).zfill(width)}],
+            "columns": ["entry_id"], "limit": limit}
 
 
-def _find_gaps(kit: Kit) -> Generator[Action, str, list[str]]:
+def _find_gaps(kit: Kit) -> Generator[Step, Any, list[str]]:
     """Numbers missing from the consecutive numbering, by counting: the ends of the range (the first and
     last entries listed, then any ids below and above them), then halving every stretch whose count
-    falls short of its width until it is small enough to list."""
+    falls short of its width until it is small enough to list (the stretches of one round in few replies)."""
     first = yield from kit.call("query_ledger", filters=[{"column": "line_no", "op": "eq", "value": 1}],
                                 columns=["entry_id"], limit=5)
     total = int(first.get("total_rows", 0))
@@ -1061,21 +1067,24 @@ def _find_gaps(kit: Kit) -> Generator[Action, str, list[str]]:
     seen = sorted(r["entry_id"] for r in first.get("rows", []) + last.get("rows", []))
     if not seen:
         return []
-    below = yield from _ids(kit, ("entry_id", "lt", seen[0]))
-    above = yield from _ids(kit, ("entry_id", "gt", seen[-1]))
-    width, lo, hi = len(seen[0]), int(min([seen[0], *below])), int(max([seen[-1], *above]))
+    below, above = yield from kit.ledgers([_line1(("entry_id", "lt", seen[0])), _line1(("entry_id", "gt", seen[-1]))])
+    width = len(seen[0])
+    lo = int(min([seen[0], *(r["entry_id"] for r in below)]))
+    hi = int(max([seen[-1], *(r["entry_id"] for r in above)]))
     todo, gaps = [(lo, hi, total)], []
     while todo:
-        a, b, n = todo.pop()
-        if n >= b - a + 1:
-            continue
-        if b - a < 64:
-            got = {int(r["entry_id"]) for r in (yield from _in_range(kit, a, b, width, 64)).get("rows", [])}
-            gaps += [str(k).zfill(width) for k in range(a, b + 1) if k not in got]
-            continue
-        mid = (a + b) // 2
-        left = int((yield from _in_range(kit, a, mid, width)).get("total_rows", 0))
-        todo += [(mid + 1, b, n - left), (a, mid, left)]
+        short = [(a, b, n) for a, b, n in todo if n < b - a + 1]
+        small = [(a, b) for a, b, _n in short if b - a < 64]
+        halves = [(a, (a + b) // 2, b, n) for a, b, n in short if b - a >= 64]
+        got = yield from kit.gather([("query_ledger", _range_args(a, b, width, 64)) for a, b in small]
+                                    + [("query_ledger", _range_args(a, mid, width, 1)) for a, mid, _b, _n in halves])
+        for (a, b), obs in zip(small, got):
+            present = {int(r["entry_id"]) for r in obs.get("rows", [])}
+            gaps += [str(k).zfill(width) for k in range(a, b + 1) if k not in present]
+        todo = []
+        for (a, mid, b, n), obs in zip(halves, got[len(small):]):
+            left = int(obs.get("total_rows", 0))
+            todo += [(a, mid, left), (mid + 1, b, n - left)]
     return sorted(gaps)
 
 def _gap_ids(ents: Listing) -> list[str]:
@@ -1132,7 +1141,7 @@ def _rules(ents: Listing, books: _Books) -> dict[str, list[str]]:
     return out
 
 
-def naive(kit: Kit) -> Generator[Action, str, None]:
+def naive(kit: Kit) -> Generator[Step, Any, None]:
     """Applies every red-flag rule to the listing and master data and flags all hits (each entry once,
     under the first rule that catches it), without reading the policies, the approval logs, the
     authorisations, the close calendar changes or the balances; reports the numbering gap without an
@@ -1157,37 +1166,37 @@ def _difference(h: dict[str, Any]) -> float:
     return abs(h["total_debit"] - h["total_credit"])
 
 
-def _read_documents(kit: Kit, books: _Books) -> Generator[Action, str, _Pack]:
+def _read_documents(kit: Kit, books: _Books) -> Generator[Step, Any, _Pack]:
     """Open the two policies, the interface rounding reports, the approval logs, the out-of-hours
     authorisations and the close calendar changes."""
     pack = _Pack(**vars(books))
-    pol = yield from kit.documents("policy")
+    pol, reports, memos = yield from kit.listings(["policy", "report", "memo"])
     pack.je = [d["doc_id"] for d in pol if "balancing and approval" in d["title"].lower()][:1]
     pack.close = [d["doc_id"] for d in pol if "period-close" in d["title"].lower()][:1]
+    rounding = [d["doc_id"] for d in reports if "rounding report" in d["title"].lower()]
+    kinds = ("approval log", "out-of-hours", "close calendar change")
+    notes = [(d["doc_id"], next(w for w in kinds if w in d["title"].lower())) for d in memos
+             if any(w in d["title"].lower() for w in kinds)]
+    bodies = yield from kit.open_all([*pack.je, *pack.close, *rounding, *(doc for doc, _k in notes)])
     if pack.je:
-        je = JE_POLICY.parse((yield from kit.open(pack.je[0])).get("body", ""))
+        je = JE_POLICY.parse(bodies.get(pack.je[0], ""))
         pack.tol = je.tolerance / 100 if je else 0.0
     if pack.close:
-        stated = CLOSE_POLICY.parse((yield from kit.open(pack.close[0])).get("body", ""))
+        stated = CLOSE_POLICY.parse(bodies.get(pack.close[0], ""))
         pack.hours = (stated.start, stated.end) if stated else pack.hours
-    for d in (yield from kit.documents("report")):
-        if "rounding report" in d["title"].lower():
-            rep = ROUNDING_REPORT.parse((yield from kit.open(d["doc_id"])).get("body", ""))
-            if rep:
-                pack.reports[rep.period] = (d["doc_id"], {u.reference: u.difference / 100 for u in rep.uploads})
-    for d in (yield from kit.documents("memo")):
-        title = d["title"].lower()
-        if not any(w in title for w in ("approval log", "out-of-hours", "close calendar change")):
-            continue
-        body = (yield from kit.open(d["doc_id"])).get("body", "")
-        if "approval log" in title:
+    for doc in rounding:
+        if rep := ROUNDING_REPORT.parse(bodies.get(doc, "")):
+            pack.reports[rep.period] = (doc, {u.reference: u.difference / 100 for u in rep.uploads})
+    for doc, kind in notes:
+        body = bodies.get(doc, "")
+        if kind == "approval log":
             log = APPROVAL_LOG.parse(body)
-            pack.logs += [(d["doc_id"], log, {r.reference: r for r in log.rows})] if log else []
-        elif "out-of-hours" in title:
+            pack.logs += [(doc, log, {r.reference: r for r in log.rows})] if log else []
+        elif kind == "out-of-hours":
             auth = OUT_OF_HOURS.parse(body)
-            pack.auths += [(d["doc_id"], auth)] if auth else []
+            pack.auths += [(doc, auth)] if auth else []
         elif (ext := CLOSE_CHANGE.parse(body)) and ext.issued <= ext.close:  # issued by the original close date
-            pack.exts[ext.period] = (d["doc_id"], ext)
+            pack.exts[ext.period] = (doc, ext)
     return pack
 
 
@@ -1342,7 +1351,7 @@ def _roll_forward(net: dict[str, float], balances: list[dict[str, Any]]) -> dict
     return {a: d for a, d in diffs.items() if abs(d) > 0.005}
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the user master, the chart and the calendar; finds the entries a red-flag rule could catch
     with filtered queries (never the whole listing), the listed movements per account with
     ``compute_stats`` and the numbering gaps by counting; reads the policies, the approval logs, the
@@ -1354,8 +1363,7 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
     books = yield from _read_books(kit)
     want = yield from _late_or_odd(kit, books)
     pack = yield from _read_documents(kit, books)
-    net = yield from _movements(kit)
-    balances = (yield from kit.call("get_balances")).get("rows", [])
+    net, balances = yield from _movements(kit)
     ents = yield from _targeted(kit, pack, want)
     hits = _rules(ents, pack)
     flags: dict[str, Disposition] = {}
@@ -1380,12 +1388,12 @@ def careful(kit: Kit) -> Generator[Action, str, None]:
 
 
 def _dispose_all(kit: Kit, flags: dict[str, Disposition], missing: list[Disposition],
-                 clears: dict[str, Disposition]) -> Generator[Action, str, None]:
+                 clears: dict[str, Disposition]) -> Generator[Step, Any, None]:
     """Flags (those citing the entry itself first, each opening the entry before its disposition; a
     call kept for each missing entry and the summary), the missing entries, then the clearances; the
     last call before the summary goes to the next clearance that needs no reading."""
 
-    def decide(d: Disposition) -> Generator[Action, str, Disposition]:
+    def decide(d: Disposition) -> Generator[Step, Any, Disposition]:
         if d.entry_id in d.evidence:  # the entry is its own evidence: open it first
             entry = yield from kit.call("get_entry", entry_id=d.entry_id)
             if d.criteria == "UNBALANCED" and "total_debit" in entry:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Generator
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
 
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, entries_of
+from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, NAME, TOKEN, Form, Lines, LinesForm, SurfaceRule, Task, Verdict, clear,
                                      dispose, flag, roles, split_in_groups, surface_naive, tally)
 
@@ -114,7 +114,7 @@ def plant(b: WorldBuilder) -> None:
          else b.add_decoy(idx, "approved_within_delegation", [memo], facts=facts))
 
 
-def _approved_by_deputies(kit: Kit) -> Generator[Action, str, dict[str, dict]]:
+def _approved_by_deputies(kit: Kit) -> Generator[Step, Any, dict[str, dict]]:
     users = yield from kit.master("users")
     deputies = sorted(u["user_id"] for u in users if u.get("role") == "Deputy Controller")
     rows = yield from kit.ledger(filters=[{"column": "approver", "op": "in", "value": deputies}],
@@ -128,7 +128,7 @@ RULE = SurfaceRule("the entry was approved by a Deputy Controller", "APPROVAL_AU
 naive = surface_naive(RULE)
 
 
-def careful(kit: Kit) -> Generator[Action, str, None]:
+def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the memo through its form; flags deputies' entries posted outside their delegations, clears the rest."""
     ents = yield from _approved_by_deputies(kit)
     memo_id = (yield from kit.find_document("delegation approval authority", "delegations", "approval")) or ""

@@ -25,7 +25,8 @@ from jeval_ray.tasks.taskkit.rules import (ACCOUNT_OPEN, APPROVAL_LIMIT, APPROVE
                                           POSTING_WINDOW, ROUNDING_LIMIT, USER_MAY_POST, AccountOpen, ApprovalLimit,
                                           ApprovedWhenRecorded, ClosedPeriod, PostingWindow, RoundingLimit,
                                           UserMayPost, Verdict)
-from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, call_while, clear, dispose, flag, read_while,
+from jeval_ray.tasks.taskkit.solver import (Disposition, SurfaceRule, call_while, clear, dispose, flag, gather_while,
+                                           read_while,
                                            review, review_groups, surface_naive, tally)
 from jeval_ray.tasks.taskkit.task import Task
 
@@ -34,7 +35,7 @@ __all__ = [
     "EMPTY", "HHMM", "INT", "LEADER", "LINE", "MONEY", "NAME", "POSTING_WINDOW", "REF", "ROUNDING_LIMIT",
     "SIGNED_MONEY", "TIMESTAMP", "TOKEN", "USER_MAY_POST", "WHOLE_MONEY", "WORD", "AccountOpen", "ApprovalLimit",
     "ApprovedWhenRecorded", "ClosedPeriod", "Disposition", "Form", "Kind", "Lines", "LinesForm", "Many",
-    "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "call_while", "clear",
+    "PostingWindow", "RoundingLimit", "SurfaceRule", "Task", "UserMayPost", "Verdict", "call_while", "clear", "gather_while",
     "dispose", "doc_ref", "entry_ref", "fixed", "flag", "grouped_roles", "hhmm", "mentions", "parse_any",
     "read_while", "review", "review_groups", "roles", "split_in_groups", "surface_naive", "tally",
 ]

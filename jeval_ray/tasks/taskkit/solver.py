@@ -24,14 +24,13 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from jeval_ray.protocol import Action
-from jeval_ray.protocol.kit import Kit, Strategy
+from jeval_ray.protocol.kit import MAX_CALLS_PER_REPLY, Kit, Step, Strategy
 
 I = TypeVar("I")
 G = TypeVar("G")
-Steps = Generator[Action, str, Any]
+Steps = Generator[Step, Any, Any]
 #: a selection: a generator of tool calls returning the selected entries by entry id
-Selection = Callable[[Kit], Generator[Action, str, Mapping[str, Mapping[str, Any]]]]
+Selection = Callable[[Kit], Generator[Step, Any, Mapping[str, Mapping[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def issue(kit: Kit, d: Disposition) -> Steps:
     return (yield from kit.clear(d.entry_id, list(d.evidence), d.rationale))
 
 
-def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> Generator[Action, str, int]:
+def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> Generator[Step, Any, int]:
     """Issue ``decisions`` in order while more than ``reserve`` calls are left; the number issued."""
     done = 0
     for d in decisions:
@@ -76,17 +75,29 @@ def dispose(kit: Kit, decisions: Iterable[Disposition], *, reserve: int = 1) -> 
     return done
 
 
-def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action, str, Disposition | None]], *,
-           reserve: int = 2) -> Generator[Action, str, list[Disposition]]:
+def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Step, Any, Disposition | None]], *,
+           reserve: int = 2, reads: Callable[[I], Sequence[tuple[str, dict]]] | None = None
+           ) -> Generator[Step, Any, list[Disposition]]:
     """For each item while more than ``reserve`` calls are left: ``decide`` it (reading what it
     needs) and issue the disposition; a ``decide`` that returns ``None`` (what it read does not
     bear on the item: no support filed, a document of another kind) issues nothing for that item.
-    The dispositions issued."""
+    The dispositions issued.
+
+    ``reads(item)``, when given, names the calls (tool, args) ``decide`` will make for an item before
+    it reads anything: those of the next few items go out together in one reply (``Kit.prefetch``),
+    as a model asks for the support of several entries at once, within the same budget: an item is
+    reached exactly when it would be reached reading one call at a time."""
     out: list[Disposition] = []
-    for item in items:
-        if kit.calls_left <= reserve:
+    todo = list(items)
+    prepaid = 0  # calls already made for items not yet decided
+    fetched: dict[int, int] = {}
+    for i, item in enumerate(todo):
+        if kit.calls_left + prepaid <= reserve:
             break
+        if reads is not None and i not in fetched:
+            prepaid += yield from _prefetch(kit, todo, i, reads, reserve, prepaid, fetched)
         d = yield from decide(item)
+        prepaid -= fetched.get(i, 0)
         if d is None:
             continue
         yield from issue(kit, d)
@@ -94,8 +105,26 @@ def review(kit: Kit, items: Iterable[I], decide: Callable[[I], Generator[Action,
     return out
 
 
-def review_groups(kit: Kit, groups: Iterable[G], decide: Callable[[G], Generator[Action, str, Sequence[Disposition]]],
-                  *, reserve: Callable[[G], int]) -> Generator[Action, str, list[Disposition]]:
+def _prefetch(kit: Kit, todo: list[I], start: int, reads: Callable[[I], Sequence[tuple[str, dict]]], reserve: int,
+              prepaid: int, fetched: dict[int, int]) -> Generator[Step, Any, int]:
+    """Make the reads of ``todo[start:]`` in one reply: as many items as fit in it that the budget reaches
+    one call at a time (each costs its reads and its disposition); the calls made."""
+    left = kit.calls_left + prepaid
+    room = max(1, MAX_CALLS_PER_REPLY - kit.waiting)
+    calls: list[tuple[str, dict]] = []
+    for j in range(start, len(todo)):
+        want = list(reads(todo[j]))
+        if left <= reserve or (calls and len(calls) + len(want) > room):
+            break
+        fetched[j] = len(want)
+        calls += want
+        left -= len(want) + 1
+    yield from kit.prefetch(calls)
+    return len(calls)
+
+
+def review_groups(kit: Kit, groups: Iterable[G], decide: Callable[[G], Generator[Step, Any, Sequence[Disposition]]],
+                  *, reserve: Callable[[G], int]) -> Generator[Step, Any, list[Disposition]]:
     """For each group of entries decided together (a run of invoices, a pair of postings) while more
     than ``reserve(group)`` calls are left (its reads and dispositions): ``decide`` the group (reading
     what it needs; one disposition per entry) and issue its dispositions while a call is left for
@@ -110,19 +139,17 @@ def review_groups(kit: Kit, groups: Iterable[G], decide: Callable[[G], Generator
     return out
 
 
-def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[Action, str, dict[str, str]]:
+def read_while(kit: Kit, doc_ids: Iterable[str], *, reserve: int) -> Generator[Step, Any, dict[str, str]]:
     """Open each of ``doc_ids`` while more than ``reserve`` calls are left (the calls the procedure
-    still needs after reading); their bodies by id, in the order opened."""
-    out: dict[str, str] = {}
-    for doc_id in doc_ids:
-        if kit.calls_left <= reserve:
-            break
-        out[doc_id] = (yield from kit.open(doc_id)).get("body", "")
-    return out
+    still needs after reading), several in one reply (``Kit.gather``: which to open does not depend on
+    what another says); their bodies by id, in the order opened."""
+    ids = list(dict.fromkeys(doc_ids))[: max(0, kit.calls_left - reserve)]
+    got = yield from kit.gather([("open_document", {"doc_id": d}) for d in ids])
+    return {d: obs.get("body", "") for d, obs in zip(ids, got)}
 
 
 def call_while(kit: Kit, items: Iterable[I], call: Callable[[I], Steps], *,
-               reserve: int) -> Generator[Action, str, dict[I, Any]]:
+               reserve: int) -> Generator[Step, Any, dict[I, Any]]:
     """Make ``call(item)`` (one tool call: a search for an entry's reference ...) for each of
     ``items`` while more than ``reserve`` calls are left; the results by item, in the order made
     (``read_while`` is this for opening documents)."""
@@ -132,6 +159,13 @@ def call_while(kit: Kit, items: Iterable[I], call: Callable[[I], Steps], *,
             break
         out[item] = yield from call(item)
     return out
+
+
+def gather_while(kit: Kit, calls: Sequence[tuple[str, dict]], *, reserve: int) -> Generator[Step, Any, list[dict]]:
+    """Make independent ``calls`` ((tool, args): reads whose arguments do not depend on one another's
+    results) while more than ``reserve`` calls are left, several in one reply (``Kit.gather``); their
+    results, in order (fewer than ``calls`` when the budget ran short)."""
+    return (yield from kit.gather(list(calls)[: max(0, kit.calls_left - reserve)]))
 
 
 def tally(decisions: Iterable[Disposition]) -> tuple[int, int]:
@@ -192,7 +226,7 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     """The naive strategy of a surface rule: flag every entry it selects, in entry-id order, while
     the budget lasts, then submit."""
 
-    def naive(kit: Kit) -> Generator[Action, str, None]:
+    def naive(kit: Kit) -> Generator[Step, Any, None]:
         hits = yield from rule.select(kit)
         ids = sorted(hits) if rule.in_order else list(hits)
         done = yield from dispose(kit, (flag(eid, rule.criteria_for(hits[eid]), rule.evidence_of(eid, hits[eid]),
@@ -204,5 +238,6 @@ def surface_naive(rule: SurfaceRule) -> Strategy:
     return naive
 
 
-__all__ = ["Disposition", "Selection", "SurfaceRule", "call_while", "clear", "dispose", "flag", "issue", "read_while",
+__all__ = ["Disposition", "Selection", "SurfaceRule", "call_while", "clear", "dispose", "flag", "gather_while", "issue",
+           "read_while",
            "review", "review_groups", "surface_naive", "tally"]
