@@ -63,6 +63,10 @@ def test_careful_through_the_server_is_never_cut_on_any_task(careful_server):
         assert sum(s.observations_cut or 0 for s in outcome.steps) == 0
         assert max(len(s.observation) for s in outcome.steps) <= 20_000
         assert outcome.status == "completed", (outcome.task_id, outcome.termination)
+        # the careful brain makes parallel tool calls: fewer requests than calls, and it still solves the task
+        requests = sum(bool(s.tokens_in) for s in outcome.steps)  # a reply's counts land on its first step
+        assert requests < len(outcome.steps), outcome.task_id
+        assert outcome.score.verification.outcome >= 0.95, outcome.task_id
 
 
 def test_careful_in_a_32k_window_elides_and_still_solves(careful_server):

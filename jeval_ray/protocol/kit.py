@@ -8,9 +8,9 @@ text an LLM would receive (parsed from JSON). It never sees the world object. Th
 Replies with several tool calls, as models make them (parallel tool calls): a step is one ``Action``
 (the agent sends back its observation text) or a ``Batch`` of them (the agent sends back the list of
 their texts, in order). The kit makes batches two ways, neither changing which calls are made or their
-order: a disposition (``flag``/``clear``) needs no answer to go on, so it waits and goes out with the
-next call (``MAX_CALLS_PER_REPLY`` at most in one reply); and ``gather`` makes independent reads in
-one reply.
+order of the dispositions: a disposition (``flag``/``clear``) needs no answer to go on, so it waits and
+goes out with the next call (``MAX_CALLS_PER_REPLY`` at most in one reply); and ``gather`` makes
+independent reads in one reply (their pages are followed after it, so reads may go out in another order).
 """
 
 from __future__ import annotations

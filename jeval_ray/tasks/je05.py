@@ -783,6 +783,7 @@ def careful(kit: Kit) -> Generator[Step, Any, None]:
                        for r in g)]
 
     def decide(g: list[Record]) -> Generator[Step, Any, list[Disposition]]:
+        yield from pack.prefetch(g)
         vouched = []
         for r in g:
             vouched.append((r, *(yield from pack.vouch(r))))
@@ -818,6 +819,21 @@ class _Pack:
             self.read[doc_id] = (yield from self.kit.open(doc_id)).get("body", "")
         lines = (FIELD.parse(line) for line in self.read[doc_id].split("\n"))
         return {f.label.strip().lower(): f.value.strip() for f in lines if f}
+
+    def prefetch(self, run: list[Record]) -> Generator[Step, Any, None]:
+        """Open a run's invoices in one reply, then the purchase orders they cite in another."""
+        for stage in (lambda r: self.invoices.get(r["reference"]), self._order_doc):
+            ids = [d for d in dict.fromkeys(stage(r) for r in run) if d and d not in self.read]
+            self.read.update((yield from self.kit.open_all(ids)))
+
+    def _order_doc(self, r: Record) -> str | None:
+        """The purchase order an entry's invoice cites, once the invoice is read (None before, or without one)."""
+        inv = self.invoices.get(r["reference"])
+        if not inv or inv not in self.read:
+            return None
+        lines = (FIELD.parse(line) for line in self.read[inv].split("\n"))
+        po_no = next((f.value.strip() for f in lines if f and f.label.strip().lower() == "reference document"), "")
+        return self.orders.get(po_no) if po_no else None
 
     def vouch(self, r: Record) -> Generator[Step, Any, tuple[str | None, str | None, str, Record]]:
         """The invoice of entry ``r``, its purchase order, the order's number and what the order says."""
