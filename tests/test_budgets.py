@@ -117,7 +117,8 @@ def test_the_cli_exits_2_naming_the_budget_field(tmp_path):
 # ------------------------------------------------------------------------------------------------ dry run
 def test_dry_run_prints_the_forecast_on_stderr_and_only_contracts_on_stdout(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(_config(tmp_path, "http://127.0.0.1:9/v1", budget_usd=1.0)))
+    budget = round(0.5 * len(SEEDS) * _forecast_usd(), 4)  # half the grid's forecast: it does not fit
+    path.write_text(yaml.safe_dump(_config(tmp_path, "http://127.0.0.1:9/v1", budget_usd=budget)))
     out = run_cli("--config", str(path), "--dry-run", timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -130,7 +131,7 @@ def test_dry_run_prints_the_forecast_on_stderr_and_only_contracts_on_stdout(tmp_
     episodes, requests, tin, cached, tout, usd = row.split()[2:8]
     assert episodes == str(len(SEEDS)) and float(usd) == pytest.approx(len(SEEDS) * _forecast_usd(), abs=0.01)
     assert next(line for line in err.splitlines() if line.startswith("# careful ")).endswith("built-in agent, no model")
-    assert "# budget_usd=1: the forecast does NOT fit" in err
+    assert f"# budget_usd={budget:g}: the forecast does NOT fit" in err
 
 
 # ------------------------------------------------------------------------------------------------ a real sweep
