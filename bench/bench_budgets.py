@@ -28,16 +28,10 @@ from jeval_ray.env import JEEnv  # noqa: E402
 from jeval_ray.episode import play_episode  # noqa: E402
 from jeval_ray.tasks import TASK_IDS, task_value  # noqa: E402
 
+from bench_limits import seeds_of  # noqa: E402  (bench/ is on sys.path when a script runs)
+
 UNBOUNDED = 100_000
 FACTOR = 1.5
-
-
-def seeds_of(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
-    return out
 
 
 def needed(most: int) -> int:
