@@ -119,12 +119,12 @@ Op = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "st
 class Filter(_Args):
     column: str = Field(max_length=40)
     op: Op = "eq"
-    value: Any = Field(description="a string, number, bool, or a list for 'in' / 'not_in'")
+    value: Any = Field(description="a string (dates as ISO text), a number, or a list for 'in' / 'not_in'")
 
 
 class QueryLedgerArgs(_Args):
     filters: list[Filter] = Field(default_factory=list, max_length=10, description="all must hold (AND)")
-    columns: list[str] | None = Field(default=None, max_length=len(LEDGER_COLUMNS), description="columns to return")
+    columns: list[str] | None = Field(default=None, max_length=len(LEDGER_COLUMNS), description="columns to return (default: all)")
     limit: int = Field(default=100, ge=1, le=MAX_ROWS)
     offset: int = Field(default=0, ge=0)
 
@@ -140,20 +140,24 @@ class GetMasterDataArgs(_Args):
 
 
 class ComputeStatsArgs(_Args):
-    measure: Literal["amount", "debit", "credit"] = Field(
-        default="amount", description="'amount' is the entry's total debit; stats are per entry (or per line for debit/credit)"
+    measure: Literal["amount", "debit", "credit", "entry_total"] = Field(
+        default="amount",
+        description="per entry: 'amount' = its line 1's debit (0 if a credit), 'entry_total' = the sum of its debits; "
+                    "per line: 'debit' / 'credit' = the nonzero debits / credits. An entry counts for 'amount' if "
+                    "its line 1 passes the filters, for 'entry_total' if any line does",
     )
     filters: list[Filter] = Field(default_factory=list, max_length=10)
-    group_by: str | None = Field(default=None, max_length=40, description="a ledger column to group by")
+    group_by: str | None = Field(default=None, max_length=40, description="a ledger column to group by (per entry: "
+                                                                          "its first line passing the filters)")
     digits: Literal["first", "last_two"] | None = Field(
-        default=None, description="add a digit distribution with its mean absolute deviation (MAD)"
+        default=None, description="add a digit distribution of the values >= 10 with its mean absolute deviation (MAD)"
     )
-    top_z: int = Field(default=5, ge=0, le=50, description="list the entries with the largest z-scores")
+    top_z: int = Field(default=5, ge=0, le=50, description="list this many values with the largest |z|, with their entry_id")
     robust: bool = Field(
         default=False,
         description="z-scores as (x - median) / (1.4826 x MAD), computed within each group when group_by is set",
     )
-    offset: int = Field(default=0, ge=0, description="with group_by: the first group to list (groups are paged)")
+    offset: int = Field(default=0, ge=0, description="with group_by: the first group to list (groups in name order, paged)")
     limit: int = Field(default=MAX_GROUPS, ge=1, le=MAX_GROUPS, description="with group_by: how many groups to list")
 
 
@@ -378,7 +382,21 @@ def digit_test(amounts: np.ndarray, kind: str) -> dict:
     return out
 
 
-def _entry_measure(t: pa.Table, measure: str) -> tuple[np.ndarray, list[str], pa.Table]:
+def _entry_totals(ledger: pa.Table, ids: list[str]) -> np.ndarray:
+    """The sum of the debits of each entry of ``ids`` over all of its lines in ``ledger`` (cents exact)."""
+    uniq, inverse = np.unique(ledger.column("entry_id").to_numpy(zero_copy_only=False), return_inverse=True)
+    totals = np.round(np.bincount(inverse, weights=ledger.column("debit").to_numpy(), minlength=len(uniq)), 2)
+    return totals[np.searchsorted(uniq, np.asarray(ids, dtype=object))]
+
+
+def _entry_measure(ledger: pa.Table, t: pa.Table, measure: str) -> tuple[np.ndarray, list[str], pa.Table]:
+    """The values of ``measure`` over the lines ``t`` of ``ledger`` that pass the filters, in ledger order: their
+    entry ids and the rows they are grouped by (for a per-entry measure, one row per entry)."""
+    if measure == "entry_total":
+        _, first = np.unique(t.column("entry_id").to_numpy(zero_copy_only=False), return_index=True)
+        lines = t.take(pa.array(np.sort(first)))  # each entry's first line that passes the filters
+        ids = lines.column("entry_id").to_pylist()
+        return _entry_totals(ledger, ids), ids, lines
     if measure == "amount":
         lines = t.filter(pc.equal(t.column("line_no"), 1))
         return lines.column("debit").to_numpy(), lines.column("entry_id").to_pylist(), lines
@@ -412,7 +430,7 @@ def _robust_z(x: np.ndarray, keys: np.ndarray | None) -> np.ndarray:
 
 def compute_stats(st: EpisodeState, a: ComputeStatsArgs) -> dict:
     t = _filtered(st.world.ledger, a.filters)
-    x, ids, rows = _entry_measure(t, a.measure)
+    x, ids, rows = _entry_measure(st.world.ledger, t, a.measure)
     if len(x) < MIN_STATS_POPULATION:
         return {"n": int(len(x)), "message": f"population of {len(x)} entries is too small for statistics (need at least {MIN_STATS_POPULATION})"}
     out: dict = {"measure": a.measure, "population": _describe(x)}
@@ -506,10 +524,10 @@ TOOLS: dict[str, Tool] = {
         Tool("list_documents", "List support-pack documents (id, type, title, date), optionally of one type; paged.", ListDocumentsArgs, list_documents),
         Tool("open_document", "Open a document and read its text (a long body comes in pages: call again with offset=next_offset). Opening is what makes a document citable as evidence.", OpenDocumentArgs, open_document),
         Tool("search_documents", "Find documents whose title or text contains all the given words; returns snippets (does not open them); paged.", SearchDocumentsArgs, search_documents),
-        Tool("query_ledger", "Query journal-entry lines with filters (AND), chosen columns, limit and offset. Each entry has a debit line (line_no 1) and a credit line.", QueryLedgerArgs, query_ledger),
+        Tool("query_ledger", "Query journal-entry lines (one row per line, in posting-date order) with filters (AND), chosen columns, limit and offset. An entry has 2 or more lines (line_no 1, 2, ...), each a debit or a credit.", QueryLedgerArgs, query_ledger),
         Tool("get_entry", "Get one entry's header and all its lines with debit and credit totals; opening an entry makes it citable.", GetEntryArgs, get_entry),
         Tool("get_master_data", "Read a master-data table: " + ", ".join(MASTER_TABLES) + ". Cite it as master:<table>.", GetMasterDataArgs, get_master_data),
-        Tool("compute_stats", "Population statistics of entry amounts (count, mean, median, MAD, percentiles, z-scores), optionally filtered, grouped (groups paged with offset), or with first/last-two digit tests (MAD with Nigrini's conformity bands).", ComputeStatsArgs, compute_stats),
+        Tool("compute_stats", "Population statistics of a measure of the ledger lines passing the filters (n, mean, median, MAD, percentiles, z-scores), optionally grouped (groups paged with offset), or with first/last-two digit tests (MAD with Nigrini's conformity bands).", ComputeStatsArgs, compute_stats),
         Tool("get_balances", "Opening and closing balances per account (trial balance) for a roll-forward; cite it as master:balances; paged.", GetBalancesArgs, get_balances),
         Tool("flag_entry", "Record an exception on an entry: criteria code, evidence ids you opened, rationale, and amount where asked.", FlagEntryArgs, flag_entry),
         Tool("clear_entry", "Record that an entry you examined is not an exception, with the evidence that clears it.", ClearEntryArgs, clear_entry),
