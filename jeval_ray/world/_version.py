@@ -29,7 +29,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-11": 2,
     "JE-12": 2,
     "JE-13": 2,
-    "JE-14": 2,
+    "JE-14": 3,
     "JE-15": 2,
     "JE-16": 2,
 }
