@@ -7,7 +7,7 @@ import pytest
 
 from jeval_ray.tasks.je14 import ALLOWANCE, BAD_DEBT, POLICY_TITLE
 from conftest import check_naive_flags_only_the_key
-from support.je14 import after_close, closes, entries, memo_terms, shortfall
+from support.je14 import after_close, closes, entries, memo_terms, open_items, receipts, shortfall
 from support.worlds import world as cached_world
 
 TASK = "JE-14"
@@ -16,7 +16,7 @@ SEEDS = range(5)
 
 # ---------------------------------------------------------------------------- the planted world
 @pytest.mark.parametrize("seed", SEEDS)
-def test_defects_are_top_side_post_closing_releases_the_open_items_contradict(seed):
+def test_defects_are_year_end_post_closing_releases_the_open_items_and_receipts_contradict(seed):
     w = cached_world(TASK, seed)
     ents, close = entries(w), closes(w)
     assert w.defects
@@ -25,25 +25,25 @@ def test_defects_are_top_side_post_closing_releases_the_open_items_contradict(se
         assert (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT)
         assert e["source"] == "manual" and e["document_type"] == "AL" and e["preparer"] == "HJOHANSSON"
         assert e["approver"] in ("IBROWN", "JWRIGHT") and after_close(e, close)
-        memo, report, policy, cal = d.required_evidence
+        memo, report, cash, policy, cal = d.required_evidence
         assert cal == "master:calendar" and w.document(policy).title == POLICY_TITLE
         assert w.document(memo).doc_type == "memo" and w.document(report).doc_type == "aging_report"
-        assert e["reference"] in w.document(memo).body
-        held, required, release, short = shortfall(w, memo, report)
+        assert w.document(cash).doc_type == "cash_receipts" and e["reference"] in w.document(memo).body
+        held, required, got, unpaid, release, short = shortfall(w, memo, report)
         assert release == pytest.approx(e["amount"]) and short == pytest.approx(d.misstatement, abs=0.01)
-        assert d.misstatement > 0 and required > 0
+        assert d.misstatement > w.facts["clearly_trivial"] and unpaid > 0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_decoys_look_the_same_but_the_open_items_support_them(seed):
+def test_decoys_look_the_same_but_the_open_items_and_receipts_support_them(seed):
     w = cached_world(TASK, seed)
     ents, close = entries(w), closes(w)
     for d in w.decoys:
         e = ents[d.entry_id]
         assert (e["dr"], e["cr"]) == (ALLOWANCE, BAD_DEBT) and e["document_type"] == "AL"
         assert e["preparer"] == "HJOHANSSON" and after_close(e, close)
-        memo, report, _policy = d.clearing_evidence
-        assert shortfall(w, memo, report)[3] <= 0.0
+        memo, report = d.clearing_evidence[:2]
+        assert shortfall(w, memo, report)[5] <= 0.0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -70,13 +70,19 @@ def test_naive_flags_every_release_and_nothing_else(worlds):
 # ---------------------------------------------------------------------------- the facts
 @pytest.mark.parametrize("seed", SEEDS)
 def test_decisive_facts_are_in_the_evidence(seed):
+    """The facts are the figures the documents print: the reserve held and the release (memo), the open
+    amount of each covered invoice still open at the year end (report), each receipt on them after it
+    (listing), the shortfall of a defect, and the invoices in the memo's order."""
     w = cached_world(TASK, seed)
     for rec in (*w.defects, *w.decoys):
         ev = rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
-        held, required, release, short = shortfall(w, ev[0], ev[1])
-        # facts are deduplicated: a full release states the same figure as the reserve held
-        assert {f"{x:.2f}" for x in (held, required, release)} <= set(rec.facts)
-        invoices = [f for f in rec.facts if f.startswith("CI-")]
-        assert invoices == memo_terms(w, ev[0])[1]
+        held, inv, release = memo_terms(w, ev[0])
+        still = open_items(w, ev[1])
+        paid = [a for _r, day, _c, i, a in receipts(w) if i in inv and i in still]
+        figures = {f"{x:.2f}" for x in (held, release, *(still[i] for i in inv if i in still), *paid)}
+        stated = {f for f in rec.facts if not f.startswith("CI-")}
+        assert figures <= stated and stated <= figures | {f"{getattr(rec, 'misstatement', -1):.2f}"}
+        assert [f for f in rec.facts if f.startswith("CI-")] == inv
         if hasattr(rec, "misstatement"):
-            assert f"{rec.misstatement:.2f}" in rec.facts and rec.misstatement == pytest.approx(short)
+            assert f"{rec.misstatement:.2f}" in rec.facts
+            assert rec.misstatement == pytest.approx(shortfall(w, ev[0], ev[1])[5])

@@ -29,7 +29,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-11": 3,
     "JE-12": 3,
     "JE-13": 3,
-    "JE-14": 3,
+    "JE-14": 4,
     "JE-15": 3,
     "JE-16": 3,
 }
