@@ -22,7 +22,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-4": 2,
     "JE-5": 3,
     "JE-6": 2,
-    "JE-7": 2,
+    "JE-7": 3,
     "JE-8": 2,
     "JE-9": 4,
     "JE-10": 2,
