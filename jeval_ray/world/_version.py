@@ -18,7 +18,7 @@ from jeval_ray.errors import UnknownTaskError
 WORLD_VERSION: dict[str, int] = {
     "JE-1": 2,
     "JE-2": 2,
-    "JE-3": 2,
+    "JE-3": 3,
     "JE-4": 2,
     "JE-5": 3,
     "JE-6": 2,
