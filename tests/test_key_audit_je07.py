@@ -9,11 +9,15 @@ the task module.
   approved it, an approval on or after the invoice date and no later than the posting);
 * nothing outside the key breaks the AP policy: no other invoice repeats a vendor and invoice
   number, and every other repeat of a vendor and amount carries its own invoice date;
-* a second posting that was paid is paid once, after it was keyed, for its amount.
+* a second posting that was paid is paid once, after it was keyed, for its amount, in a payment
+  run (a Thursday, or the next business day when the Thursday is a holiday);
+* every voucher (second postings, originals and ordinary invoices alike) is posted and approved on
+  business days: no approval on a weekend or a holiday of ``master:calendar``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import re
 from collections import defaultdict
@@ -53,6 +57,14 @@ def _seen(seed: int):
                 "approver": re.search(r"approved by .*? \(([A-Z_]+)\) on (\S+)\.", body).groups(),
             }
     return w, inv, pays, users, vouchers
+
+
+def _holidays(w) -> set[str]:
+    return {r["date"] for r in w.master["calendar"].to_pylist() if r["kind"] == "holiday"}
+
+
+def _business_day(day: str, holidays: set[str]) -> bool:
+    return dt.date.fromisoformat(day).weekday() < 5 and day not in holidays
 
 
 def _keyed(r: dict) -> str:
@@ -142,7 +154,26 @@ def test_key_audit_second_postings_are_paid_once_after_they_were_keyed():
             x = inv[eid]
             ps = pays.get(x["reference"], [])
             assert sum(p["credit"] for p in ps) <= x["credit"] + 0.005
+            hol = _holidays(w)
             for p in ps:
-                assert p["posting_date"] > x["posting_date"] and p["posting_date"].weekday() == 3
+                run = p["posting_date"]
+                assert run > x["posting_date"] and _business_day(str(run), hol)
+                # the Thursday run, or the next business day when that Thursday was a holiday
+                thursday = run - dt.timedelta(days=(run.weekday() - 3) % 7)
+                assert run == thursday or (str(thursday) in hol and all(
+                    not _business_day(str(thursday + dt.timedelta(days=k)), hol) for k in range((run - thursday).days)))
             paid += bool(ps)
     assert paid
+
+
+def test_key_audit_vouchers_are_posted_and_approved_on_business_days():
+    n = 0
+    for s in SEEDS:
+        w, _inv, _pays, _users, v = _seen(s)
+        hol = _holidays(w)
+        assert hol, "the calendar lists the holidays"
+        for ref, vc in v.items():
+            _approver, approved_on = vc["approver"]
+            assert _business_day(vc["posted"], hol) and _business_day(approved_on, hol), (s, ref, approved_on)
+            n += 1
+    assert n >= 10 * len(SEEDS)

@@ -4,6 +4,7 @@ vendor-master policy states."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pytest
@@ -139,6 +140,34 @@ def test_key_audit_statements_are_the_company_account_and_tie(views):
                     continue
                 cash = sum(r["debit"] - r["credit"] for r in ent if r["account"] == "1000")
                 assert cash == pytest.approx(float(p[4].replace(",", "")), abs=0.005), p
+
+
+def _business_day(day: str, holidays: set[str]) -> bool:
+    return dt.date.fromisoformat(day).weekday() < 5 and day not in holidays
+
+
+def test_key_audit_every_date_the_task_writes_is_a_business_day(views):
+    """Statement value dates, the vendor change log of the year and every date on the vendor forms fall
+    on business days (no bank values a payment on a Sunday; no one sets up a vendor on one); each
+    statement lists its lines in value-date order, within its month."""
+    n = 0
+    for s, (w, v) in views.items():
+        hol = {r["date"] for r in w.master["calendar"].to_pylist() if r["kind"] == "holiday"}
+        assert hol
+        for d in w.documents:
+            if d.doc_type == "bank_statement":
+                days = [p[0] for p in (ln.split(" | ") for ln in d.body.splitlines()) if len(p) == 5][1:]
+                assert days == sorted(days) and all(x[:7] == d.date[:7] for x in days), (s, d.doc_id)
+                bad = [x for x in days if not _business_day(x, hol)]
+                assert not bad, (s, d.doc_id, bad)
+                n += len(days)
+            elif d.doc_type == "vendor_form":
+                for x in re.findall(r"\d{4}-\d\d-\d\d", d.body):
+                    assert _business_day(x, hol), (s, d.title, x)
+        for r in v["log"]:
+            if r["changed_on"] >= "2025-01-01":
+                assert _business_day(r["changed_on"], hol), (s, r)
+    assert n > 1000
 
 
 def test_key_audit_lookalike_rate():

@@ -31,7 +31,13 @@ def changed(acct: dict) -> bool:
     return acct["opened"] >= "2025-01-01" or bool(acct["closed"]) or acct["status"] != "active"
 
 
-def test_the_rule_catches_the_planted_entries_and_only_the_closing_and_transfer_entries_besides(worlds):
+def _valid(a: dict, day: str) -> bool:
+    return a["opened"] <= day and (not a["closed"] or day <= a["closed"])
+
+
+def test_the_rule_catches_the_planted_entries_and_only_valid_postings_besides(worlds):
+    """Besides the key, the rule catches the other postings of the changed accounts' streams (each
+    valid at its date), one transfer per closed account and the closing entry."""
     for w in worlds.values():
         ch = chart(w)
         ents = entries(w)
@@ -40,7 +46,11 @@ def test_the_rule_catches_the_planted_entries_and_only_the_closing_and_transfer_
         assert planted <= tripped
         others = [ents[k] for k in tripped - planted]
         n_closed = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
-        assert sorted(e["document_type"] for e in others) == sorted(["YC"] + ["TS"] * n_closed)
+        types = [e["document_type"] for e in others]
+        assert types.count("YC") == 1 and types.count("TS") == n_closed
+        assert set(types) <= {"YC", "TS", "BC", "BI", "AL"} and len(others) > len(planted)
+        for e in others:
+            assert all(_valid(ch[a], e["posting_date"]) for a in e["accounts"] if changed(ch[a])), e["entry_id"]
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
         assert {r["status"] for r in ch.values()} <= {"active", "closed"}
 
@@ -82,21 +92,44 @@ def test_decisive_facts_are_the_account_its_date_and_the_posting_date(worlds):
             assert when in (ch[code]["opened"], ch[code]["closed"])
 
 
-def test_decoys_and_defects_post_to_the_same_changed_accounts():
+def test_decoys_and_defects_post_to_the_same_changed_accounts_used_alike():
     """Over many worlds the accounts opened or closed in the year that defects post to are the ones
-    decoys post to (the listing's other columns: tests/test_task_contract.py)."""
-    codes = {0: set(), 1: set()}
+    decoys post to (the listing's other columns: tests/test_task_contract.py), and they are used
+    alike: two postings or more of the account's stream (the year-end closing and a closed account's
+    transfer aside), about as many for either, the planted posting the account's first (an opened
+    account) or its last (a closed one). Neither "the only posting" nor "the first posting" of an
+    opened account tells a defect from a decoy."""
+    codes: dict[int, set] = {0: set(), 1: set()}
+    counts: dict[int, list[int]] = {0: [], 1: []}
     for s in PARITY_SEEDS:
         w = cached_world(TASK, s, keep=False)
+        ch = chart(w)
+        rows = [r for r in w.ledger.to_pylist() if r["document_type"] in ("BC", "BI", "AL")]
         for label, recs in ((1, w.defects), (0, w.decoys)):
-            codes[label] |= {r.facts[0] for r in recs}
+            for r in recs:
+                code = r.facts[0]
+                codes[label].add(code)
+                dates = sorted(str(x["posting_date"]) for x in rows if x["account"] == code)
+                assert len(dates) >= 2, (s, code)
+                posted = r.facts[2]
+                assert posted == (dates[-1] if ch[code]["closed"] else dates[0]), (s, code)
+                counts[label].append(len(dates))
     assert codes[0] == codes[1]
+    mean = {k: sum(v) / len(v) for k, v in counts.items()}
+    assert abs(mean[0] - mean[1]) < 1.0, mean
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_naive_flags_every_changed_account(seed):
-    """naive flags every posting to a changed account: the key, the transfers out of closed accounts
-    and the year-end closing entry (which closes the accounts opened in the year)."""
+    """naive flags every posting to a changed account: the key, the other postings of the changed
+    accounts, the transfers out of closed accounts and the year-end closing entry (which closes the
+    accounts opened in the year)."""
     w, naive = cached_world(TASK, seed), played(TASK, "naive", seed)
-    transfers = sum(d.decoy_type == "account_closed_after_posting" for d in w.decoys)
-    assert naive.score.outcome == pytest.approx(len(w.defects) / (len(w.defects) + len(w.decoys) + transfers + 1))
+    ch = chart(w)
+    tripped = sorted(k for k, e in entries(w).items() if any(changed(ch[a]) for a in e["accounts"]))
+    flagged = [d["entry_id"] for d in naive.dispositions if d["decision"] == "flag"]
+    # in entry order, as many as its budget allows
+    assert flagged == tripped[:len(flagged)] and len(flagged) >= min(len(tripped), 30)
+    tp = len(w.defect_ids & set(flagged))
+    assert naive.score.outcome == pytest.approx(tp / (len(flagged) + len(w.defect_ids) - tp))
+    assert naive.score.outcome <= len(w.defects) / (2 * len(w.defects) + len(w.decoys))

@@ -9,8 +9,13 @@ posting, a new entry keyed on the first business day 1-9 days later by an AP cle
 voucher number, with the original's vendor, amount, accounts and invoice (document) date, and a
 vendor invoice number in the description that differs from the original's in its last digit;
 where the original was paid in the year, the second posting is paid too, in the Thursday payment
-run after it was keyed. Each second posting is then made a defect or a decoy at random; only the
-vendor documents scanned with the two vouchers differ.
+run after it was keyed (the next business day when that Thursday is a holiday, as the books pay).
+Each second posting is then made a defect or a decoy at random; only the vendor documents scanned
+with the two vouchers differ. Every date a voucher states for the company's own acts (posted,
+approved) is a business day, for defects, decoys and ordinary vouchers alike: where the books date
+an approval on a weekend or a holiday (an invoice dated on a Saturday and approved with it), the
+voucher states the next business day, still on or before the posting. Invoice dates are the
+vendor's, as the ledger shows them.
 
 Planted defects (criteria ``DUPLICATE``), ``duplicate_invoice_posting``: the document scanned with
 the second voucher is the original's vendor invoice (the same printed invoice number, purchase
@@ -187,9 +192,17 @@ def _voucher_of(b: WorldBuilder, i: int, ref: str, post: str, keyed: int, prepar
                    amount=int(c.credit_cents[i]))
 
 
-def _next_thursday(d: Any) -> np.datetime64:
-    """The payment run on or after ``d`` (the books pay on Thursdays)."""
-    return d + int((3 - cal.weekday(d)) % 7)
+def _next_run(d: Any) -> np.datetime64:
+    """The payment run on or after ``d``: the books pay on Thursdays, on the next business day when
+    the Thursday is a holiday (Thanksgiving, Christmas Day)."""
+    return cal.business_offset(d + int((3 - cal.weekday(d)) % 7), 0)
+
+
+def _approved_on(day: Any) -> str:
+    """An approval date: the approver works on business days, so a date on a weekend or a holiday
+    (an invoice dated on a Saturday and approved with it) moves to the next business day, which is
+    never after the posting (a business day on or after the invoice date)."""
+    return md.iso(cal.business_offset(int(day), 0))
 
 
 def _originals(b: WorldBuilder, n: int) -> np.ndarray:
@@ -256,10 +269,10 @@ def plant(b: WorldBuilder) -> None:
         cents = int(c.credit_cents[o])
         sec.approver = next(a for a in APPROVERS if a != sec.preparer and b.user(a)["approval_limit"] * 100 >= cents)
         changes.append(sec)
-        approved2 = str(max(c.doc_date[o], post - int(rng.integers(0, 3))))
+        approved2 = _approved_on(max(c.doc_date[o], post - int(rng.integers(0, 3))).astype(np.int64))
         # its payment: the run after it was keyed, when that is within the year
         for p in payments.get(bd, []):
-            run = _next_thursday(max(c.post_date[p], post + 2))
+            run = _next_run(max(c.post_date[p], post + 2))
             if run <= PERIOD_END:
                 pay_jobs.append((p, run, str(c.reference[o]), ref2))
         po1 = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
@@ -271,7 +284,7 @@ def plant(b: WorldBuilder) -> None:
             site2 = _DELIVERY[(_DELIVERY.index(site1) + 1 + int(rng.integers(0, 2))) % len(_DELIVERY)]
         ch = rng.permutation(len(_CHANNELS))[:2]
         doc_o = _voucher(b, _voucher_of(b, o, str(c.reference[o]), b.date_str(c.post_date[o]), number,
-                                        str(c.preparer[o]), str(c.approver[o]), md.iso(d.approved_on[bd]),
+                                        str(c.preparer[o]), str(c.approver[o]), _approved_on(d.approved_on[bd]),
                                         _CHANNELS[int(ch[0])], number, po1, site1))
         doc_c = _voucher(b, _voucher_of(b, o, ref2, b.date_str(post), keyed, sec.preparer, sec.approver, approved2,
                                         _CHANNELS[int(ch[1])], printed, po2, site2))
@@ -319,7 +332,7 @@ def _ordinary_vouchers(b: WorldBuilder, n: int) -> None:
         po = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
         channel = _CHANNELS[int(rng.integers(0, len(_CHANNELS)))]
         _voucher(b, _voucher_of(b, i, str(c.reference[i]), b.date_str(c.post_date[i]), int(d.ext_ref[bd]),
-                                str(c.preparer[i]), str(c.approver[i]), md.iso(d.approved_on[bd]), channel,
+                                str(c.preparer[i]), str(c.approver[i]), _approved_on(d.approved_on[bd]), channel,
                                 int(d.ext_ref[bd]), po, _DELIVERY[int(rng.integers(0, len(_DELIVERY)))]))
 
 

@@ -42,6 +42,14 @@ default knobs, 47 % of that screen's hits are such unplanted invoices (both meas
 vendor's bank account is an employee's, who put it there, and the statement showing the money
 going there. The brief's criteria text names the scheme, not the test.
 
+Dates: every date the task writes falls on a business day of the company (Monday to Friday, not a
+holiday of ``master:calendar``): vendor set-ups, bank-account changes, the set-up and change forms
+(request, TIN match, letter received, call-back) for shells and legitimate vendors alike, and the
+value date of every statement line. The books value some cheque payments and customer receipts on
+a weekend or a holiday (no bank does); the statements show the next business day instead, or the
+previous one when the next is in another month, so every line stays on its month's statement and
+the balances tie.
+
 Default slice: a year of 800 entries (the L4 default of 600 has too few paid bills of these
 categories for 8 + 8 planted invoices on some seeds).
 
@@ -61,7 +69,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jeval_ray.books import chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import Knobs, key, spec
 from jeval_ray.errors import ConfigError
@@ -341,7 +349,7 @@ def _draw_vendors(b: WorldBuilder, scheme_user: str, scheme_bank: str) -> tuple[
     new: list[dict[str, Any]] = []
     for k in range(n_shell + k_legit):
         shell_k = k < n_shell
-        created = np.datetime64("2025-01-06") + int(rng.integers(0, 90))
+        created = _business_day(np.datetime64("2025-01-06") + int(rng.integers(0, 90)))
         v: dict[str, Any] = {"created_on": created, "created_by": VENDOR_ADMIN, "changes": [], "shell": shell_k,
                              "form_bank": b.bank_account(), "start": created, "category": str(rng.choice(CATEGORIES)),
                              "clerk": scheme_user if shell_k else str(rng.choice(CLERKS)),
@@ -355,7 +363,7 @@ def _draw_vendors(b: WorldBuilder, scheme_user: str, scheme_bank: str) -> tuple[
             v["form_bank"] = scheme_bank
         v["bank_account"] = v["form_bank"]
         if change:
-            when = created + int(rng.integers(6, 30))
+            when = _business_day(created + int(rng.integers(6, 30)))
             v["bank_account"] = scheme_bank if shell_k else b.bank_account()
             who = scheme_user if shell_k else VENDOR_ADMIN
             v["changes"].append(("bank_account", v["form_bank"], v["bank_account"], when, who))
@@ -505,7 +513,7 @@ def _routine_changes(b: WorldBuilder) -> list[dict[str, Any]]:
     same = [i for i, v in enumerate(b.vendors) if v["category"] in CATEGORIES]
     for i in sorted(rng.choice(same, size=min(len(same), int(rng.integers(2, 5))), replace=False)):
         v = b.vendors[int(i)]
-        when = str(np.datetime64("2025-01-10") + int(rng.integers(0, 320)))
+        when = str(_business_day(np.datetime64("2025-01-10") + int(rng.integers(0, 320))))
         who = VENDOR_ADMIN
         if rng.random() < 0.5:
             new = b.bank_account()
@@ -513,7 +521,7 @@ def _routine_changes(b: WorldBuilder) -> list[dict[str, Any]]:
                         "new_value": new, "changed_on": when, "changed_by": who})
             exchange, line = int(rng.integers(200, 999)), int(rng.integers(1000, 9999))
             body = BANK_CHANGE.render(BankChange(v["name"], v["vendor_id"], new, v["bank_account"],
-                                                 str(np.datetime64(when) - 3), exchange, line, when, who))
+                                                 str(cal.business_offset(np.datetime64(when), -3)), exchange, line, when, who))
             b.claim("JE-15", documents=[b.add_document("vendor_form", CHANGE_TITLE.render(Titled(v["name"])), body,
                                                        when)])
             v["bank_account"] = new
@@ -533,14 +541,14 @@ def _setup_form(b: WorldBuilder, v: dict[str, Any], *, verified: bool, requester
     tin = f"{int(rng.integers(10, 99))}-{int(rng.integers(1_000_000, 9_999_999))}"
     head: dict[str, Any] = dict(
         name=v["name"], vendor_id=v["vendor_id"], requester=req, department=dept,
-        requested=str(created - int(rng.integers(2, 9))), what=cat.what, category=v["category"],
+        requested=str(cal.business_offset(created, -int(rng.integers(2, 7)))), what=cat.what, category=v["category"],
         account=account["account"], account_name=account["name"], tin=tin, form_bank=v["form_bank"],
         created_by=v["created_by"], created=str(created))
     if not verified:
         body = PENDING.render(Pending(**head))
     else:
         exchange, line = int(rng.integers(200, 999)), int(rng.integers(1000, 9999))
-        head.update(matched=str(created - 1), exchange=exchange, line=line)
+        head.update(matched=str(cal.business_offset(created, -1)), exchange=exchange, line=line)
         body = (VERIFIED.render(Verified(**head)) if v.get("change_verified") is None else VERIFIED_CHANGE.render(
             VerifiedChange(**head, changed=str(v["change_verified"]), bank_account=v["bank_account"])))
     h = b.add_document("vendor_form", SETUP_TITLE.render(Titled(v["name"])), body, str(created))
@@ -571,7 +579,8 @@ def _bank_statements(b: WorldBuilder, pay: dict[str, Any], changes: list[dict[st
     ids = np.array(sorted(accounts))
     k = np.searchsorted(ids, vid).clip(0, len(ids) - 1)
     counter = np.where(is_vp & (ids[k] == vid), np.array([accounts[x] for x in ids.tolist()])[k], "-").astype(object)
-    value_date = pc.cast(lines.column("value_date"), pa.string())
+    value_days = _value_dates(lines.column("value_date").to_numpy().astype("datetime64[D]"))
+    value_date = pa.array(value_days.astype(str))
     history: dict[str, list[tuple[str, str, str]]] = {}
     for r in changes:
         if r["field"] == "bank_account":
@@ -591,6 +600,9 @@ def _bank_statements(b: WorldBuilder, pay: dict[str, Any], changes: list[dict[st
     rows = [StatementLine(*x) for x in zip(value_date.to_pylist(), ref_col.to_pylist(), text.to_pylist(),
                                            counter.tolist(), cents.tolist())]
     sdate = lines.column("statement_date").to_numpy().astype("datetime64[D]")
+    # the lines of a statement in value-date order (a moved date keeps its line in its month's statement)
+    order = np.lexsort((np.arange(len(rows)), value_days, sdate))
+    rows = [rows[i] for i in order.tolist()]
     handle: dict[str, int] = {}
     for s in b.books.bank_tables()["bank_statements"].to_pylist():
         sd = str(s["statement_date"])
@@ -603,6 +615,22 @@ def _bank_statements(b: WorldBuilder, pay: dict[str, Any], changes: list[dict[st
     b.claim("JE-15", documents=list(handle.values()))
     where = pc.index_in(pa.array(refs, pa.string()), value_set=ref_col).to_pylist()
     return {r: handle[str(sdate[i])] for r, i in zip(refs, where)}
+
+
+def _business_day(day: np.datetime64) -> np.datetime64:
+    """``day``, or the next business day when it falls on a weekend or a holiday: the company's staff
+    (the vendor-master team, Treasury, the requesters and the scheme user alike) act on business days."""
+    return cal.business_offset(day, 0)
+
+
+def _value_dates(days: np.ndarray) -> np.ndarray:
+    """The value date each statement line shows: a business day of the same month. The books value
+    some cheques and receipts on a weekend or a holiday, which no bank does; the statement shows
+    the next business day, or the previous one when the next is in another month, so every line
+    stays on its month's statement and the balances hold."""
+    fwd = cal.business_offset(days, 0)
+    back = cal.business_offset(days, 0, roll="backward")
+    return np.where(fwd.astype("datetime64[M]") == days.astype("datetime64[M]"), fwd, back)
 
 
 def _cents(usd: float) -> int:

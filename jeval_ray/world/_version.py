@@ -18,11 +18,11 @@ from jeval_ray.errors import UnknownTaskError
 WORLD_VERSION: dict[str, int] = {
     "JE-1": 3,
     "JE-2": 3,
-    "JE-3": 3,
+    "JE-3": 4,
     "JE-4": 3,
     "JE-5": 4,
     "JE-6": 3,
-    "JE-7": 3,
+    "JE-7": 4,
     "JE-8": 3,
     "JE-9": 5,
     "JE-10": 3,
@@ -30,7 +30,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-12": 3,
     "JE-13": 3,
     "JE-14": 4,
-    "JE-15": 3,
+    "JE-15": 4,
     "JE-16": 3,
 }
 
