@@ -23,7 +23,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-5": 3,
     "JE-6": 2,
     "JE-7": 2,
-    "JE-8": 2,
+    "JE-8": 3,
     "JE-9": 4,
     "JE-10": 2,
     "JE-11": 2,
