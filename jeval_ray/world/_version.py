@@ -25,7 +25,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-7": 2,
     "JE-8": 3,
     "JE-9": 4,
-    "JE-10": 2,
+    "JE-10": 3,
     "JE-11": 2,
     "JE-12": 2,
     "JE-13": 2,
