@@ -26,7 +26,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-8": 3,
     "JE-9": 4,
     "JE-10": 3,
-    "JE-11": 2,
+    "JE-11": 3,
     "JE-12": 2,
     "JE-13": 2,
     "JE-14": 2,
