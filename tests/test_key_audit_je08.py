@@ -181,3 +181,26 @@ def test_key_audit_agreements_name_firms_that_fit_their_scope_and_the_charge():
                 assert by_ref[ref]["account"] == CATEGORY_ACCOUNT[category], (s, ref)
             n_outside += not who.startswith("vendor ")
     assert n_outside, "the auditors or counsel come from outside the master in some world"
+
+
+def test_key_audit_documents_under_other_numbers_imply_nothing_for_fy2025():
+    """A minute or agreement that carries no entry's reference (the look-alikes around a defect) approves
+    activity of a month of 2026 that it names, to be accrued then: an expo to be held, a programme or a
+    service period, work to be performed; never a settlement or a true-up, which would settle something of
+    FY2025 and leave the year's books short of a liability. (The capital budgets carry no reference.)"""
+    n = 0
+    for s in SEEDS:
+        w, lines, _users, _vendors, support = _seen(s)
+        refs = {ls[0]["reference"] for ls in lines.values()}
+        for doc in support:
+            m = re.search(r"(?:Resolution|SERVICES AGREEMENT) ((?:BR|CTR)-\d{4}-\d+)", doc.body)
+            if m is None or m.group(1) in refs:
+                continue
+            period = re.search(r"(?:to be accrued in|earned in) ([A-Z][a-z]+ \d{4})", doc.body).group(1)
+            assert period.endswith(" 2026"), (s, doc.doc_id, period)
+            what = (re.search(r"approves (.*) in the\s+amount of", doc.body)
+                    or re.search(r"^Scope: (.*)$", doc.body, re.M)).group(1)
+            assert period in what, (s, doc.doc_id, what)  # the activity is of the month it is accrued in
+            assert not re.search(r"settle|true-up|claim|FY2025|2025", what), (s, doc.doc_id, what)
+            n += 1
+    assert n >= len(SEEDS) // 2, n

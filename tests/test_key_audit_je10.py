@@ -24,15 +24,17 @@ def _cents(text: str) -> int:
     return round(float(text.replace(",", "")) * 100)
 
 
-def _policy(w) -> tuple[float, int, dict[str, set[str]], dict[str, str]]:
-    """(tolerance %, cap in cents, category -> accounts the coding guide allows, category -> its cost account)."""
+def _policy(w) -> tuple[float, int, dict[str, set[str]], dict[str, str], dict[str, str]]:
+    """(tolerance %, cap in cents, category -> accounts the coding guide allows, category -> its cost account,
+    category -> its line of business as the guide words it)."""
     body = next(d.body for d in w.documents if d.doc_type == "policy" and d.title.startswith("Procurement"))
     m = re.search(r"by no more than ([\d.]+)% of that order value or " + _USD + ", whichever is lower", body)
-    guide, main = {}, {}
-    for cat, rest in re.findall(r"^\s+- ([a-z_]+) \([^)]*\): (.*)$", body, flags=re.M):
+    guide, main, line = {}, {}, {}
+    for cat, what, rest in re.findall(r"^\s+- ([a-z_]+) \(([^)]*)\): (.*)$", body, flags=re.M):
         codes = re.findall(r"\b\d{4}\b", rest)
-        guide[cat], main[cat] = set(codes), codes[0]
-    return float(m.group(1)), _cents(m.group(2)), guide, main
+        guide[cat], main[cat], line[cat] = set(codes), codes[0], what
+    assert "work outside the vendor's line of business assigns nothing" in " ".join(body.split())
+    return float(m.group(1)), _cents(m.group(2)), guide, main, line
 
 
 def _tolerance(order_value: int, pct: float, cap: int) -> int:
@@ -101,7 +103,7 @@ class Pack:
 
     def __init__(self, seed: int):
         w = self.w = generate_world("JE-10", seed)
-        self.pct, self.cap, self.guide, self.main = _policy(w)
+        self.pct, self.cap, self.guide, self.main, self.line = _policy(w)
         self.inv, self.po, self.ent = _invoices(w), _orders(w), _entries(w)
         self.vendors = {v["vendor_id"]: v for v in w.master["vendors"].to_pylist()}
         self.changes = [r for r in w.master["vendor_changes"].to_pylist() if r["field"] == "bank_account"]
@@ -121,6 +123,10 @@ class Pack:
         ov = inv["qty"] * po["price"]
         return ov, inv["total"] - ov, _tolerance(ov, self.pct, self.cap)
 
+    def of_the_line(self, po: dict, vendor_id: str) -> bool:
+        """Whether the PO orders a job of the vendor's line of business (the guide's words for its category)."""
+        return po["what"].startswith(self.line[self.vendors[vendor_id]["category"]] + ": ")
+
     def verified_change(self, inv: dict) -> dict | None:
         master = self.vendors[inv["vendor_id"]]["bank_account"]
         return next((r for r in self.changes if r["vendor_id"] == inv["vendor_id"] and r["old_value"] == inv["bank"]
@@ -136,8 +142,9 @@ class Pack:
             out.add("payee")
         po = self.po.get(inv["po"])
         off = {a for a, _ in e["lines"]} - self.guide[v["category"]]
-        # section 6: an ordered service posts to the account its approved PO assigns
-        if off and not (po is not None and po["two_way"] and off == {po["assign"]}):
+        # section 6: an ordered service posts to the account its approved PO assigns, for work of the vendor's line
+        if off and not (po is not None and po["two_way"] and off == {po["assign"]}
+                        and self.of_the_line(po, inv["vendor_id"])):
             out.add("coding")
         if po is not None:
             if not po["two_way"] and inv["qty"] > self.received(po):
@@ -178,7 +185,9 @@ def test_key_audit_documents_tie_to_the_entries_they_support(packs):
             elif inv["po"]:
                 po = p.po[inv["po"]]
                 assert po["two_way"] and inv["qty"] == 1 and po["assign"] is not None
-                assert inv["what"] == po["what"] + " per order"  # the invoice bills the work the PO ordered
+                assert inv["what"] == po["what"]  # the invoice bills the work the PO ordered
+                # the job in a line of business's words, then the job itself
+                assert any(po["what"].startswith(w + ": ") for w in p.line.values()), (p.w.seed, po["what"])
             if inv["po"]:
                 assert p.po[inv["po"]]["date"] <= p.po[inv["po"]]["approved"] <= inv["date"]
 
@@ -217,7 +226,10 @@ def test_key_audit_defects_break_exactly_the_rule_their_rationale_states(packs):
                 assert p.breaks(ref) == {"coding"} and len(posted) == 1
                 (acct,) = posted
                 assert acct not in p.guide[cat] and acct != p.main[cat]
-                assert po["assign"] == p.main[cat] and po["doc_id"] in d.required_evidence  # the PO does not assign it
+                # the PO does not assign the account posted, or assigns it for a job outside the vendor's line
+                foreign = po["assign"] == acct and not p.of_the_line(po, inv["vendor_id"])
+                assert (po["assign"] == p.main[cat]) != foreign, (p.w.seed, ref)
+                assert po["doc_id"] in d.required_evidence and po["doc_id"] in d.facts
                 assert chart.ACCOUNTS[chart.CODE[acct]].name.lower() in e["description"]  # the ERP names what it posted
                 assert round(d.misstatement * 100) == inv["total"] == _line(e, acct)
                 assert {acct, cat, p.main[cat]} <= set(d.facts) and "master:vendors" in d.required_evidence
@@ -247,6 +259,7 @@ def test_key_audit_decoys_are_cleared_by_their_evidence_and_break_no_rule(packs)
                 (acct,) = posted
                 # outside the vendor's category, as a misclassified invoice is, but the PO assigns it there
                 assert acct not in p.guide[cat] and po["assign"] == acct and po["date"] <= inv["date"]
+                assert p.of_the_line(po, inv["vendor_id"]), (p.w.seed, ref, po["what"])  # work the vendor does
                 assert chart.ACCOUNTS[chart.CODE[acct]].name.lower() in e["description"]
                 assert {po["doc_id"], "master:vendors"} <= set(d.clearing_evidence) and {acct, cat} <= set(d.facts)
             else:
@@ -270,8 +283,9 @@ def test_key_audit_nothing_outside_the_key_breaks_a_stated_rule(packs):
             if p.ent[ref]["entry_id"] not in p.key:
                 assert not p.breaks(ref), (p.w.seed, ref)
                 po = p.po.get(inv["po"])
-                if po is not None and po["two_way"]:  # an ordinary order assigns its vendor category's account
+                if po is not None and po["two_way"]:  # an ordinary order: the vendor's own work, its category's account
                     assert po["assign"] == p.main[p.vendors[inv["vendor_id"]]["category"]], (p.w.seed, ref)
+                    assert p.of_the_line(po, inv["vendor_id"]), (p.w.seed, ref)
         for ref, e in p.ent.items():
             if e["entry_id"] in p.key or not e["vendor_id"]:
                 continue
@@ -291,3 +305,26 @@ def test_key_audit_the_brief_and_criteria_do_not_name_the_decisive_test():
     words = re.compile(r"bank|toleran|quantit|received|categor|misclass|\baccount\b|coded|payee", re.I)
     assert not words.search(SPEC.criteria[0].description + SPEC.objective)
     assert "THREE_WAY_MISMATCH" in brief
+
+
+def test_key_audit_a_po_assigning_the_account_posted_is_not_the_answer(packs):
+    """Misclassified invoices come both ways: a PO that assigns the vendor's own account, and a PO that, like a
+    coded decoy's, assigns the account posted but orders work outside the vendor's line of business (a marketing
+    agency ordered repairs). A decoy's PO orders work of the vendor's line: the scope decides, not the
+    assignment."""
+    own = foreign = coded = 0
+    for p in packs:
+        for rec in [*p.w.defects, *p.w.decoys]:
+            kind = getattr(rec, "defect_type", None) or rec.decoy_type
+            if kind not in ("misclassified_account", "coded_per_po_assignment"):
+                continue
+            inv, po, e = p.of(rec)
+            (acct,) = {a for a, v in e["lines"] if v > 0}
+            fits = p.of_the_line(po, inv["vendor_id"])
+            if kind == "coded_per_po_assignment":
+                coded += po["assign"] == acct and fits
+            elif po["assign"] == acct:
+                foreign += not fits
+            else:
+                own += fits
+    assert own and foreign and coded, (own, foreign, coded)

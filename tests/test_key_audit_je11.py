@@ -1,6 +1,7 @@
 """JE-11 key audit: over many seeds, the facts the key rationale relies on hold in the world as the
-agent sees it (ledger, master tables, board minutes, approval memos), and nothing outside the key
-breaks a rule the two policies state."""
+agent sees it (ledger, master tables, board minutes, approval memos, the contractors' invoices and
+fixed-asset register additions a capitalisation rests on), and nothing outside the key breaks a rule
+the two policies state."""
 
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def test_key_audit_non_standard_pairings(views):
                 assert (h["drs"], h["crs"]) == ((["1500"], ["6600"]) if kind == "capitalised_expense"
                                                 else (["1190"], ["6500"]))
             if rec.entry_id in w.defect_ids:
-                assert rec.criteria == "UNUSUAL_PAIRING" and not _prior_approval(v, h)
+                unsupported = rec.defect_type == "unusual_pairing_unsupported:capitalised_expense"
+                assert rec.criteria == "UNUSUAL_PAIRING" and bool(_prior_approval(v, h)) == unsupported
                 assert rec.facts[0] in h["drs"] and rec.facts[1] in h["crs"] and f"{h['total']:.2f}" in rec.facts
             else:
                 (doc, day, text), = _prior_approval(v, h)
@@ -153,3 +155,54 @@ def test_key_audit_lookalike_rate():
         hits += len(rule)
         unplanted += len(rule - keyed)
     assert unplanted / hits == pytest.approx(LOOKALIKE_RATE, abs=0.02), unplanted / hits
+
+
+def _capital_basis(w, v: dict, h: dict) -> tuple[dict, str | None]:
+    """A capitalisation's basis as the pack shows it: the contractor's invoice the memo (or, without a memo,
+    the register addition) names, read against the ledger, and why section 6.1.1 is not met (None: it is)."""
+    memo = next((t for _d, _day, t in v["approvals"] if h["reference"] in t and "Debit 1500" in t), None)
+    adds = [d for d in w.documents if d.doc_type == "asset_register"]
+    ref = re.search(r"on invoice (VN-\d+)", memo).group(1) if memo else None
+    inv = next(d for d in w.documents if d.doc_type == "invoice" and (ref is None or d.title.startswith(
+        f"Vendor invoice {ref} - ")) and f"USD {h['total']:,.2f}" in d.body)
+    ref = ref or re.search(r"posted as (VN-\d+)", inv.body).group(1)
+    bill = next(b for b in v["heads"].values() if b["reference"] == ref)
+    # the invoice is one of the year's repairs bills: its vendor, its amount, posted to repairs
+    assert bill["document_type"] == "VN" and bill["drs"] == ["6600"] and bill["total"] == h["total"]
+    assert f"our vendor no. {bill['vendor_id']})" in inv.body
+    assert f"posted as {ref} on {bill['posting_date']}" in inv.body
+    assert v["vendors"][bill["vendor_id"]]["category"] == "maintenance"
+    improves = bool(re.search(r"replaced with new units of higher capacity, extending its useful life by \d+ years",
+                              inv.body))
+    restores = "after a breakdown" in inv.body and "restoring normal operation" in inv.body
+    assert improves != restores, inv.body
+    added = [d for d in adds if f"per invoice {ref} of" in d.body and f"Cost: USD {h['total']:,.2f}," in d.body]
+    why = "a repair" if restores else None if added else "no register addition"
+    return {"invoice": inv.doc_id, "additions": [d.doc_id for d in added], "memo": memo}, why
+
+
+def test_key_audit_capitalisations_rest_on_their_basis(views):
+    """Every capitalisation of repairs, defect or decoy, has the contractor's invoice behind one of the year's
+    repairs bills, and (but where its absence is the defect) the register's addition at that cost: the same
+    kinds of documents. A decoy's invoice bills an improvement and the register adds it; a defect approved
+    beforehand bills a repair, or the register holds no addition; an unapproved one may rest on either."""
+    seen = {"decoy": 0, "a repair": 0, "no register addition": 0, "unapproved": 0}
+    for s, (w, v) in views.items():
+        for rec in (*w.defects, *w.decoys):
+            kind = getattr(rec, "defect_type", None) or rec.decoy_type
+            if not kind.endswith(":capitalised_expense"):
+                continue
+            h = v["heads"][rec.entry_id]
+            basis, why = _capital_basis(w, v, h)
+            if kind == "unusual_pairing_approved:capitalised_expense":
+                assert why is None and basis["memo"] and len(basis["additions"]) == 1, (s, rec.entry_id)
+                assert {basis["invoice"], *basis["additions"]} <= set(rec.clearing_evidence) & set(rec.facts)
+                seen["decoy"] += 1
+            elif kind == "unusual_pairing_unsupported:capitalised_expense":
+                assert why is not None and _prior_approval(v, h), (s, rec.entry_id)
+                assert basis["invoice"] in rec.required_evidence and basis["invoice"] in rec.facts
+                seen[why] += 1
+            else:
+                assert why is None and len(basis["additions"]) == 1, (s, rec.entry_id)  # approval is what it lacks
+                seen["unapproved"] += 1
+    assert all(seen.values()), seen

@@ -82,7 +82,9 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_the_entry(world
         h = heads[d.entry_id]
         recorded = str(h["entry_timestamp"].date())
         assert d.entry_id in d.required_evidence
-        assert not any(h["reference"] in text and _approved(text) and day < recorded for _doc, day, text in items)
+        approved = any(h["reference"] in text and _approved(text) and day < recorded for _doc, day, text in items)
+        # approved beforehand only where the capitalisation lacks its basis (the key audit reads the basis)
+        assert approved == (d.defect_type == "unusual_pairing_unsupported:capitalised_expense"), d.defect_type
         if d.defect_type == "related_party_unapproved":
             assert d.criteria == "RELATED_PARTY" and h["document_type"] == "VN"
             assert {"master:related_parties", rp} <= set(d.required_evidence)
@@ -92,12 +94,14 @@ def test_defects_have_no_approval_and_decoys_are_approved_before_the_entry(world
             assert name in d.facts and any(f in reg[name] for f in d.facts if f not in (name,) and not f[0].isdigit())
         else:
             assert d.criteria == "UNUSUAL_PAIRING" and h["source"] == "manual" and h["document_type"] != "AL"
-            assert d.defect_type.startswith("unusual_pairing_unapproved") and pair in d.required_evidence
+            assert d.defect_type.startswith(("unusual_pairing_unapproved", "unusual_pairing_unsupported"))
+            assert pair in d.required_evidence
             assert d.facts[0] in h["drs"] and d.facts[1] in h["crs"]
         assert f"{h['total']:.2f}" in d.facts
         # minutes or memos that discuss the entry without approving it in time are part of its proof
         discussed = {doc for doc, _day, text in items if h["reference"] in text}
-        assert discussed == {e for e in d.required_evidence if e.startswith("DOC-")} - {rp, pair}
+        basis = {x.doc_id for x in world.documents if x.doc_type in ("invoice", "asset_register")}
+        assert discussed == {e for e in d.required_evidence if e.startswith("DOC-")} - {rp, pair} - basis
     for c in world.decoys:
         h = heads[c.entry_id]
         doc = c.clearing_evidence[0]

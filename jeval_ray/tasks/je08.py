@@ -40,8 +40,10 @@ Planted defects (criteria ``UNSUPPORTED_ROUND``):
     minutes approving the same figure under another number for another purpose, which do not
     support it.
 A defect without its own document otherwise has, like every candidate, a document of its kind
-dated shortly before it: one under another number, for work of the first quarter of 2026, which
-the year's books rightly do not accrue. Required evidence: the policy, and the referenced document
+dated shortly before it: one under another number, for activity of a month of the first quarter of
+2026 that the document names (an expo to be held, a programme or service period, work to be
+performed then; never a settlement or a true-up, which would settle something of FY2025), so the
+year's books rightly accrue nothing of it. Required evidence: the policy, and the referenced document
 where one exists; a decoy is cleared by its document. Every top-side adjustment of the year is a candidate at the default knobs;
 with fewer candidates than the books' four year-end ones, the rest keep a supporting document and
 stay out of the key. Their descriptions state their purpose at any ``description_quality``.
@@ -104,7 +106,8 @@ KEY_RATIONALE = (
     key("defect", "no_support",
         evidence="the manual JE policy (sections 2.1, 2.3) and the support pack searched for the entry's reference",
         facts="no minute or agreement carries the reference; a document approving the same figure under another "
-              "number for another purpose (at high near_miss) is not its support",
+              "number for another purpose (at high near_miss) is not its support, nor is one under another number "
+              "for activity of a month of 2026 it names (which FY2025 rightly does not accrue)",
         conclusion="Round-sum top-side adjustment without the document the policy requires: unsupported, reported.",
         standard="AS 2401.58, .61; ISA 240.32(a)"),
     key("decoy", "round_amount_with_support",
@@ -150,6 +153,14 @@ YEAR_END_SUPPORT = (
     ("professional", "the audit of the FY2025 financial statements"),
     ("professional", "the defence of the open litigation through year end (fees incurred to 31 December 2025)"),
     ("marketing", "the Q4 2025 marketing campaign"),
+)
+#: what minutes under another number approve for the next year (the look-alikes a defect has around it):
+#: activity of the month named, so that nothing of it belongs to FY2025
+LATER_BOARD = (
+    "the sponsorship of the Colorado Manufacturing Expo to be held in {month}",
+    "the company's contribution to the employee wellness programme for {month}",
+    "a retention award for the plant leadership team for their service in {month}",
+    "the customer open day at the Denver plant to be held in {month}",
 )
 CAPEX_ITEMS = ("a replacement CNC milling machine for the Denver plant", "a forklift fleet upgrade for the warehouse",
                "a new packaging line", "roof replacement at the Commerce City site")
@@ -475,7 +486,9 @@ def _look_alikes(b: WorldBuilder, plan: _Plan, j: int) -> None:
     """The documents a defect without its own has around it: at a high ``near_miss``, minutes
     approving the same figure for something else (matching on the amount alone is not support);
     otherwise, like every candidate, a document of its kind dated shortly before it, under another
-    number and for work of the next year (so the books rightly record nothing of it in FY2025)."""
+    number and for activity of a month of the next year that it names (``LATER_BOARD``; an agreement's work
+    to be performed then, never a licence true-up, which settles past usage), so the books rightly record
+    nothing of it in FY2025."""
     rng = b.rng
     it, kind = plan.items[j], plan.kinds[j]
     dd = str(np.datetime64(plan.post[j]) - int(plan.lag[j]))
@@ -488,12 +501,15 @@ def _look_alikes(b: WorldBuilder, plan: _Plan, j: int) -> None:
     other = _free_ref(rng, "BR" if it.board else "CTR", "2025", plan.used_refs)
     o_period = f"{MONTHS[int(rng.integers(0, 3))]} 2026"
     if it.board:
-        o_purpose = BOARD_ITEMS[int(rng.integers(0, len(BOARD_ITEMS)))][0]
+        o_purpose = LATER_BOARD[int(rng.integers(0, len(LATER_BOARD)))].format(month=o_period)
         _minutes(b, plan, Resolution(dd, other, o_purpose, int(rng.integers(2, 61)) * 1_000_00, o_period))
     else:
-        o_cat, o_purpose = plan.contracts[int(rng.integers(0, len(plan.contracts)))][:2]
-        _agreement(b, plan, dd, other, _vendor(b, o_cat, o_purpose), o_purpose, int(rng.integers(2, 61)) * 1_000_00,
-                   o_period)
+        # work performed in the month named (a licence true-up, which settles past usage, is never a later one)
+        later = [x for x in plan.contracts if "true-up" not in x[1]] or plan.contracts
+        o_cat, o_purpose = later[int(rng.integers(0, len(later)))][:2]
+        o_period = "March 2026" if "spring" in o_purpose else o_period  # a spring campaign runs in spring
+        _agreement(b, plan, dd, other, _vendor(b, o_cat, o_purpose), f"{o_purpose}, work to be performed in {o_period}",
+                   int(rng.integers(2, 61)) * 1_000_00, o_period)
 
 
 def _free_ref(rng: np.random.Generator, kind: str, year: str, used: set[str]) -> str:

@@ -42,11 +42,14 @@ Planted defects (criteria ``THREE_WAY_MISMATCH``), each a perturbation of one bo
   the invoice (document), the remittance account on it and the account in the vendor master.
 * **misclassified account** (a two-way invoice): the one document is posted to the cost account of
   another two-way category (freight booked as repairs, repairs as marketing ...), which the coding
-  guide does not allow for its vendor's category and its PO does not assign (the PO orders the
-  vendor's own category's work, assigned to that category's account); the ERP's description names the
-  account posted. Required evidence: invoice, purchase order, ``master:vendors``, policy.
-  Misstatement: the amount posted to the wrong account. Decisive facts: the invoice (document), the
-  account posted, the vendor's category and the account the guide gives it.
+  guide does not allow for its vendor's category; the ERP's description names the account posted. In
+  half of them the PO orders a job of the vendor's line serving its own category, assigned to that
+  category's account (the PO does not assign the account posted); in the other half the PO, like a
+  coded decoy's, assigns the account posted, but for a job outside the vendor's line of business (a
+  marketing agency ordered conveyor repairs), which section 6 gives no effect. Required evidence:
+  invoice, purchase order, ``master:vendors``, policy. Misstatement: the amount posted to the wrong
+  account. Decisive facts: the invoice and the PO (documents), the account posted, the vendor's
+  category and the account the guide gives it.
 
 Decoys:
 
@@ -60,13 +63,16 @@ Decoys:
   defect. Cleared by the invoice, the PO and the policy. Decisive facts: the PO (document), the
   quantity ordered and the quantity received and billed.
 * **coded per the PO's account assignment** (a two-way invoice): posted, like a misclassified
-  invoice, to the cost account of another two-way category, because the buyer ordered that
-  category's work from the vendor: the PO, approved before the invoice, describes that work and
-  assigns the order to that account, the invoice bills it, and the policy lets an ordered service post
-  to its PO's account. Cleared by the invoice, the PO, ``master:vendors`` and the policy. Decisive
-  facts: the PO (document), the account posted and the vendor's category. The pairs (category
-  billed, account posted) of misclassified and PO-coded invoices are drawn alike, so that each account
-  is posted as often as the sampled two-way invoices post it.
+  invoice, to the cost account of another two-way category, because the buyer ordered from the vendor
+  a job of its own line of business that serves that category (``WORK``: a haulier carries the
+  exhibition stand to a trade show, a maintenance firm services the delivery trucks' tail-lifts, a
+  print firm prints delivery notes): the PO, approved before the invoice, describes the job in the
+  words of the vendor's category in the coding guide and assigns the order to that account, the
+  invoice bills it, and the policy lets an ordered service post to its PO's account. Cleared by the
+  invoice, the PO, ``master:vendors`` and the policy. Decisive facts: the PO (document), the account
+  posted and the vendor's category. The pairs (category billed, account posted) of misclassified and
+  PO-coded invoices are drawn alike, so that each account is posted as often as the sampled two-way
+  invoices post it.
 * **bank change verified** (a two-way invoice; no other invoice of its vendor dated before the
   change is in the sample, and no two of these share a vendor): the invoice asks for payment to an
   account that differs from the vendor master, because the vendor moved banks after issuing it;
@@ -84,6 +90,10 @@ decoy, a quantity defect's (the whole order) nearest what a short delivery bille
 to. Defects and decoys thus share the amounts, document types, accounts, price-variance lines and
 line counts of the listing; what decides them is in the invoice, the PO and its history, the vendor
 master and the change log.
+
+Every two-way PO and invoice of the sample describe their job the same way (the coding guide's words for
+a line of business, then the job) and state an account assignment, so a PO that assigns the account
+posted is no answer by itself: the job must be of the vendor's line.
 
 A few clean invoices (exact matches, price differences in the company's favour, orders delivered
 in two lots and invoiced once, two-way invoices at or below their PO) complete the sample; the
@@ -157,12 +167,15 @@ KEY_RATIONALE = (
                    "payment of the invoice total, to be confirmed with the vendor through its number on file.",
         standard="AS 2401.79 (evidence that fraud may exist is brought to management's attention); AS 1105.15"),
     key("defect", "misclassified_account",
-        evidence="the vendor's invoice, its purchase order (account assignment), the vendor master (category) and "
-                 "the policy's coding guide",
-        facts="the account the entry posted; the vendor's category; the account the coding guide gives that category, "
-              "which is also the PO's account assignment",
-        conclusion="The invoice is posted to an account neither its vendor's category nor its PO allows: the "
-                   "expense is misclassified (misstatement = the amount posted to the wrong account).",
+        evidence="the vendor's invoice, its purchase order (the job ordered, the account assignment), the vendor "
+                 "master (category) and the policy's coding guide",
+        facts="the account the entry posted; the vendor's category; the account the coding guide gives that category; "
+              "the PO's account assignment, which is that account, or the account posted for a job outside the "
+              "vendor's line of business",
+        conclusion="The invoice is posted to an account neither its vendor's category nor a valid PO assignment "
+                   "allows (an order for work the vendor does not do assigns nothing under section 6 and is itself "
+                   "a red flag for Procurement): the expense is misclassified (misstatement = the amount posted to "
+                   "the wrong account).",
         standard="AS 2401.58 (examining journal entries); AS 1105.11 (assertions: presentation and disclosure)"),
     key("decoy", "price_variance_within_tolerance",
         evidence="the vendor's invoice, its purchase order and the policy's price tolerance",
@@ -178,11 +191,14 @@ KEY_RATIONALE = (
                    "price: no exception (the open quantity is not a liability).",
         standard="AS 1105.15 (inspection of records and documents)"),
     key("decoy", "coded_per_po_assignment",
-        evidence="the vendor's invoice, its purchase order (account assignment), the vendor master and the policy",
+        evidence="the vendor's invoice, its purchase order (the job ordered, the account assignment), the vendor "
+                 "master and the policy",
         facts="the account the entry posted, outside the vendor's category; the PO, approved before the invoice, "
-              "orders that category's work and assigns it to that account; the invoice bills that work",
-        conclusion="The buyer ordered another category's work from this vendor and assigned it to that account; "
-                   "section 6 lets an ordered service post to its PO's account: no exception.",
+              "orders a job of the vendor's own line of business that serves that account's category and assigns "
+              "it there; the invoice bills that job",
+        conclusion="The buyer ordered work the vendor does for another category's purpose (a haulier carrying an "
+                   "exhibition stand) and assigned it to that category's account; section 6 lets an ordered service "
+                   "post to its PO's account: no exception.",
         standard="AS 1105.15 (inspection of records and documents)"),
     key("decoy", "bank_change_verified",
         evidence="the vendor's invoice, the vendor master and the vendor change log",
@@ -201,6 +217,23 @@ _CAPS = (500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000)
 _BANKS = ("First Coastal Bank", "Lakeshore National Bank", "Summit Trust", "Pacific Commerce Bank")
 #: categories bought on a purchase order without a goods receipt (two-way match) and their cost accounts
 _TWO_WAY = tuple(c.name for c in md.CATEGORIES if c.flow == "two_way")
+#: the work a two-way vendor is ordered, by its category (its line of business): (the job, the category whose
+#: account it serves). Most jobs serve the vendor's own category; some serve another (a haulier carries the
+#: exhibition stand to a trade show: marketing), and the buyer assigns those orders to that category's account.
+WORK: dict[str, tuple[tuple[str, str], ...]] = {
+    "freight": (("inbound haulage of steel coil from the mill", "freight"),
+                ("outbound deliveries to customers in the Midwest", "freight"),
+                ("haulage of the exhibition stand to and from the Colorado Manufacturing Expo", "marketing"),
+                ("transport of the press-line gearbox to and from the repairer's workshop", "maintenance")),
+    "maintenance": (("servicing of the compressors at the Denver plant", "maintenance"),
+                    ("repair of the packaging line conveyors", "maintenance"),
+                    ("repair and repainting of the trade-show exhibition stand", "marketing"),
+                    ("servicing of the tail-lifts on the delivery trucks", "freight")),
+    "marketing": (("design and print of the product catalogue", "marketing"),
+                  ("digital campaign for the spring product launch", "marketing"),
+                  ("printing of delivery notes and shipping labels", "freight"),
+                  ("printing of safety and lockout signage for the maintenance programme", "maintenance")),
+}
 
 
 # ---------------------------------------------------------------------------- documents
@@ -256,8 +289,11 @@ POLICY = Form(Policy, (
     "invoice that differ from the vendor master must not be used; bank changes go through the vendor change "
     "procedure with call-back verification and are logged in the vendor change log.\n"
     "Section 6 Coding. A vendor's documents post only to the accounts of its category in the vendor master, "
-    "except that an ordered service posts to the account its approved PO assigns it to (the PO's account "
-    "assignment, set by the buyer when the order is for another category's work):\n{guide}"),
+    "except that an ordered service posts to the account its approved PO assigns it to: the buyer orders work of "
+    "the vendor's line of business (its category, as the guide below describes it) and, where that work serves "
+    "another category (a haulier carrying an exhibition stand serves marketing), assigns the order to that "
+    "category's account. A PO for work outside the vendor's line of business assigns nothing: Procurement "
+    "reviews it and the invoice posts to the vendor's category.\n{guide}"),
     pct=PERCENT, cap=MONEY, guide=Many((GUIDE,), "\n"))
 
 
@@ -585,6 +621,8 @@ class _Sample:
     bank_dec: list[int] = field(default_factory=list)
     changed_on: dict[int, np.datetime64] = field(default_factory=dict)
     coded: list[tuple[int, str]] = field(default_factory=list)
+    #: misclassified invoices whose PO orders, and assigns to the account posted, work outside the vendor's line
+    foreign: set[int] = field(default_factory=set)
     bank_price: list[int] = field(default_factory=list)
     bank_short: list[int] = field(default_factory=list)
     clean: list[int] = field(default_factory=list)
@@ -610,9 +648,9 @@ def plant(b: WorldBuilder) -> None:
     remit, changes = _plant_payees(b, pool, s)
     _plant_coding(b, s)
     vendors = {v["vendor_id"]: v for v in b.vendors}
-    assigned = dict(s.coded)  # a coded decoy's PO assigns the account it was posted to
+    orders = _orders(b, pool, s)
     handles = {idx: _documents(b, ch, idx, vendors, remit.get(idx), received.get(idx), billed.get(idx),
-                               assigned.get(idx)) for idx in s.entries()}
+                               orders.get(idx)) for idx in s.entries()}
     b.claim("JE-10", documents=[h for pair in handles.values() for h in pair])
     _record(b, pool, s, handles, policy, remit, changes, received, billed)
     refs = tuple(Item(r) for r in sorted(str(b.cols.reference[i]) for i in s.entries()))
@@ -645,6 +683,10 @@ def _draw(b: WorldBuilder, pool: _Pool) -> _Sample:
     # the listing: a two-way vendor posting to another two-way category's account; both are drawn the same way
     s.mis = [pool.miscoded("two-way vendor invoices") for _ in range(types.count("mis"))]
     s.coded = [pool.miscoded("two-way vendor invoices") for _ in range(decoy_types.count("coded"))]
+    # half the misclassified invoices carry a PO that assigns the account posted, as a coded decoy's does, but
+    # for another line of business's work (a marketing agency ordered repairs): the scope decides, not the
+    # assignment
+    s.foreign = {i for i, _ in s.mis if rng.random() < 0.5}
     # A payee defect is a two-way invoice, as a bank-change decoy is, so that every face of the listing (two-way,
     # two-way coded elsewhere, matched with and without a price-variance line) holds defects and decoys alike;
     # a small year that runs out of two-way invoices gives the rest a matched invoice's face (a tolerated price
@@ -789,6 +831,28 @@ def _plant_coding(b: WorldBuilder, s: _Sample) -> None:
         b.claim("JE-10", entries=[idx])
 
 
+def _orders(b: WorldBuilder, pool: _Pool, s: _Sample) -> dict[int, tuple[str, str]]:
+    """Each sampled two-way invoice's order: (the work its PO and invoice describe, the account the PO assigns).
+    An ordinary order (and a misclassified invoice's, in half of them) is a job of the vendor's line serving its
+    own category, assigned to its account; a coded decoy's a job of the vendor's line serving the category of the
+    account posted, assigned there; a foreign one's a job of the posted account's category, outside the vendor's
+    line, assigned to the account posted."""
+    rng, out = b.rng, {}
+    posted = dict(s.mis + s.coded)
+    coded = {i for i, _ in s.coded}
+    for idx in s.entries():
+        if not pool.two_way[idx]:
+            continue
+        cat = md.CATEGORIES[pool.cat[idx]].name
+        dst = next(k for k in _TWO_WAY if cost_account(k) == posted[idx]) if idx in posted else cat
+        line = cat if idx in coded else dst if idx in s.foreign else cat
+        serves = dst if (idx in coded or idx in s.foreign) else cat
+        jobs = [job for job, to in WORK[line] if to == serves]
+        what = md.CATEGORIES[md.CATEGORY[line]].what
+        out[idx] = (f"{what}: {jobs[int(rng.integers(0, len(jobs)))]}", cost_account(serves))
+    return out
+
+
 def _record(b: WorldBuilder, pool: _Pool, s: _Sample, handles: dict[int, tuple[int, int]], policy: int,
             remit: dict[int, str], changes: list[dict[str, Any]], received: dict[int, list[tuple[int, int, int]]],
             billed: dict[int, int]) -> None:
@@ -819,7 +883,8 @@ def _record(b: WorldBuilder, pool: _Pool, s: _Sample, handles: dict[int, tuple[i
         inv, po = handles[idx]
         cat = md.CATEGORIES[pool.cat[idx]].name
         b.add_defect(idx, "misclassified_account", CODE, [inv, po, "master:vendors", policy],
-                     int(c.debit_cents[idx]), facts=[f"{{D:{inv}}}", str(c.debit_account[idx]), cat, cost_account(cat)])
+                     int(c.debit_cents[idx]),
+                     facts=[f"{{D:{inv}}}", f"{{D:{po}}}", str(c.debit_account[idx]), cat, cost_account(cat)])
     for idx in s.price_dec:
         inv, po = handles[idx]
         total, order_value, tol = price_facts(idx)
@@ -841,20 +906,20 @@ def _record(b: WorldBuilder, pool: _Pool, s: _Sample, handles: dict[int, tuple[i
 
 def _documents(b: WorldBuilder, ch: _Chains, idx: int, vendors: dict[str, dict[str, Any]], remit: str | None,
                received: list[tuple[int, int, int]] | None, billed: int | None,
-               assigned: str | None = None) -> tuple[int, int]:
+               order: tuple[str, str] | None = None) -> tuple[int, int]:
     """Add the vendor's invoice behind entry ``idx`` and its purchase order with the PO history; returns their handles.
 
     Every figure is the entry's or the books' own: the invoice's order value and price adjustment are the
     entry's GR/IR (or cost) and 5100 lines, the PO's quantity and price the order's, the history the goods
     receipts as recorded (``received`` overrides them where a short delivery was planted). A two-way PO
-    states its account assignment: the vendor category's cost account, or ``assigned`` where the buyer
-    ordered another category's work (a coded decoy)."""
+    and its invoice describe the work ordered and the PO states its account assignment (``order``: the
+    work and the account, from ``_orders``)."""
     c, d = b.cols, ch.d
     doc = int(c.books_doc[idx])
     v = vendors[str(c.vendor_id[idx])]
     what = md.CATEGORIES[md.CATEGORY[v["category"]]].what
-    if assigned:  # the order was for another category's work: the PO and the invoice describe that work
-        what = next(k.what for k in md.CATEGORIES if k.flow == "two_way" and cost_account(k.name) == assigned)
+    if order:  # a two-way order: the PO and the invoice describe the job ordered
+        what = order[0]
     po = int(d.parent[doc])
     assert po >= 0, "every sampled invoice is matched to its purchase order"
     qty, price = int(d.quantity[po]), int(d.amount[po]) // int(d.quantity[po])
@@ -866,7 +931,7 @@ def _documents(b: WorldBuilder, ch: _Chains, idx: int, vendors: dict[str, dict[s
         total = q * price + variance
     else:
         total = int(c.debit_cents[idx])
-        line = dict(what=f"{what} per order", qty=1, price=total, value=total)
+        line = dict(what=what, qty=1, price=total, value=total)
     bank = remit or v["bank_account"]
     prep, appr = md.USERS[int(d.preparer[doc])], md.USERS[int(d.approver[doc])]
     fields = dict(number=int(d.ext_ref[doc]), vendor=v["name"], vendor_id=v["vendor_id"],
@@ -887,8 +952,8 @@ def _documents(b: WorldBuilder, ch: _Chains, idx: int, vendors: dict[str, dict[s
         body = GOODS_ORDER.render(GoodsOrder(**head, receipts=tuple(
             Receipt(f"GR-{g:07d}", md.iso(d.post_date[g]), gq, gc) for g, gq, gc in grs)))
     else:
-        # the buyer's account assignment: the vendor category's cost account unless the order was for other work
-        acct = assigned or cost_account(v["category"])
+        # the buyer's account assignment: the account of the category the work serves
+        acct = order[1] if order else cost_account(v["category"])
         name = chart.ACCOUNTS[chart.CODE[acct]].name
         body = SERVICE_ORDER.render(ServiceOrder(**head, account=acct, account_name=name))
     pod = b.add_document("purchase_order", f"Purchase order PO-{po:07d} - {v['name']}", body, md.iso(d.doc_date[po]))
@@ -929,16 +994,18 @@ def _policy_doc(docs: list[dict[str, Any]]) -> str | None:
     return pol[0]["doc_id"] if pol else None
 
 
-Terms = tuple[float, float, dict[str, set[str]], dict[str, str]]
+Terms = tuple[float, float, dict[str, set[str]], dict[str, str], dict[str, str]]
 
 
 def _policy_terms(body: str) -> Terms:
-    """(tolerance %, cap USD, category -> accounts it may post, category -> its cost account) from the policy."""
+    """(tolerance %, cap USD, category -> accounts it may post, category -> its cost account, category -> its line
+    of business, as the coding guide words it) from the policy."""
     p = POLICY.parse(body)
     if p is None:
-        return 0.0, 0.0, {}, {}
+        return 0.0, 0.0, {}, {}, {}
     allowed = {g.category: {g.main, *(a.text for a in g.also)} for g in p.guide}
-    return float(p.pct), p.cap / 100, allowed, {g.category: g.main for g in p.guide}
+    main, line = {g.category: g.main for g in p.guide}, {g.category: g.what for g in p.guide}
+    return float(p.pct), p.cap / 100, allowed, main, line
 
 
 def _vouch(kit: Kit, inv_doc: str,
@@ -1022,7 +1089,7 @@ def careful(kit: Kit) -> Generator[Step, Any, None]:
     or below the order price, clean either way, last, with the calls that are left)."""
     docs, refs, pos, entries = yield from _sample(kit)
     policy = _policy_doc(docs)
-    terms = _policy_terms((yield from kit.open(policy)).get("body", "")) if policy else (0.0, 0.0, {}, {})
+    terms = _policy_terms((yield from kit.open(policy)).get("body", "")) if policy else (0.0, 0.0, {}, {}, {})
     vendors = {v["vendor_id"]: v for v in (yield from kit.master("vendors"))}
     log = [r for r in (yield from kit.master("vendor_changes")) if r.get("field") == "bank_account"]
     later: list[Disposition] = []
@@ -1065,23 +1132,31 @@ def _payee(k: _Case, log: list[dict[str, Any]]) -> Disposition | None:
 
 
 def _coding(k: _Case, terms: Terms) -> Disposition | None:
-    """Section 6: an account outside the vendor's category is allowed only where the PO assigns it."""
-    _pct, _cap, allowed, main = terms
+    """Section 6: an account outside the vendor's category is allowed only where the PO assigns it, for work of
+    the vendor's line of business (the coding guide's words for its category)."""
+    _pct, _cap, allowed, main, line = terms
     cat, eid, v = k.v.get("category", ""), k.eid, k.v
     off = sorted(set(k.ent["accounts"]) - allowed.get(cat, set(k.ent["accounts"])))
-    assign = k.po.account if isinstance(k.po, ServiceOrder) else None
-    head = f"Entry {eid}: invoice {k.ref} ({k.inv_doc}) of {v.get('vendor_id')}, a {cat} vendor, is posted to account"
-    if off and assign and off == [assign]:
-        return clear(eid, k.ev + ["master:vendors", *k.ev_pol],
-                     f"{head} {off[0]}, outside the coding guide's accounts for {cat}, but PO {k.inv.po} ({k.po_doc}) "
-                     f"assigns the order to {off[0]} and section 6 lets an ordered service post to its PO's account: "
-                     "no exception.")
     if not off:
         return None
-    assigned = f"; PO {k.inv.po} ({k.po_doc}) assigns the order to {assign}" if assign else ""
+    assign = k.po.account if isinstance(k.po, ServiceOrder) else None
+    work = k.po.what if k.po is not None else ""
+    fits = bool(line.get(cat)) and work.startswith(f"{line.get(cat)}: ")
+    head = f"Entry {eid}: invoice {k.ref} ({k.inv_doc}) of {v.get('vendor_id')}, a {cat} vendor, is posted to account"
+    po = f"PO {k.inv.po} ({k.po_doc})"
+    if off == [assign] and fits:
+        return clear(eid, k.ev + ["master:vendors", *k.ev_pol],
+                     f"{head} {off[0]}, outside the coding guide's accounts for {cat}, but {po} orders work of the "
+                     f"vendor's line ({work}) and assigns it to {off[0]}; section 6 lets an ordered service post to "
+                     "its PO's account: no exception.")
+    if off == [assign]:
+        why = (f"{po} assigns it there, but orders '{work}', outside the line of business of a {cat} vendor "
+               f"('{line.get(cat, '?')}'), so section 6 gives the assignment no effect")
+    else:
+        why = f"{po} assigns the order to {assign}" if assign else "no PO assigns it"
     return flag(eid, CODE, k.ev + ["master:vendors", *k.ev_pol],
-                f"{head} {off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}{assigned}, "
-                f"so {k.ent['total_debit']:.2f} is misclassified.")
+                f"{head} {off[0]}; the coding guide (section 6) gives {cat} account {main.get(cat, '?')}; {why}: "
+                f"{k.ent['total_debit']:.2f} is misclassified.")
 
 
 def _quantity(k: _Case) -> Disposition | None:
@@ -1098,7 +1173,7 @@ def _quantity(k: _Case) -> Disposition | None:
 def _price(k: _Case, terms: Terms, later: list[Disposition]) -> Disposition | None:
     """Section 5.1: the invoice against the order value of the quantity invoiced and the tolerance; a short
     delivery billed as received is cleared; an invoice at or below the order price goes to ``later``."""
-    pct, cap, _allowed, _main = terms
+    pct, cap = terms[:2]
     inv, po, eid, ev = k.inv, k.po, k.eid, k.ev
     if po is None:
         return None

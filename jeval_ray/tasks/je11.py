@@ -2,7 +2,8 @@
 
 Every candidate is drawn the same way: its kind first (a vendor invoice from a related vendor,
 about 60%, or a manual entry with a non-standard account combination), then, independently,
-whether it is an exception. Only the approvals tell them apart.
+whether it is an exception. Only the approvals (and, for a capitalisation of repairs, its basis)
+tell them apart.
 
 Planted defects, as perturbations of the simulated year's entries:
 
@@ -22,15 +23,27 @@ Planted defects, as perturbations of the simulated year's entries:
   the accounting staff may post) of the accounting manager or the controller, same customer,
   reference, amounts and tax line, posted to the invoice date and recorded 1-3 business days
   later), ``capitalised_expense`` (Dr 1500 PP&E / Cr 6600 repairs: a year-end top-side
-  adjustment of the books, keyed in January, that capitalises repairs instead of accruing) and
-  ``reserve_release`` (Dr 1190 allowance / Cr 6500 bad debt expense: a year-end top-side release
-  of the allowance outside the monthly allowance review); a top-side's amount becomes 40-80 % of
-  what the allowance holds or repairs cost in the year, in whole hundreds (a kind without room
-  gives way to ``manual_revenue``). With probability ``near_miss`` / 2 an approval memo exists but
+  adjustment of the books, keyed in January, that capitalises the work of one of the two largest
+  repairs bills of the year left (USD 1,000 or more), at its amount, as the overhaul of a plant
+  asset) and ``reserve_release`` (Dr 1190 allowance / Cr 6500 bad debt expense: a year-end
+  top-side release of the allowance outside the monthly allowance review, 40-80 % of what the
+  allowance holds, in whole hundreds); a kind without room (no such bill, too small an
+  allowance) gives way to ``manual_revenue``. With probability ``near_miss`` / 2 an approval memo exists but
   is dated after the entry was recorded, or records that the CFO asked for support and did not
   approve. Decisive
   facts: the debit and credit accounts and the amount (and the memo, where it exists).
+* ``unusual_pairing_unsupported:capitalised_expense`` (criteria ``UNUSUAL_PAIRING``): in half the
+  capitalisation defects the CFO approved the entry beforehand, as for a decoy, but the
+  capitalisation has no basis under the policy's section 6.1.1: the contractor's invoice the memo
+  names bills the repair of the asset after a breakdown (the register still records an
+  addition), or it bills an improvement but the fixed-asset register records no addition for it.
+  Decisive facts: the accounts, the amount and the invoice.
 
+Every capitalisation, defect or decoy, has the same kinds of documents around it: the
+contractor's invoice behind the repairs bill (the books' own ``VN`` bill: its vendor, number,
+dates and total) describing the work on a named plant asset, and, except where the register's
+addition is the missing fact, the fixed-asset register's addition at that invoice's cost entered
+in the close; the memo, where there is one, names the invoice. Only the decisive fact differs.
 Decoys: the same kinds, approved before the entry was recorded. A related-party invoice is
 approved in the minutes of a board meeting held after the invoice date and before the entry,
 naming the counterparty, the amount and the invoice reference, with "RESOLVED that the
@@ -38,13 +51,16 @@ transaction be approved": only directors vote, an interested director abstains, 
 officer (who has no vote) leaves the room. A non-standard entry is approved by a memo of the CFO
 dated on or after the document date and before the entry, naming the reference, the accounts,
 the amount and the reason. Decisive facts: the minutes or memo, its date, the counterparty (or
-the accounts) and the amount. A master services agreement exists for every related vendor used,
+the accounts) and the amount; a capitalisation of repairs also by its basis (an invoice for an
+improvement that extends the asset's useful life, and its addition to the fixed-asset register at
+that cost). A master services agreement exists for every related vendor used,
 signed by management: it supports the price but is not an approval, so it never clears anything.
 Refunds and grants are not related-party transactions and are not planted as such.
 
 Required evidence: the entry (``get_entry``), plus for related-party defects the related-party
 register (``master:related_parties``) and the related-party policy, and for pairings the
-non-standard combinations policy (plus the minutes or memo that discuss the entry).
+non-standard combinations policy (plus the minutes or memo that discuss the entry, and for a
+capitalisation approved without a basis the invoice and the register addition).
 
 Red-flag rule (naive): invoices of a vendor on the register, and manual entries whose (debit,
 credit) pair the policy lists. Besides the planted entries it catches the releases of the monthly
@@ -80,13 +96,14 @@ SPEC = spec(
     'Related-party and unusual pairings',
     objective='Find related-party transactions or unusual account pairings that were not approved.',
     defect='related-party transaction or non-standard account pairing without the required prior approval',
-    decoys='related-party transactions approved in board minutes; non-standard entries approved by the CFO beforehand',
-    required_evidence='related-party register, policies, board minutes, approval memos',
-    sources=('general_ledger', 'related_party_list', 'board_minutes', 'approval_memos', 'contracts'),
+    decoys='related-party transactions approved in board minutes; non-standard entries approved by the CFO beforehand (a capitalisation of repairs with its basis)',
+    required_evidence='related-party register, policies, board minutes, approval memos, the invoices and fixed-asset register additions a capitalisation rests on',
+    sources=('general_ledger', 'related_party_list', 'board_minutes', 'approval_memos', 'contracts', 'invoices',
+             'fixed_asset_register'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
         ('RELATED_PARTY', 'transaction with a party on the related-party register without prior board approval'),
-        ('UNUSUAL_PAIRING', 'non-standard account combination recorded without the approval the journal-entry policy requires'),
+        ('UNUSUAL_PAIRING', 'non-standard account combination recorded without the approval (or the support) the journal-entry policy requires'),
     ),
     withheld_variant=('search_documents',),
     available=True,
@@ -129,11 +146,22 @@ KEY_RATIONALE = (
                    "profit by the amount unless supported; report.",
         standard=_PAIR_STD + "; AS 2401.58"),
     key("decoy", "unusual_pairing_approved:capitalised_expense",
-        evidence="the CFO's approval memo and the non-standard combinations policy",
-        facts="memo dated before the entry was recorded, naming the reference, 1500 / 6600, the amount and the reason "
-              "(an overhaul that extends the line's life)",
-        conclusion="Capitalisation approved beforehand as the policy requires: no exception.",
-        standard=_PAIR_STD),
+        evidence="the CFO's approval memo, the contractor's invoice it names, the fixed-asset register's addition and "
+                 "the non-standard combinations policy (section 6.1.1)",
+        facts="memo dated before the entry was recorded, naming the reference, 1500 / 6600, the amount and the "
+              "invoice; the invoice bills an overhaul that replaces parts with units of higher capacity and extends "
+              "the asset's useful life; the register records the addition at the invoice's cost",
+        conclusion="An improvement, capitalised on its invoice and recorded in the fixed-asset register, approved "
+                   "beforehand as the policy requires: no exception.",
+        standard=_PAIR_STD + "; IAS 16.7, .12-13 (subsequent costs)"),
+    key("defect", "unusual_pairing_unsupported:capitalised_expense",
+        evidence="the CFO's approval memo, the contractor's invoice it names, the fixed-asset register's additions and "
+                 "the non-standard combinations policy (section 6.1.1)",
+        facts="the accounts 1500 and 6600; the amount; the invoice the memo names bills the repair of the asset after "
+              "a breakdown, restoring normal operation, or the register records no addition for it",
+        conclusion="The CFO's approval does not turn a repair into an asset, nor make an asset the register does not "
+                   "hold: the capitalisation has no basis and overstates assets and profit by the amount; report.",
+        standard=_PAIR_STD + "; IAS 16.12 (day-to-day servicing is expensed); AS 2401.58"),
     key("defect", "unusual_pairing_unapproved:reserve_release",
         evidence="the entry (year-end top-side, Dr 1190 / Cr 6500, not an allowance review) and the non-standard "
                  "combinations policy",
@@ -183,13 +211,18 @@ PAIRS = {
     "manual_revenue": ("1100", "4000", None,
                        "the billing interface rejected the evening invoice run of {doc_date}; the invoice to {customer} "
                        "for shipment {parent} is booked by manual journal from the shipping documents"),
-    "capitalised_expense": ("1500", "6600", "Capitalise press-line overhaul FY2025",
-                            "the overhaul of press line 2 booked to repairs extends the line's useful life by five "
-                            "years; capitalised under the fixed-asset policy"),
+    "capitalised_expense": ("1500", "6600", "Capitalise {short} overhaul FY2025",
+                            "the overhaul of {asset} billed by {vendor} on invoice {invoice} and booked to repairs "
+                            "extends the asset's useful life; capitalised under the fixed-asset policy"),
     "reserve_release": ("1190", "6500", "Allowance release FY2025",
                         "the year-end review of the aged receivables shows the allowance exceeds the expected credit "
                         "losses"),
 }
+#: the plant assets whose overhaul is capitalised: (the asset, its short name in the entry, the parts worked on)
+ASSETS = (("press line 2", "press-line", "main hydraulic drive"),
+          ("the CNC machining centre at the Denver plant", "CNC-centre", "spindle and control system"),
+          ("the packaging line", "packaging-line", "drive motors and controls"),
+          ("the curing oven of the paint shop", "curing-oven", "burners and insulation"))
 #: who keys a manual journal (document type TS) booking a customer invoice
 MANUAL_BILLERS = ("HJOHANSSON", "IBROWN")
 CFO = ("James Wright", "JWRIGHT")
@@ -247,6 +280,51 @@ class Approval(CfoMemo):
 @dataclass(frozen=True)
 class Refusal(CfoMemo):
     """The CFO asked for support and gave no approval."""
+
+
+@dataclass(frozen=True)
+class CapitalBasis:
+    """The reason a CFO memo gives for capitalising repairs: the work and the invoice it names."""
+    asset: str
+    vendor: str
+    invoice: str
+
+
+@dataclass(frozen=True)
+class WorksInvoice:
+    """A maintenance contractor's invoice for work on a plant asset (one of the books' repairs bills)."""
+    number: int
+    vendor: str
+    vendor_id: str
+    date: str
+    asset: str
+    part: str
+    total: int
+    ref: str
+    posted: str
+
+
+@dataclass(frozen=True)
+class Improvement(WorksInvoice):
+    """Work that improves the asset: new parts of higher capacity, a longer useful life."""
+    years: int
+
+
+@dataclass(frozen=True)
+class Repair(WorksInvoice):
+    """Work that restores the asset after a breakdown."""
+
+
+@dataclass(frozen=True)
+class Addition:
+    """An addition to the fixed-asset register: the asset, its cost and the invoice it rests on."""
+    asset_id: str
+    asset: str
+    cost: int
+    invoice: str
+    vendor: str
+    months: int
+    day: str
 
 
 @dataclass(frozen=True)
@@ -322,6 +400,10 @@ PAIR_POLICY = Form(PairPolicy, (
     "Section 6.1. The account combinations below are non-standard when posted by a manual journal entry. Such an "
     "entry may only be recorded after the CFO has approved it in writing; the approval memo names the entry "
     "reference, the accounts, the amount and the reason, and is dated before the entry is recorded.\n{pairs}\n"
+    "Section 6.1.1. Repairs are capitalised (Debit 1500 / Credit 6600) only on a capitalisation basis: the "
+    "contractor's invoice for work that improves the asset (new parts of higher capacity, a longer useful life), "
+    "and the asset's addition to the fixed-asset register at that invoice's cost. Work that restores an asset "
+    "after a breakdown is a repair and stays in expense, whoever approves the entry.\n"
     "Section 6.2. Standard processes. Revenue is recorded by the billing interface from shipments. The monthly "
     "allowance review (document type AL, prepared by a senior accountant and approved under the approval "
     "matrix) is the standard process for provisions and releases of the allowance for doubtful accounts; its "
@@ -336,6 +418,23 @@ _MEMO_KINDS: dict[str, Any] = dict(ref=TOKEN, dr=TOKEN, dr_name=LINE, cr=TOKEN, 
 APPROVAL = Form(Approval, _MEMO_HEAD + "Approved: {cfo}, CFO, on {day}.", cfo=NAME, **_MEMO_KINDS)
 REFUSAL = Form(Refusal, _MEMO_HEAD + "Not approved: the CFO asked for the supporting analysis before deciding; no "
                "approval given as of {day}.", **_MEMO_KINDS)
+CAPITAL_BASIS = Form(CapitalBasis, PAIRS["capitalised_expense"][3], asset=LINE, vendor=NAME, invoice=TOKEN)
+_WORKS_HEAD = ("INVOICE {number}\nFrom: {vendor} (our vendor no. {vendor_id})\nBill to: Northwind Components Inc., "
+               "Accounts Payable\nInvoice date: {date}\nWork performed: ")
+_WORKS_TAIL = "\nInvoice total: USD {total}\nAP stamp: posted as {ref} on {posted}."
+_WORKS_KINDS: dict[str, Any] = dict(vendor=NAME, vendor_id=TOKEN, date=DATE, asset=LINE, part=LINE, total=MONEY,
+                                    ref=TOKEN, posted=DATE)
+IMPROVEMENT = Form(Improvement, _WORKS_HEAD + "overhaul of {asset}: the {part} replaced with new units of higher "
+                   "capacity, extending its useful life by {years} years." + _WORKS_TAIL, **_WORKS_KINDS)
+REPAIR = Form(Repair, _WORKS_HEAD + "repair of {asset} after a breakdown: the worn {part} repaired and refitted, "
+              "restoring normal operation." + _WORKS_TAIL, **_WORKS_KINDS)
+ADDITION = Form(Addition, (
+    "Fixed-asset register - addition {asset_id}\nAsset: overhaul of {asset} (class: machinery and equipment)\n"
+    "Cost: USD {cost}, per invoice {invoice} of {vendor}\nUseful life: {months} months, depreciated straight-line "
+    "from January 2026 (additions recorded at the year-end close are depreciated from the following month).\n"
+    "Entered in the fixed-asset register by Isabel Brown (Controller) on {day}."),
+    asset_id=TOKEN, asset=LINE, cost=MONEY, invoice=TOKEN, vendor=NAME, day=DATE)
+ADDITION_TITLE = Form(Named, "Fixed-asset register - addition {name}", name=TOKEN)
 CONTRACT_TITLE = Form(Named, "Master services agreement - {name}", name=NAME)
 CONTRACT = Form(Contract, (
     "Agreement dated {signed} between Northwind Components Inc. and {name} ({vendor_id}) for {service}. Fees are "
@@ -504,15 +603,21 @@ def _payments_of(b: WorldBuilder, idx: int) -> list[int]:
 def _pairings(b: WorldBuilder, pair_labels: np.ndarray, pair_policy: int) -> None:
     """Non-standard combinations: customer invoices booked by manual journal, year-end top-sides re-targeted."""
     rng, c = b.rng, b.cols
-    # what the allowance holds and what repairs cost in the year (a release or a capitalisation never exceeds it)
+    # what the allowance holds (a release never exceeds it); a capitalisation rests on one of the repairs bills
     year_end = b.books.balances_at(md.YEAR_END)
-    room = {"reserve_release": -int(year_end[chart.CODE["1190"]]), "capitalised_expense": int(year_end[chart.CODE["6600"]])}
+    room = {"reserve_release": -int(year_end[chart.CODE["1190"]])}
     for is_defect in pair_labels:
         kind = str(rng.choice(list(PAIRS)))
         topside = (c.doc_code == "TS") & ~b.used
-        if kind != "manual_revenue" and (not topside.any() or room[kind] < 2_000_00):
+        works = _repairs_bills(b)
+        if kind != "manual_revenue" and (not topside.any() or (kind == "reserve_release" and room[kind] < 2_000_00)
+                                         or (kind == "capitalised_expense" and not works.any())):
             kind = "manual_revenue"
-        idx, why = _manual_revenue(b) if kind == "manual_revenue" else _topside(b, kind, topside, room)
+        basis: tuple[int, int | None] | None = None
+        if kind == "capitalised_expense":
+            idx, why, works_bill = _capitalisation(b, topside, works)
+        else:
+            idx, why = _manual_revenue(b) if kind == "manual_revenue" else _topside(b, kind, topside, room)
         dr, cr = PAIRS[kind][:2]
         cents = int(c.debit_cents[idx])
         memo = CfoMemo(str(c.reference[idx]), dr, _account_name(dr), cr, _account_name(cr), cents, why, "")
@@ -520,10 +625,25 @@ def _pairings(b: WorldBuilder, pair_labels: np.ndarray, pair_policy: int) -> Non
         window = cal.business_days(c.doc_date[idx], c.entry_date[idx] - 1)
         typ = f"unusual_pairing_{'un' if is_defect else ''}approved:{kind}"
         b.claim("JE-11", entries=[idx])
-        if not is_defect:
+        # a capitalisation approved beforehand without a basis: the invoice is for a repair, or no addition
+        flaw = str(rng.choice(["repair", "unregistered"])) if kind == "capitalised_expense" and is_defect \
+            and rng.random() < 0.5 else ""
+        if kind == "capitalised_expense":
+            basis = _capital_basis(b, idx, works_bill, flaw, window)
+        if flaw:
+            assert basis is not None
             day = window[int(rng.integers(0, len(window)))]
             h = _cfo_memo(b, Approval(**{**vars(memo), "day": b.date_str(day)}, cfo=CFO[0]))
-            b.add_decoy(idx, typ, [h, pair_policy], facts=[f"{{D:{h}}}", b.date_str(day), dr, cr, cents / 100])
+            inv, reg = basis
+            b.add_defect(idx, f"unusual_pairing_unsupported:{kind}", PAIR_CODE,
+                         ["entry", pair_policy, h, inv] + ([reg] if reg is not None else []),
+                         facts=[dr, cr, cents / 100, f"{{D:{inv}}}"])
+        elif not is_defect:
+            day = window[int(rng.integers(0, len(window)))]
+            h = _cfo_memo(b, Approval(**{**vars(memo), "day": b.date_str(day)}, cfo=CFO[0]))
+            docs = [x for x in (basis or ()) if x is not None]
+            b.add_decoy(idx, typ, [h, *docs, pair_policy],
+                        facts=[f"{{D:{h}}}", b.date_str(day), dr, cr, cents / 100, *(f"{{D:{x}}}" for x in docs)])
         elif rng.random() < b.knobs.near_miss * 0.5:
             if rng.random() < 0.5:
                 day = cal.business_offset(c.entry_date[idx], int(rng.integers(1, 8)))
@@ -557,8 +677,8 @@ def _manual_revenue(b: WorldBuilder) -> tuple[int, str]:
 
 
 def _topside(b: WorldBuilder, kind: str, topside: np.ndarray, room: dict[str, int]) -> tuple[int, str]:
-    """A year-end top-side entry of the books re-targeted to the pairing ``kind``, for an estimate in
-    whole hundreds within what the allowance holds or repairs cost; (the entry, the memo's reason)."""
+    """A year-end top-side entry of the books re-targeted to the pairing ``kind`` (the allowance release), for an
+    estimate in whole hundreds within what the allowance holds; (the entry, the memo's reason)."""
     rng, c = b.rng, b.cols
     dr, cr, desc, reason = PAIRS[kind]
     idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
@@ -569,6 +689,58 @@ def _topside(b: WorldBuilder, kind: str, topside: np.ndarray, room: dict[str, in
     c.description[idx] = desc
     c.approver[idx] = _approver_for(b, cents, str(c.preparer[idx]))
     return idx, str(reason)
+
+
+def _repairs_bills(b: WorldBuilder) -> np.ndarray:
+    """The books' repairs bills still free (vendor invoices Dr 6600) large enough for an overhaul (USD 1,000 or
+    more), whose work a capitalisation may rest on."""
+    c = b.cols
+    return (c.doc_code == "VN") & (c.debit_account == "6600") & (c.debit_cents >= 1_000_00) & ~b.used
+
+
+def _capitalisation(b: WorldBuilder, topside: np.ndarray, works: np.ndarray) -> tuple[int, str, int]:
+    """A year-end top-side of the books re-targeted to capitalise the work of one of the two largest repairs
+    bills left (Dr 1500 / Cr 6600 at the bill's amount); (the entry, the memo's reason, the bill's entry)."""
+    rng, c = b.rng, b.cols
+    dr, cr, desc, reason = PAIRS["capitalised_expense"]
+    free = np.flatnonzero(works)
+    top = free[np.argsort(-c.debit_cents[free], kind="stable")[:2]]
+    bill = int(b.pick(1, np.isin(np.arange(b.n), top), what="repairs bills")[0])
+    idx = int(b.pick(1, topside, what="year-end top-side entries")[0])
+    asset, short, _part = ASSETS[int(rng.integers(0, len(ASSETS)))]
+    cents = int(c.debit_cents[bill])
+    c.debit_account[idx], c.credit_account[idx] = dr, cr
+    c.debit_cents[idx] = c.credit_cents[idx] = cents
+    c.description[idx] = str(desc).format(short=short)
+    c.approver[idx] = _approver_for(b, cents, str(c.preparer[idx]))
+    vendor = next(v["name"] for v in b.vendors if v["vendor_id"] == str(c.vendor_id[bill]))
+    b.claim("JE-11", entries=[bill])
+    return idx, str(reason).format(asset=asset, vendor=vendor, invoice=str(c.reference[bill])), bill
+
+
+def _capital_basis(b: WorldBuilder, idx: int, bill: int, flaw: str,
+                   window: np.ndarray) -> tuple[int, int | None]:
+    """The capitalisation's basis as the pack holds it: the contractor's invoice behind the repairs bill (an
+    improvement, or for ``flaw`` 'repair' the repair it was) and the fixed-asset register's addition at its cost,
+    entered in the close (none for ``flaw`` 'unregistered'); (the invoice, the addition)."""
+    rng, c, d = b.rng, b.cols, b.books.docs
+    asset, _short, part = next(a for a in ASSETS if f"Capitalise {a[1]} " in str(c.description[idx]))
+    vid = str(c.vendor_id[bill])
+    vendor = next(v["name"] for v in b.vendors if v["vendor_id"] == vid)
+    years = int(rng.integers(4, 9))
+    head = dict(number=int(d.ext_ref[int(c.books_doc[bill])]), vendor=vendor, vendor_id=vid,
+                date=b.date_str(c.doc_date[bill]), asset=asset, part=part, total=int(c.debit_cents[bill]),
+                ref=str(c.reference[bill]), posted=b.date_str(c.post_date[bill]))
+    body = REPAIR.render(Repair(**head)) if flaw == "repair" else IMPROVEMENT.render(Improvement(**head, years=years))
+    inv = b.add_document("invoice", f"Vendor invoice {head['ref']} - {vendor}", body, str(head["date"]))
+    reg = None
+    if flaw != "unregistered":
+        asset_id = f"FA-2025-{int(rng.integers(100, 1000)):03d}"
+        day = b.date_str(window[int(rng.integers(0, len(window)))])
+        reg = b.add_document("asset_register", ADDITION_TITLE.render(Named(asset_id)), ADDITION.render(
+            Addition(asset_id, asset, int(c.debit_cents[bill]), str(head["ref"]), vendor, years * 12, day)), day)
+    b.claim("JE-11", documents=[inv] + ([reg] if reg is not None else []))
+    return inv, reg
 
 
 def _cfo_memo(b: WorldBuilder, memo: Approval | Refusal) -> int:
@@ -669,15 +841,20 @@ RULE = SurfaceRule("an invoice of a vendor on the related-party register, or a m
 naive = surface_naive(RULE)
 
 
-def _targeted(kit: Kit) -> Generator[Step, Any, tuple[dict[str, dict[str, Any]], dict[str, Any], list[str]]]:
+Survey = tuple[dict[str, dict[str, Any]], dict[str, Any], list[str], dict[str, str]]
+
+
+def _targeted(kit: Kit) -> Generator[Step, Any, Survey]:
     """Careful's survey, by filters only: the register and vendors, the policies, the related
     vendors' invoices and the manual entries with a listed pairing (outside the allowance review),
-    a few columns each; returns the candidates, the policies and the minutes and memos to read."""
+    a few columns each; returns the candidates, the policies, the minutes, memos and fixed-asset
+    register additions to read, and the contractors' invoices in the pack by their reference."""
     rel = {r["party"]: r["relationship"] for r in (yield from kit.master("related_parties"))}
     rp_ids = {v["vendor_id"]: v["name"] for v in (yield from kit.master("vendors")) if v["name"] in rel}
-    docs: list[dict[str, Any]] = []
-    for t in ("policy", "board_minutes", "memo"):
-        docs += yield from kit.documents(t)
+    docs = [d for ds in (yield from kit.listings(["policy", "board_minutes", "memo", "asset_register", "invoice"]))
+            for d in ds]
+    invoices = {d["title"].split()[2]: d["doc_id"] for d in docs
+                if d["doc_type"] == "invoice" and d["title"].startswith("Vendor invoice ")}
     pol = {"rp": next((d["doc_id"] for d in docs if d["title"] == RP_POLICY_TITLE), None),
            "pair": next((d["doc_id"] for d in docs if "non-standard account" in d["title"].lower()), None)}
     if pol["rp"]:
@@ -702,27 +879,35 @@ def _targeted(kit: Kit) -> Generator[Step, Any, tuple[dict[str, dict[str, Any]],
                                      ["entry_id"])) if drs else []
         for eid in sorted({r["entry_id"] for r in crs} - set(cands)):
             cands[eid] = {**drs[eid], "kind": "pair", "what": f"Dr {p.dr} / Cr {p.cr}", "rel": ""}
-    ids = sorted(d["doc_id"] for d in docs if d["doc_type"] == "board_minutes" or d["title"] == MEMO_TITLE)
-    return cands, pol, ids
+    ids = sorted(d["doc_id"] for d in docs if d["doc_type"] in ("board_minutes", "asset_register")
+                 or d["title"] == MEMO_TITLE)
+    return cands, pol, ids, invoices
 
 
 def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Finds candidates by filtered queries (related-vendor invoices; manual non-standard pairings
-    outside the allowance review), reads the board minutes and the CFO's approval memos, clears what
-    was approved before the entry was recorded, flags the rest."""
-    cands, pol, ids = yield from _targeted(kit)
+    outside the allowance review), reads the board minutes, the CFO's approval memos and the
+    fixed-asset register's additions, and the contractors' invoices the capitalisation memos name;
+    clears what was approved before the entry was recorded (a capitalisation of repairs only on its
+    basis: an invoice for an improvement and its addition to the register), flags the rest."""
+    cands, pol, ids, invoices = yield from _targeted(kit)
     # keep at least one call per candidate
-    approvals = _approvals((yield from read_while(kit, ids, reserve=len(cands) + 2)))
+    bodies = yield from read_while(kit, ids, reserve=len(cands) + 2)
+    approvals, named = _approvals(bodies), _named_invoices(bodies)
+    bodies |= yield from read_while(kit, [invoices[r] for r in named.values() if r in invoices],
+                                    reserve=len(cands) + 2)
+    basis = _bases(bodies, named, invoices)
     seen = {eid: approvals.get(cands[eid].get("reference", ""), (None, False, "")) for eid in sorted(cands)}
-    prior = [eid for eid, (_doc, ok, day) in seen.items() if ok and day < _recorded(cands[eid])]
+    rests = {eid: basis.get(cands[eid].get("reference", ""), (None, [])) for eid in seen}
+    prior = [eid for eid, (_doc, ok, day) in seen.items() if ok and day < _recorded(cands[eid]) and not rests[eid][0]]
     late = [eid for eid in seen if eid not in prior]
 
     def decide(eid: str) -> Generator[Step, Any, Disposition]:
         entry = yield from kit.call("get_entry", entry_id=eid)
-        return _unapproved(eid, cands[eid], entry, seen[eid], pol)
+        return _unapproved(eid, cands[eid], entry, seen[eid], pol, rests[eid])
 
     yield from review(kit, late, decide)
-    yield from dispose(kit, [_approved(eid, cands[eid], seen[eid], pol) for eid in prior])
+    yield from dispose(kit, [_approved(eid, cands[eid], seen[eid], pol, rests[eid][1]) for eid in prior])
     yield from kit.submit(f"{len(cands)} related-party or non-standard entries examined: {len(late)} without prior "
                           f"approval flagged, {len(prior)} approved beforehand cleared.")
 
@@ -749,13 +934,54 @@ def _approvals(bodies: dict[str, str]) -> dict[str, tuple[str | None, bool, str]
     return out
 
 
+def _named_invoices(bodies: dict[str, str]) -> dict[str, str]:
+    """Entry reference -> the contractor's invoice a CFO memo capitalising repairs names as its basis."""
+    out = {}
+    for body in bodies.values():
+        v = parse_any(body, (APPROVAL, REFUSAL))
+        basis = CAPITAL_BASIS.parse(v.reason) if isinstance(v, CfoMemo) else None
+        if basis is not None:
+            out[v.ref] = basis.invoice
+    return out
+
+
+def _bases(bodies: dict[str, str], named: dict[str, str],
+           invoices: dict[str, str]) -> dict[str, tuple[str | None, list[str]]]:
+    """Entry reference -> (why its capitalisation basis falls short, None where it holds; the invoice and the
+    register addition read): section 6.1.1 wants an invoice for an improvement and the asset's addition at its
+    cost."""
+    adds = {a.invoice: (d, a) for d, body in bodies.items() if (a := ADDITION.parse(body)) is not None}
+    out: dict[str, tuple[str | None, list[str]]] = {}
+    for ref, inv_ref in named.items():
+        doc = invoices.get(inv_ref)
+        inv = parse_any(bodies.get(doc, ""), (IMPROVEMENT, REPAIR)) if doc else None
+        add = adds.get(inv_ref)
+        why = None
+        if isinstance(inv, Repair):
+            why = f"invoice {inv_ref} ({doc}) bills the repair of {inv.asset} after a breakdown, which restores it"
+        elif not isinstance(inv, Improvement):
+            why = f"invoice {inv_ref}, which the memo names, is not in the pack"
+        elif add is None:
+            why = f"the fixed-asset register records no addition for invoice {inv_ref} ({doc})"
+        elif add[1].cost != inv.total:
+            why = f"register addition {add[0]} is for USD {add[1].cost / 100:,.2f}, not the invoice's"
+        out[ref] = (why, [x for x in (doc, add[0] if add else None) if x])
+    return out
+
+
 def _unapproved(eid: str, c: dict[str, Any], entry: dict[str, Any], seen: tuple[str | None, bool, str],
-                pol: dict[str, Any]) -> Disposition:
-    """The flag of a candidate no minutes or memo approved before it was recorded."""
+                pol: dict[str, Any], rests: tuple[str | None, list[str]] = (None, [])) -> Disposition:
+    """The flag of a candidate no minutes or memo approved before it was recorded (or, for a capitalisation of
+    repairs, approved without the basis section 6.1.1 requires: ``rests`` says what falls short, and the invoice
+    and register addition read)."""
     doc, ok, day = seen
+    short, basis = rests
     ref = entry.get("reference", c.get("reference"))
     amt = entry.get("total_debit", c.get("total_debit", 0.0))
-    if doc and ok:
+    if doc and ok and short and day < _recorded(c):
+        why = (f" {doc} approves {ref} on {day}, but the capitalisation has no basis under section 6.1.1: {short}; "
+               "the CFO's approval does not make it an asset.")
+    elif doc and ok:
         why = f" {doc} approves {ref} only on {day}, after it was recorded on {_recorded(c)}."
     elif doc:
         why = f" {doc} discusses {ref} but records no approval."
@@ -769,11 +995,13 @@ def _unapproved(eid: str, c: dict[str, Any], entry: dict[str, Any], seen: tuple[
         ev = [eid] + ([pol["pair"]] if pol["pair"] else [])
         text = (f"Entry {eid} ({ref}, USD {amt:,.2f}) is a manual entry posting {c['what']}, a non-standard combination "
                 f"under policy {pol['pair']} that needs the CFO's prior written approval.{why}")
-    return flag(eid, CODE if c["kind"] == "rp" else PAIR_CODE, ev + ([doc] if doc else []), text)
+    basis = basis if short and ok else []
+    return flag(eid, CODE if c["kind"] == "rp" else PAIR_CODE, ev + ([doc] if doc else []) + basis, text)
 
 
-def _approved(eid: str, c: dict[str, Any], seen: tuple[str | None, bool, str], pol: dict[str, Any]) -> Disposition:
-    """The clearance of a candidate approved before it was recorded."""
+def _approved(eid: str, c: dict[str, Any], seen: tuple[str | None, bool, str], pol: dict[str, Any],
+              basis: list[str]) -> Disposition:
+    """The clearance of a candidate approved before it was recorded (a capitalisation with its basis read)."""
     doc, _ok, day = seen
     ref, amt = c.get("reference"), c.get("total_debit", 0.0)
     if c["kind"] == "rp":
@@ -781,11 +1009,15 @@ def _approved(eid: str, c: dict[str, Any], seen: tuple[str | None, bool, str], p
                      f"Entry {eid} ({ref}, USD {amt:,.2f}) with related party {c['what']} was approved by the board "
                      f"before it was recorded: minutes {doc} of the meeting on {day} resolve to approve {ref} for USD "
                      f"{amt:,.2f}.")
-    return clear(eid, [str(doc)] + ([pol["pair"]] if pol["pair"] else []),
+    on = (f" Its capitalisation basis (section 6.1.1): invoice {basis[0]} bills an improvement that extends the "
+          f"asset's life, and register addition {basis[1]} records the asset at that cost.") if len(basis) == 2 else ""
+    return clear(eid, [str(doc), *basis] + ([pol["pair"]] if pol["pair"] else []),
                  f"Entry {eid} ({ref}, USD {amt:,.2f}) posting {c['what']} was approved in writing by the CFO on {day}, "
-                 f"before it was recorded on {_recorded(c)}: memo {doc} names {ref}, the accounts and USD {amt:,.2f}.")
+                 f"before it was recorded on {_recorded(c)}: memo {doc} names {ref}, the accounts and USD {amt:,.2f}."
+                 + on)
 
 
 TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=RP_POLICY.template + "\n" + PAIR_POLICY.render(LISTED),
             decisive="the date of the board minutes or CFO memo that approves the entry (naming its reference) "
-                     "against the day the entry was recorded")
+                     "against the day the entry was recorded; for a capitalisation of repairs, its basis: an invoice "
+                     "for an improvement and the asset's addition to the fixed-asset register")
