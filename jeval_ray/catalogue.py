@@ -34,6 +34,9 @@ How each metric is computed (outcome, process, rationale, and the combined score
 [scoring.md](scoring.md); the per-task parts that differ (criteria codes, required evidence,
 amounts, task-specific outcome hooks) are below.
 
+Each criteria code is a **misstatement** (a monetary error, with the amount that measures it) or a
+**control deviation** (an exception without an amount).
+
 ## Management-override procedures and where they live
 
 Journal-entry testing is the response to the risk of management override of controls (AS 2401
@@ -135,7 +138,9 @@ def catalogue_markdown() -> str:
         parts.append(f"- **Planted defect:** {t.defect}")
         parts.append(f"- **Decoys:** {t.decoys}")
         parts.append(f"- **Required evidence:** {t.required_evidence}")
-        parts.append(f"- **Criteria codes:** " + "; ".join(f"`{c.code}` ({c.description})" for c in t.criteria))
+        parts.append(f"- **Criteria codes:** " + "; ".join(
+            f"`{c.code}` ({c.description}; " + (f"misstatement: {c.amount}" if c.is_misstatement else "control deviation")
+            + ")" for c in t.criteria))
         parts.append(f"- **Sources:** {', '.join(t.sources)}")
         parts.append(f"- **Tools:** {', '.join(t.tools)}; withheld-tool condition removes: {', '.join(t.withheld_variant) or '-'}")
         parts.append(f"- **Budget and weights:** {t.step_budget} steps; outcome/process/rationale "

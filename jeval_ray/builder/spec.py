@@ -53,11 +53,20 @@ class Weights(BaseModel):
 
 
 class Criterion(BaseModel):
-    """A criteria code an agent may cite when flagging, with the words that define it."""
+    """A criteria code an agent may cite when flagging, with the words that define it.
+
+    ``amount`` classifies it: a **misstatement** (a monetary error) names the amount that measures it
+    (what a flag states, e.g. "the difference between debits and credits"); ``None`` makes it a
+    **control deviation**, an exception without an amount."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     code: str
     description: str
+    amount: str | None = None
+
+    @property
+    def is_misstatement(self) -> bool:
+        return self.amount is not None
 
 
 class Knobs(BaseModel):
@@ -110,6 +119,12 @@ class TaskSpec(BaseModel):
     #: process-score penalty per premature disposition (JE-16 scores premature dispositions)
     premature_penalty: float = Field(default=0.0, ge=0.0, le=1.0)
     available: bool = False
+
+    @model_validator(mode="after")
+    def _amounts_need_misstatements(self) -> "TaskSpec":
+        if self.asks_amount and not any(c.is_misstatement for c in self.criteria):
+            raise ValueError(f"{self.id} asks for amounts but none of its criteria is a misstatement")
+        return self
 
     @property
     def judges_per_episode(self) -> int:
@@ -169,10 +184,11 @@ def spec(
     required_evidence: str,
     sources: tuple[str, ...],
     tools: tuple[str, ...],
-    criteria: tuple[tuple[str, str], ...],
+    criteria: tuple[tuple[str, str] | tuple[str, str, str], ...],
     **extra,
 ) -> TaskSpec:
-    """Build a TaskSpec with the tier's default budget and weights."""
+    """Build a TaskSpec with the tier's default budget and weights. A criterion is ``(code, description)``
+    for a control deviation, ``(code, description, amount)`` for a misstatement (``Criterion.amount``)."""
     o, p, r = DEFAULT_WEIGHTS[tier]
     return TaskSpec(
         id=id,
@@ -184,7 +200,7 @@ def spec(
         required_evidence=required_evidence,
         sources=sources,
         tools=tools,
-        criteria=tuple(Criterion(code=c, description=d) for c, d in criteria),
+        criteria=tuple(Criterion(code=c[0], description=c[1], amount=c[2] if len(c) > 2 else None) for c in criteria),
         step_budget=extra.pop("step_budget", DEFAULT_BUDGET[tier]),
         weights=extra.pop("weights", Weights(outcome=o, process=p, rationale=r)),
         **extra,

@@ -111,8 +111,11 @@ SPEC = spec(
     sources=('general_ledger', 'close_calendar', 'shipping_documents', 'close_binder', 'vendor_statements'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('CUTOFF', 'a transaction recorded in the wrong fiscal year, or an entry posted into a closed period without authorisation'),
-        ('UNSUPPORTED', 'a year-end adjustment or accrual recorded above what its documentation supports'),
+        ('CUTOFF', 'a transaction recorded in the wrong fiscal year, or an entry posted into a closed period without authorisation',
+         'the net revenue billed before shipment, or the amount of an entry posted after the close (where a request '
+         'approved part of it, the amount posted or the unapproved excess)'),
+        ('UNSUPPORTED', 'a year-end adjustment or accrual recorded above what its documentation supports',
+         'the amount booked less the amount its documentation supports'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=True,
