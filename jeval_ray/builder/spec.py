@@ -57,7 +57,9 @@ class Criterion(BaseModel):
 
     ``amount`` classifies it: a **misstatement** (a monetary error) names the amount that measures it
     (what a flag states, e.g. "the difference between debits and credits"); ``None`` makes it a
-    **control deviation**, an exception without an amount."""
+    **control deviation**, an exception without an amount. Where its task asks for amounts
+    (``TaskSpec.asks_amount``), a misstatement's amount is asked and scored; a deviation's never is
+    (docs/scoring.md, "Amounts")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     code: str
@@ -115,6 +117,7 @@ class TaskSpec(BaseModel):
     default_knobs: Knobs = Knobs()
     #: tools removed in the sweep's default withheld-tool condition
     withheld_variant: tuple[str, ...] = ()
+    #: the procedure quantifies: flags of its misstatement criteria state an amount, which is scored
     asks_amount: bool = False
     #: process-score penalty per premature disposition (JE-16 scores premature dispositions)
     premature_penalty: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -125,6 +128,16 @@ class TaskSpec(BaseModel):
         if self.asks_amount and not any(c.is_misstatement for c in self.criteria):
             raise ValueError(f"{self.id} asks for amounts but none of its criteria is a misstatement")
         return self
+
+    @property
+    def amount_criteria(self) -> tuple[Criterion, ...]:
+        """The criteria whose flags state an amount that is scored: the misstatements of a task that
+        asks for amounts (none otherwise)."""
+        return tuple(c for c in self.criteria if c.is_misstatement) if self.asks_amount else ()
+
+    def amount_asked(self, code: str | None) -> bool:
+        """Whether a flag under criteria ``code`` is asked for (and scored on) an amount."""
+        return any(c.code == code for c in self.amount_criteria)
 
     @property
     def judges_per_episode(self) -> int:
