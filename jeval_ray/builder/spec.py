@@ -140,6 +140,21 @@ class TaskSpec(BaseModel):
         return any(c.code == code for c in self.amount_criteria)
 
     @property
+    def amount_rule(self) -> str:
+        """The rule of amounts in words (the brief and the flag tool state it); empty when none is asked."""
+        asked = self.amount_criteria
+        if not asked:
+            return ""
+        rule = ("When you flag a misstatement, state its amount in the `amount` argument: "
+                + "; ".join(f"for {c.code}, {c.amount}" for c in asked) + ".")
+        deviations = [c.code for c in self.criteria if not c.is_misstatement]
+        if deviations:
+            one = len(deviations) == 1
+            rule += (f" {', '.join(deviations)} {'is a control deviation' if one else 'are control deviations'}: report "
+                     f"{'it' if one else 'each'} as an exception without an amount (none is asked or scored).")
+        return rule
+
+    @property
     def judges_per_episode(self) -> int:
         """3 judges if tier == L4 else 1 (the run-config contract, docs/environment_spec.md)."""
         return 3 if self.tier == "L4" else 1

@@ -29,7 +29,7 @@ the date and the hours and its purpose (keying the period's supplier invoices an
 matches the entries (a memo for another purpose would clear nothing); an approval is dated on or
 before what it approves; a close extension is issued on or before the close it extends; no decoy is cleared by a policy
 merely saying a control exists. DUPLICATE is offered as a criteria code but not planted: an
-engagement's test list is broader than its findings. Amounts are scored for the
+engagement's test list is broader than its findings. Amounts are asked and scored for the
 misstatements only: the keying difference for UNBALANCED and the amount of the missing entry (the
 roll-forward difference) for COMPLETENESS_GAP (and a duplicate's amount). SELF_APPROVAL,
 INVALID_ACCOUNT, UNAUTHORISED_USER, OFF_HOURS and CUTOFF (recorded late, posted in its month) are

@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 2,
-    "JE-2": 2,
-    "JE-3": 2,
-    "JE-4": 2,
-    "JE-5": 3,
-    "JE-6": 2,
-    "JE-7": 2,
-    "JE-8": 2,
-    "JE-9": 4,
-    "JE-10": 2,
-    "JE-11": 2,
-    "JE-12": 2,
-    "JE-13": 2,
-    "JE-14": 2,
-    "JE-15": 2,
-    "JE-16": 2,
+    "JE-1": 3,
+    "JE-2": 3,
+    "JE-3": 3,
+    "JE-4": 3,
+    "JE-5": 4,
+    "JE-6": 3,
+    "JE-7": 3,
+    "JE-8": 3,
+    "JE-9": 5,
+    "JE-10": 3,
+    "JE-11": 3,
+    "JE-12": 3,
+    "JE-13": 3,
+    "JE-14": 3,
+    "JE-15": 3,
+    "JE-16": 3,
 }
 
 
