@@ -34,6 +34,12 @@ How each metric is computed (outcome, process, rationale, and the combined score
 [scoring.md](scoring.md); the per-task parts that differ (criteria codes, required evidence,
 amounts, task-specific outcome hooks) are below.
 
+Each criteria code is a **misstatement** (a monetary error, with the amount that measures it) or a
+**control deviation** (an exception without an amount). A task that asks for amounts (JE-9, JE-14,
+JE-16) asks for and scores the amount of its misstatements only; its brief and its `flag_entry`
+schema say which criteria want one and what it is, and the other tasks' `flag_entry` has no
+`amount` (scoring.md, "Amounts").
+
 ## Management-override procedures and where they live
 
 Journal-entry testing is the response to the risk of management override of controls (AS 2401
@@ -135,12 +141,15 @@ def catalogue_markdown() -> str:
         parts.append(f"- **Planted defect:** {t.defect}")
         parts.append(f"- **Decoys:** {t.decoys}")
         parts.append(f"- **Required evidence:** {t.required_evidence}")
-        parts.append(f"- **Criteria codes:** " + "; ".join(f"`{c.code}` ({c.description})" for c in t.criteria))
+        parts.append(f"- **Criteria codes:** " + "; ".join(
+            f"`{c.code}` ({c.description}; " + (f"misstatement: {c.amount}" if c.is_misstatement else "control deviation")
+            + ")" for c in t.criteria))
         parts.append(f"- **Sources:** {', '.join(t.sources)}")
         parts.append(f"- **Tools:** {', '.join(t.tools)}; withheld-tool condition removes: {', '.join(t.withheld_variant) or '-'}")
         parts.append(f"- **Budget and weights:** {t.step_budget} steps; outcome/process/rationale "
                      f"{w.outcome:.2f}/{w.process:.2f}/{w.rationale:.2f}; judges per episode {t.judges_per_episode}"
-                     + ("; flags must state the misstatement `amount`" if t.asks_amount else "")
+                     + (f"; amounts asked and scored for {', '.join(f'`{c.code}`' for c in t.amount_criteria)}"
+                        if t.asks_amount else "; no amounts asked")
                      + (f"; {t.premature_penalty} process penalty per premature disposition" if t.premature_penalty else ""))
         if task.decisive:
             parts.append(f"- **Decisive comparison:** {task.decisive}")

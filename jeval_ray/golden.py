@@ -58,10 +58,11 @@ def _sha(obj) -> str:
 # ---------------------------------------------------------------------------- what a task generates
 def tool_schemas(task_id: str) -> list[dict]:
     """The schemas of the task's tools (the full condition), as the agent is given them."""
-    from jeval_ray.env import TOOLS
     from jeval_ray.tasks import get_task
+    from jeval_ray.tools import tool_schemas as schemas
 
-    return [TOOLS[t].schema() for t in get_task(task_id).tools]
+    spec = get_task(task_id)
+    return schemas(spec, spec.tools)
 
 
 def brief(world) -> str:
@@ -76,8 +77,9 @@ def brief(world) -> str:
 def key_facts(world) -> dict:
     """Everything of the world's key the scorer reads."""
     return {
+        # a defect's other accepted amounts only where it has any (keys without them hash as before)
         "defects": [[d.entry_id, d.defect_type, d.criteria, list(d.required_evidence), float(d.misstatement),
-                     list(d.facts)] for d in world.defects],
+                     list(d.facts), *([list(d.also_accepted)] if d.also_accepted else [])] for d in world.defects],
         "decoys": [[d.entry_id, d.decoy_type, list(d.clearing_evidence), list(d.facts)] for d in world.decoys],
         "hidden_entries": list(world.hidden_entries),
     }

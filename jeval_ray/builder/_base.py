@@ -769,17 +769,20 @@ class WorldBuilder:
         return len(self.docs) - 1
 
     def add_defect(self, idx: int, defect_type: str, criteria: str, evidence: list, misstatement_cents: int | None = None,
-                   facts: list | None = None) -> None:
+                   facts: list | None = None, also_accepted_cents: tuple[int, ...] = ()) -> None:
         """Record a planted defect. Evidence items: a document handle (int), ``"master:<table>"``,
         ``"entry"`` (the entry itself, opened with ``get_entry``) or ``("entry", idx)``.
 
         ``facts``: the decisive facts a correct rationale states (what the evidence shows: a limit,
         a close date, a document's figure, a person). Text may use ``{E:idx}`` / ``{D:handle}``
         for ids; numbers are amounts (written with two decimals). Default: the documents in the
-        evidence, and the misstatement where the task asks for amounts."""
+        evidence, and the misstatement where the task asks for the criteria's amount.
+
+        ``also_accepted_cents``: other amounts that earn full amount credit (``DefectRecord.also_accepted``)."""
         if misstatement_cents is None:
             misstatement_cents = int(self.e["debit_cents"][idx])
-        self.defects.append((int(idx), defect_type, criteria, list(evidence), int(misstatement_cents), facts))
+        self.defects.append((int(idx), defect_type, criteria, list(evidence), int(misstatement_cents), facts,
+                             tuple(int(x) for x in also_accepted_cents)))
 
     def add_decoy(self, idx: int, decoy_type: str, evidence: list, facts: list | None = None) -> None:
         """Record a planted decoy and the evidence that clears it; ``facts`` as for ``add_defect``
@@ -956,11 +959,14 @@ class WorldBuilder:
             return tuple(dict.fromkeys(f"{f:.2f}" if isinstance(f, (float, int, np.integer, np.floating))
                                        and not isinstance(f, bool) else sub(str(f)) for f in given))
 
-        amount_fact = (lambda m: (f"{m / 100:.2f}",)) if self.task.asks_amount else (lambda m: ())
+        def amount_fact(criteria: str, m: int) -> tuple[str, ...]:
+            return (f"{m / 100:.2f}",) if self.task.amount_asked(criteria) else ()
+
         defects = tuple(
             sorted(
-                (DefectRecord(eid(i), t, c, ev_ids, round(m / 100, 2), facts_of(fx, ev_ids, amount_fact(m)))
-                 for i, t, c, ev, m, fx in self.defects for ev_ids in [evid(ev, i)]),
+                (DefectRecord(eid(i), t, c, ev_ids, round(m / 100, 2), facts_of(fx, ev_ids, amount_fact(c, m)),
+                              tuple(round(x / 100, 2) for x in also))
+                 for i, t, c, ev, m, fx, also in self.defects for ev_ids in [evid(ev, i)]),
                 key=lambda d: d.entry_id,
             )
         )

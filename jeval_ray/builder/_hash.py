@@ -72,7 +72,9 @@ def world_hash(world) -> str:
         table_digest(h, world.master[name])
     docs = [[d.doc_id, d.doc_type, d.title, d.date, d.body] for d in world.documents]
     h.update(json.dumps(docs).encode())
-    h.update(json.dumps([list(map(str, (d.entry_id, d.defect_type, d.criteria, d.required_evidence, d.misstatement))) for d in world.defects]).encode())
+    # a defect's other accepted amounts are hashed only where it has any (the hashes of other worlds stay)
+    h.update(json.dumps([list(map(str, (d.entry_id, d.defect_type, d.criteria, d.required_evidence, d.misstatement,
+                                        *([d.also_accepted] if d.also_accepted else ())))) for d in world.defects]).encode())
     h.update(json.dumps([[d.entry_id, d.decoy_type, list(d.clearing_evidence)] for d in world.decoys]).encode())
     h.update(json.dumps(list(world.hidden_entries)).encode())
     return h.hexdigest()

@@ -32,6 +32,14 @@ class DefectRecord:
     misstatement: float
     #: the decisive facts a correct rationale states (figures, dates, ids, names); see scoring.judge
     facts: tuple[str, ...] = ()
+    #: other amounts that earn full amount credit besides ``misstatement`` (JE-9: a post-closing entry
+    #: approved for part of it is misstated at the amount posted or at the unapproved excess)
+    also_accepted: tuple[float, ...] = ()
+
+    @property
+    def accepted_amounts(self) -> tuple[float, ...]:
+        """Every amount that earns full amount credit: the misstatement, then ``also_accepted``."""
+        return (self.misstatement, *self.also_accepted)
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,22 @@ class Weights(BaseModel):
 
 
 class Criterion(BaseModel):
-    """A criteria code an agent may cite when flagging, with the words that define it."""
+    """A criteria code an agent may cite when flagging, with the words that define it.
+
+    ``amount`` classifies it: a **misstatement** (a monetary error) names the amount that measures it
+    (what a flag states, e.g. "the difference between debits and credits"); ``None`` makes it a
+    **control deviation**, an exception without an amount. Where its task asks for amounts
+    (``TaskSpec.asks_amount``), a misstatement's amount is asked and scored; a deviation's never is
+    (docs/scoring.md, "Amounts")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     code: str
     description: str
+    amount: str | None = None
+
+    @property
+    def is_misstatement(self) -> bool:
+        return self.amount is not None
 
 
 class Knobs(BaseModel):
@@ -106,10 +117,42 @@ class TaskSpec(BaseModel):
     default_knobs: Knobs = Knobs()
     #: tools removed in the sweep's default withheld-tool condition
     withheld_variant: tuple[str, ...] = ()
+    #: the procedure quantifies: flags of its misstatement criteria state an amount, which is scored
     asks_amount: bool = False
     #: process-score penalty per premature disposition (JE-16 scores premature dispositions)
     premature_penalty: float = Field(default=0.0, ge=0.0, le=1.0)
     available: bool = False
+
+    @model_validator(mode="after")
+    def _amounts_need_misstatements(self) -> "TaskSpec":
+        if self.asks_amount and not any(c.is_misstatement for c in self.criteria):
+            raise ValueError(f"{self.id} asks for amounts but none of its criteria is a misstatement")
+        return self
+
+    @property
+    def amount_criteria(self) -> tuple[Criterion, ...]:
+        """The criteria whose flags state an amount that is scored: the misstatements of a task that
+        asks for amounts (none otherwise)."""
+        return tuple(c for c in self.criteria if c.is_misstatement) if self.asks_amount else ()
+
+    def amount_asked(self, code: str | None) -> bool:
+        """Whether a flag under criteria ``code`` is asked for (and scored on) an amount."""
+        return any(c.code == code for c in self.amount_criteria)
+
+    @property
+    def amount_rule(self) -> str:
+        """The rule of amounts in words (the brief and the flag tool state it); empty when none is asked."""
+        asked = self.amount_criteria
+        if not asked:
+            return ""
+        rule = ("When you flag a misstatement, state its amount in the `amount` argument: "
+                + "; ".join(f"for {c.code}, {c.amount}" for c in asked) + ".")
+        deviations = [c.code for c in self.criteria if not c.is_misstatement]
+        if deviations:
+            one = len(deviations) == 1
+            rule += (f" {', '.join(deviations)} {'is a control deviation' if one else 'are control deviations'}: report "
+                     f"{'it' if one else 'each'} as an exception without an amount (none is asked or scored).")
+        return rule
 
     @property
     def judges_per_episode(self) -> int:
@@ -169,10 +212,11 @@ def spec(
     required_evidence: str,
     sources: tuple[str, ...],
     tools: tuple[str, ...],
-    criteria: tuple[tuple[str, str], ...],
+    criteria: tuple[tuple[str, str] | tuple[str, str, str], ...],
     **extra,
 ) -> TaskSpec:
-    """Build a TaskSpec with the tier's default budget and weights."""
+    """Build a TaskSpec with the tier's default budget and weights. A criterion is ``(code, description)``
+    for a control deviation, ``(code, description, amount)`` for a misstatement (``Criterion.amount``)."""
     o, p, r = DEFAULT_WEIGHTS[tier]
     return TaskSpec(
         id=id,
@@ -184,7 +228,7 @@ def spec(
         required_evidence=required_evidence,
         sources=sources,
         tools=tools,
-        criteria=tuple(Criterion(code=c, description=d) for c, d in criteria),
+        criteria=tuple(Criterion(code=c[0], description=c[1], amount=c[2] if len(c) > 2 else None) for c in criteria),
         step_budget=extra.pop("step_budget", DEFAULT_BUDGET[tier]),
         weights=extra.pop("weights", Weights(outcome=o, process=p, rationale=r)),
         **extra,

@@ -10,7 +10,7 @@ def make_brief(spec: TaskSpec, world: World, tools: tuple[str, ...], step_budget
     facts = world.facts
     criteria = "\n".join(f"  - {c.code}: {c.description}" for c in spec.criteria)
     notes = "\n".join(f"  - {k.replace('_', ' ')}: {v}" for k, v in facts.get("brief_notes", {}).items())
-    amount = ("\nWhen you flag an entry, state the misstatement amount in the `amount` argument." if spec.asks_amount else "")
+    amount = f"\n  - {spec.amount_rule}" if spec.amount_rule else ""
     mat = ""
     if "materiality" in facts:
         mat = (f"Materiality: overall USD {facts['materiality']:,.2f} (1% of the year's revenue of USD {facts['revenue']:,.2f}), "

@@ -21,7 +21,7 @@ from jeval_ray.errors import ConfigError
 from jeval_ray.protocol import Action
 from jeval_ray.scoring import EpisodeScore, score_episode
 from jeval_ray.tasks import ESSENTIAL_TOOLS, TaskSpec, get_task, resolve_knobs
-from jeval_ray.tools import TOOLS, EpisodeState, ToolError, fit_result
+from jeval_ray.tools import TOOLS, EpisodeState, ToolError, fit_result, tool_schemas
 from jeval_ray.world import World, generate_world
 
 #: what scores an ended episode: ``(spec, world, state, steps) -> EpisodeScore`` (its ``score`` is the reward)
@@ -98,7 +98,7 @@ class JEEnv:
     # ------------------------------------------------------------------ API
     @property
     def tool_schemas(self) -> list[dict]:
-        return [TOOLS[t].schema() for t in self.tools_enabled]
+        return tool_schemas(self.spec, self.tools_enabled)
 
     def reset(self, seed: int = 0, *, world: World | None = None,
               max_observation_chars: int | None = None) -> tuple[str, dict]:

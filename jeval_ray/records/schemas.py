@@ -181,8 +181,9 @@ _METRIC_DESCRIPTIONS = {
     "f2": "Verifier: F2 = 5PR / (4P + R) of precision P and recall R.",
     "criteria_accuracy": "Verifier: share of true positives whose criteria code matches the defect's (0 when no defect "
                          "was found, 1 when the world has none).",
-    "misstatement_error": "Verifier, tasks that ask for amounts: mean over true positives of min(1, |amount - true| / "
-                          "|true|), a missing amount counting 1; null for tasks that do not ask for amounts.",
+    "misstatement_error": "Verifier, tasks that ask for amounts: mean over the true positives of misstatement criteria "
+                          "of min(1, |amount - true| / |true|), against the nearest accepted amount, a missing amount "
+                          "counting 1 (control deviations have no amount); null for tasks that do not ask for amounts.",
     "fabrications": "Verifier: dispositions that cite an evidence id not opened at an earlier step (void: the entry "
                     "counts as undispositioned). A count for this episode.",
     "outcome": "Outcome score in [0, 1]: the sum of true-positive credits / (tp + fp + fn) (a wrong criteria code halves "
@@ -305,7 +306,8 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
         "evidence": "The evidence ids the agent cited: documents (DOC-0007), master-data tables (master:users) or entry ids.",
         "rationale": "The agent's free-text rationale for the disposition (what the judges grade). Text here, whereas "
                      "episodes.rationale is the judges' score.",
-        "amount": "The misstatement amount the agent stated, where the task asks for one; else null.",
+        "amount": "The amount the agent stated (scored only for a misstatement criterion of a task that asks for "
+                  "amounts); else null.",
         "fabricated": "Whether the disposition cites an id not opened at an earlier step (void: it counts in fabrications).",
         "is_final": "Whether this is the entry's last disposition in the episode (the one the verifier scores).",
         "is_exception": "Ground truth, not the agent's answer: whether the entry is a planted defect of the world "

@@ -101,7 +101,9 @@ def build_judge_packet(spec: TaskSpec, world: World, state: EpisodeState, brief:
         if d.entry_id in defects:
             x = defects[d.entry_id]
             ref.update(criteria=x.criteria, required_evidence=list(x.required_evidence), misstatement=x.misstatement,
-                       facts=list(x.facts))
+                       facts=list(x.facts), amount_asked=spec.amount_asked(x.criteria))
+            if x.also_accepted:
+                ref["accepted_amounts"] = list(x.accepted_amounts)
         elif d.entry_id in decoys:
             ref.update(clearing_evidence=list(decoys[d.entry_id].clearing_evidence), facts=list(decoys[d.entry_id].facts))
         ref["needed_evidence"] = list(needed_evidence(world, d.entry_id))
@@ -114,7 +116,8 @@ def build_judge_packet(spec: TaskSpec, world: World, state: EpisodeState, brief:
             doc = world.document(e)
             if doc is not None and e not in cited_docs:
                 cited_docs[e] = f"{doc.title}\n{doc.body}"
-    return {"task_id": spec.id, "tier": spec.tier, "asks_amount": spec.asks_amount, "brief": brief,
+    return {"task_id": spec.id, "tier": spec.tier, "asks_amount": spec.asks_amount,
+            "amount_criteria": [c.code for c in spec.amount_criteria], "brief": brief,
             "planted_entries": len(defects.keys() | decoys.keys()),
             "dispositions": disps, "cited_documents": cited_docs, "summary": state.summary}
 
@@ -173,7 +176,8 @@ def reference_judge(packet: dict, rubric_id: str = "global_rubric_v1") -> Judgme
     flagged) and nothing it cites is fabricated. ``criterion_identified``: the right criteria code
     (flag) or the clearing document named or cited (clear). ``evidence_specific``: the share of
     the needed evidence cited. ``quantification``: the share of the decisive figures and dates
-    stated (the misstatement within 1% where the task asks for it). ``scepticism``: the share of
+    stated (the amount within 1% of one the key accepts, for a misstatement whose amount the task asks
+    for; a control deviation's amount is not judged). ``scepticism``: the share of
     the decisive ids, names and words stated. ``clarity``: all decisive facts stated (4), at least
     half (2). A rationale spraying unrelated figures and ids scores in proportion to its focus.
     The episode's rationale score is the mean, over the planted entries, of their judged share
@@ -215,9 +219,10 @@ def reference_judge(packet: dict, rubric_id: str = "global_rubric_v1") -> Judgme
         s_share = _share(words, rationale)
         all_share = _share(facts, rationale)
         quant = round(4 * (q_share if q_share is not None else (s_share or 0.0)))
-        if packet.get("asks_amount") and d["decision"] == "flag":
-            true, got = ref.get("misstatement") or 0, d.get("amount")
-            if not (got is not None and true and abs(abs(got) - abs(true)) <= 0.01 * abs(true)):
+        if packet.get("asks_amount") and d["decision"] == "flag" and ref.get("amount_asked", True):
+            got = d.get("amount")
+            accepted = ref.get("accepted_amounts") or [ref.get("misstatement") or 0]
+            if not (got is not None and any(t and abs(abs(got) - abs(t)) <= 0.01 * abs(t) for t in accepted)):
                 quant = min(quant, 2)
         scep = round(4 * (s_share if s_share is not None else (q_share or 0.0)))
         clar = 4 if all_share is not None and all_share >= 1 else (2 if (all_share or 0) >= 0.5 else 0)

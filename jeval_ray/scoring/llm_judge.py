@@ -241,7 +241,11 @@ def system_prompt(rubric_id: str, schema: dict | None) -> str:
 def user_prompt(packet: dict, order: list[str], rationale_max_chars: int) -> str:
     """The episode to judge: brief, summary, the dispositions in ``order``, the cited documents."""
     entries = final_entries(packet)
-    asks = "yes" if packet.get("asks_amount") else "no"
+    asks = "no"
+    if packet.get("asks_amount"):
+        codes = packet.get("amount_criteria")
+        asks = ("yes" if codes is None else
+                f"for the misstatement criteria {', '.join(codes)} only; a control deviation has no amount to judge")
     parts = [f"Task {packet.get('task_id')} (tier {packet.get('tier')}); the brief asks for misstatement amounts: {asks}.",
              "The brief the agent was given (benchmark text):", untrusted("brief", packet.get("brief") or "", 20_000),
              "The agent's submission summary:", untrusted("agent summary", packet.get("summary") or "", SUMMARY_MAX_CHARS),

@@ -14,8 +14,10 @@ Outcome
   * outcome = (sum of TP credits) / (TP + FP + FN): the share of the entries that are either
     reported or real exceptions that the auditor got right, so a false exception costs exactly
     what a missed one costs (1 when there is nothing to find and nothing is flagged). A TP's
-    credit is 1, halved when its criteria code is wrong; where the task asks for amounts it is
-    further scaled by 0.5 + 0.5 x (1 - the amount's relative error, capped at 1).
+    credit is 1, halved when its criteria code is wrong; where the task asks for the amount of the
+    defect's criteria (a misstatement, ``TaskSpec.amount_asked``) it is further scaled by
+    0.5 + 0.5 x (1 - the amount's relative error, capped at 1), the error taken against the nearest
+    of the key's accepted amounts. A control deviation's amount is never scored: one given is ignored.
 
 Process (the environment's six metrics, docs/environment_spec.md, are recorded as defined; ``process``
   combines them per entry)
@@ -194,13 +196,20 @@ def evidence_quality(world: World, d: Disposition, opened: dict[str, int]) -> fl
     return _f1(precision, recall)
 
 
+def amount_error(defect, got: float | None) -> float:
+    """A stated amount's relative error against the nearest amount the key accepts for ``defect``
+    (capped at 1; a missing amount, or a defect whose amounts are all 0, counts 1)."""
+    errs = [min(1.0, abs(abs(got) - abs(true)) / abs(true)) for true in defect.accepted_amounts
+            if got is not None and true != 0]
+    return min(errs, default=1.0)
+
+
 def _credit(spec: TaskSpec, disp: Disposition, defect) -> float:
-    """A true positive's share of credit: halved for a wrong criteria code; scaled by the amount's error."""
+    """A true positive's share of credit: halved for a wrong criteria code; scaled by the amount's error
+    where the defect's criteria is a misstatement whose amount the task asks for."""
     c = 1.0 if disp.criteria == defect.criteria else 0.5
-    if spec.asks_amount:
-        true, got = defect.misstatement, disp.amount
-        err = 1.0 if got is None or true == 0 else min(1.0, abs(abs(got) - abs(true)) / abs(true))
-        c *= 0.5 + 0.5 * (1 - err)
+    if spec.amount_asked(defect.criteria):
+        c *= 0.5 + 0.5 * (1 - amount_error(defect, disp.amount))
     return c
 
 
@@ -233,11 +242,10 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
     crit_acc = (sum(final[i].criteria == defects[i].criteria for i in tp_ids) / tp) if tp else (0.0 if defects else 1.0)
     mis_err = None
     if spec.asks_amount:
-        errs = []
-        for i in tp_ids:
-            true, got = defects[i].misstatement, final[i].amount
-            errs.append(1.0 if got is None or true == 0 else min(1.0, abs(abs(got) - abs(true)) / abs(true)))
-        mis_err = sum(errs) / len(errs) if errs else (1.0 if defects else 0.0)
+        # over the true positives whose amount is scored (misstatements); deviations have none
+        errs = [amount_error(defects[i], final[i].amount) for i in sorted(tp_ids) if spec.amount_asked(defects[i].criteria)]
+        scored = any(spec.amount_asked(d.criteria) for d in defects.values())
+        mis_err = sum(errs) / len(errs) if errs else (1.0 if scored else 0.0)
     union = tp + fp + fn
     outcome = (sum(_credit(spec, final[i], defects[i]) for i in tp_ids) / union) if union else 1.0
     fabrications = sum(is_void(d, state.opened) for d in state.dispositions)

@@ -65,7 +65,8 @@ SPEC = spec(
     sources=('general_ledger', 'je_policy', 'upload_files'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', 'debits and credits of the entry differ by an amount the journal-entry policy does not accept'),
+        ('UNBALANCED', 'debits and credits of the entry differ by an amount the journal-entry policy does not accept',
+         'the difference between debits and credits'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=False,

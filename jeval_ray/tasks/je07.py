@@ -67,7 +67,7 @@ SPEC = spec(
     sources=('general_ledger', 'vendor_master', 'invoices', 'ap_vouchers'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('DUPLICATE', 'the same vendor invoice posted more than once'),
+        ('DUPLICATE', 'the same vendor invoice posted more than once', "the duplicate posting's amount"),
     ),
     withheld_variant=('search_documents',),
     available=True,

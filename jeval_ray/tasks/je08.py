@@ -83,7 +83,8 @@ SPEC = spec(
     sources=('general_ledger', 'board_minutes', 'contracts'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNSUPPORTED_ROUND', 'round-sum manual adjustment that no supporting document fixes'),
+        ('UNSUPPORTED_ROUND', 'round-sum manual adjustment that no supporting document fixes',
+         'what no document supports (the excess over the figure a document fixes, else the entry\'s total)'),
     ),
     withheld_variant=('search_documents',),
     available=True,

@@ -9,7 +9,7 @@ accruals 10 %, within what the books hold: four top-side entries, the December a
 label (defect or decoy) independently, so defects and decoys of a kind share one listing surface
 and only the documents tell them apart. Every misstatement in the key is above the brief's clearly
 trivial amount (sales and accruals are drawn among those above it, a top-side excess is kept above
-it); an unauthorised post-closing entry is a control deviation, reported whatever its amount.
+it); an unauthorised post-closing entry is reported whatever its amount.
 
 **Sales cut-off.** Product sales are billed by the interface the evening their goods issue
 (shipment, COGS) posts. The policy keeps, for every product sale billed in the last ten days of
@@ -31,9 +31,12 @@ write-offs) are recorded 2-11 business days after the year-end close date of
 ``master:calendar`` (2026-01-09), still posted to December. The policy allows this only under a
 post-closing adjustment request approved by the Controller and the CFO before the entry is
 recorded, for the amount posted.
-* defect ``post_closing_entry_unauthorised`` (``CUTOFF``, reported at the entry's total): no
+* defect ``post_closing_entry_unauthorised`` (``CUTOFF``, misstated at the entry's total): no
   request, or (with probability ``near_miss``) one that was rejected, approved only after the
-  entry was recorded, or approved for a smaller amount. Decisive facts: the recording date, the
+  entry was recorded, or approved for a smaller amount. Where a request approved part of the entry,
+  the amount posted and the unapproved excess (posted less approved) both earn full amount credit
+  (the key's ``also_accepted``): the whole entry was posted without the approval the policy asks
+  for, and the excess is what no approval covers. Decisive facts: the recording date, the
   close date, the amount (and the request, with its approval date, "rejected" or the amount it
   approved).
 * decoy ``post_closing_entry_approved``: a request approved after the close, before the entry was
@@ -111,8 +114,11 @@ SPEC = spec(
     sources=('general_ledger', 'close_calendar', 'shipping_documents', 'close_binder', 'vendor_statements'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('CUTOFF', 'a transaction recorded in the wrong fiscal year, or an entry posted into a closed period without authorisation'),
-        ('UNSUPPORTED', 'a year-end adjustment or accrual recorded above what its documentation supports'),
+        ('CUTOFF', 'a transaction recorded in the wrong fiscal year, or an entry posted into a closed period without authorisation',
+         'the net revenue billed before shipment, or the amount of an entry posted after the close (where a request '
+         'approved part of it, the amount posted or the unapproved excess)'),
+        ('UNSUPPORTED', 'a year-end adjustment or accrual recorded above what its documentation supports',
+         'the amount booked less the amount its documentation supports'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=True,
@@ -135,7 +141,7 @@ KEY_RATIONALE = (
     key("defect", "post_closing_entry_unauthorised",
         evidence="the entry (its entry timestamp), master:calendar (year-end close 2026-01-09), the close policy, and the post-closing request where one exists",
         facts="recorded after 2026-01-09 but posted to December 2025; no request, or a request rejected, approved only after the entry was recorded, or approved for less than posted",
-        conclusion="An entry was posted into the closed FY2025 period after the close without the required authorisation: an override of the close control that changed the closed year's figures, reported at the amount posted.",
+        conclusion="An entry was posted into the closed FY2025 period after the close without the required authorisation: an override of the close control that changed the closed year's figures, reported at the amount posted (or, where a request approved part of it, at the unapproved excess).",
         standard=_STD_CLOSE),
     key("decoy", "post_closing_entry_approved",
         evidence="the post-closing adjustment request, master:calendar, the close policy",
@@ -575,7 +581,9 @@ def _plant_post_closing(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarra
                 extra = [f"{{D:{h}}}", allowed / 100]
                 verdict = CLOSED_PERIOD.check(rec, cents / 100, "PCA", True, b.date_str(in_time), allowed / 100)
             assert not verdict.ok
-            b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", [*base, h], cents, facts=[*facts, *extra])
+            # approved for part of it: the amount posted and the unapproved excess are both defensible
+            b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", [*base, h], cents, facts=[*facts, *extra],
+                         also_accepted_cents=(cents - allowed,) if how == "amount" else ())
         else:
             b.add_defect(idx, "post_closing_entry_unauthorised", "CUTOFF", base, cents, facts=facts)
 

@@ -136,7 +136,9 @@ SPEC = spec(
              'procurement_policy'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('THREE_WAY_MISMATCH', 'the invoice as posted is not supported by its purchase order, goods receipts and the vendor master as the policy requires'),
+        ('THREE_WAY_MISMATCH', 'the invoice as posted is not supported by its purchase order, goods receipts and the vendor master as the policy requires',
+         'the excess over the order price, the units billed but not received at the order price, or the amount '
+         'posted to the wrong account (nil for a remittance account not the vendor\'s)'),
     ),
     withheld_variant=('search_documents',),
     available=True,

@@ -84,7 +84,8 @@ SPEC = spec(
     sources=('general_ledger', 'population_statistics', 'source_documents', 'analytics_plan'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('OUTLIER', 'an outlier (amount or user-account flow) whose support shows it misstated'),
+        ('OUTLIER', 'an outlier (amount or user-account flow) whose support shows it misstated',
+         'the amount keyed less the amount its support shows'),
     ),
     withheld_variant=('compute_stats',),
     # a year of about 2,000 entries: the manual expense populations must hold enough vendor invoices and

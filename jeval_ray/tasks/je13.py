@@ -79,7 +79,8 @@ SPEC = spec(
     sources=('general_ledger', 'user_master', 'digit_statistics', 'source_documents'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('DIGIT_ANOMALY', "an entry selected by a digit test whose support does not bear it out"),
+        ('DIGIT_ANOMALY', "an entry selected by a digit test whose support does not bear it out",
+         'the amount keyed less the amount billed'),
     ),
     withheld_variant=('compute_stats',),
     default_knobs=Knobs(n_entries=1200),

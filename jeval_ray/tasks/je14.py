@@ -88,7 +88,8 @@ SPEC = spec(
              'close_calendar'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('ESTIMATE_RELEASE', 'top-side post-closing release of an estimate that the documents do not support'),
+        ('ESTIMATE_RELEASE', 'top-side post-closing release of an estimate that the documents do not support',
+         'the shortfall of the reserve left (the open amount of the disputed invoices less the reserve left after the release)'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=True,

@@ -88,7 +88,8 @@ SPEC = spec(
     sources=('general_ledger', 'vendor_master', 'vendor_change_log', 'employee_master', 'bank_statements', 'approvals'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('SHELL_VENDOR', "invoices of a vendor set up or used to divert the company's payments (a shell vendor)"),
+        ('SHELL_VENDOR', "invoices of a vendor set up or used to divert the company's payments (a shell vendor)",
+         "the invoice's amount"),
     ),
     withheld_variant=('search_documents',),
     # a year of the L4 default (600) has too few paid bills in these categories for 16 planted invoices

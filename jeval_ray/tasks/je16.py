@@ -29,9 +29,12 @@ the date and the hours and its purpose (keying the period's supplier invoices an
 matches the entries (a memo for another purpose would clear nothing); an approval is dated on or
 before what it approves; a close extension is issued on or before the close it extends; no decoy is cleared by a policy
 merely saying a control exists. DUPLICATE is offered as a criteria code but not planted: an
-engagement's test list is broader than its findings. The misstatement is the entry amount, the
-keying difference for UNBALANCED, and the amount of the missing entry (the roll-forward
-difference) for COMPLETENESS_GAP; the gap is reported by flagging the missing id, which
+engagement's test list is broader than its findings. Amounts are asked and scored for the
+misstatements only: the keying difference for UNBALANCED and the amount of the missing entry (the
+roll-forward difference) for COMPLETENESS_GAP (and a duplicate's amount). SELF_APPROVAL,
+INVALID_ACCOUNT, UNAUTHORISED_USER, OFF_HOURS and CUTOFF (recorded late, posted in its month) are
+control deviations, flagged without an amount: the key keeps the entry's total, never scored, and
+an amount given for one is ignored. The gap is reported by flagging the missing id, which
 ``flag_entry`` accepts inside the numbering range. ``premature_penalty`` (0.05 off the process
 score per disposition made before its required or clearing evidence was opened) makes the order
 of work part of the score. ``near_miss`` moves interface differences towards the tolerance,
@@ -83,14 +86,16 @@ SPEC = spec(
     sources=('general_ledger', 'trial_balance', 'user_master', 'chart_of_accounts', 'holiday_calendar', 'close_calendar', 'approval_logs', 'authorisations', 'policies'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'get_balances', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', 'debits and credits differ, and the difference is not a reported, tolerated one'),
+        ('UNBALANCED', 'debits and credits differ, and the difference is not a reported, tolerated one',
+         'the difference between debits and credits'),
         ('SELF_APPROVAL', 'manual entry approved by its preparer'),
         ('INVALID_ACCOUNT', 'posting to an account not open for posting on the posting date'),
         ('UNAUTHORISED_USER', 'posted without rights or after termination'),
         ('OFF_HOURS', 'manual posting off hours without authorisation'),
-        ('DUPLICATE', 'same invoice posted twice'),
+        ('DUPLICATE', 'same invoice posted twice', "the duplicate posting's amount"),
         ('CUTOFF', 'entry recorded after period close'),
-        ('COMPLETENESS_GAP', 'an entry missing from the listing, revealed by the roll-forward of balances'),
+        ('COMPLETENESS_GAP', 'an entry missing from the listing, revealed by the roll-forward of balances',
+         "the missing entry's amount, which the roll-forward difference gives"),
     ),
     withheld_variant=('search_documents',),
     asks_amount=True,
@@ -1145,7 +1150,8 @@ def naive(kit: Kit) -> Generator[Step, Any, None]:
     """Applies every red-flag rule to the listing and master data and flags all hits (each entry once,
     under the first rule that catches it), without reading the policies, the approval logs, the
     authorisations, the close calendar changes or the balances; reports the numbering gap without an
-    amount. Six rules and a gap, each flagged with its own amount: not one ``SurfaceRule``."""
+    amount. Six rules and a gap, an amount only for the imbalance (the other rules catch control
+    deviations): not one ``SurfaceRule``."""
     books = yield from _read_books(kit)
     ents, _rows = yield from _scan(kit)
     hits = _rules(ents, books)
@@ -1154,7 +1160,7 @@ def naive(kit: Kit) -> Generator[Step, Any, None]:
         for eid in hits[crit]:
             first.setdefault(eid, crit)
     flags = [flag(eid, crit, [], f"Entry {eid} ({ents[eid]['total_debit']:.2f}) trips the {crit} rule.",
-                  _difference(ents[eid]) if crit == "UNBALANCED" else ents[eid]["total_debit"])
+                  _difference(ents[eid]) if SPEC.amount_asked(crit) else None)
              for eid, crit in first.items()]
     n = yield from dispose(kit, flags, reserve=2)
     n += yield from dispose(kit, [flag(gap, "COMPLETENESS_GAP", [], f"Entry number {gap} is missing from the listing.")
@@ -1201,7 +1207,8 @@ def _read_documents(kit: Kit, books: _Books) -> Generator[Step, Any, _Pack]:
 
 
 def _flag(eid: str, crit: str, evidence: list[str], why: str, amount: float) -> Disposition:
-    return flag(eid, crit, evidence, f"Entry {eid}: {why}.", amount)
+    """A flag stating ``amount`` where the criterion is a misstatement; a control deviation states none."""
+    return flag(eid, crit, evidence, f"Entry {eid}: {why}.", amount if SPEC.amount_asked(crit) else None)
 
 
 def _clear(eid: str, h: dict[str, Any], evidence: list[str], why: str) -> Disposition:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from jeval_ray.builder import World
+from jeval_ray.builder.spec import TaskSpec
 
 MAX_ROWS = 500
 MAX_TEXT = 4_000
@@ -171,6 +172,8 @@ class FlagEntryArgs(_Args):
     criteria: str = Field(max_length=40, description="a criteria code from the brief")
     evidence: EvidenceList = Field(max_length=20, description="ids you opened: DOC-…, master:<table>, or entry ids")
     rationale: str = Field(min_length=1, max_length=MAX_TEXT)
+    #: accepted from every task, scored only for a misstatement whose amount the task asks for; a task's
+    #: schema (``tool_schemas``) shows it, with the criteria it is for, only where the task asks for one
     amount: float | None = Field(default=None, description="misstatement amount, where the task asks for one")
 
 
@@ -516,6 +519,31 @@ def _schema_json(name: str, description: str, args: type[_Args]) -> str:
     params = args.model_json_schema()
     params.pop("title", None)
     return json.dumps({"type": "function", "function": {"name": name, "description": description, "parameters": params}})
+
+
+def tool_schemas(spec: TaskSpec, names) -> list[dict]:
+    """The schemas of a task's tools ``names``, as its agent is given them. ``flag_entry`` is the task's
+    own: its ``amount`` says for which criteria an amount is asked and what it is, and is left out where
+    the task asks for none (an amount sent anyway is accepted and ignored)."""
+    return [_flag_schema(spec) if n == "flag_entry" else TOOLS[n].schema() for n in names]
+
+
+def _flag_schema(spec: TaskSpec) -> dict:
+    schema = TOOLS["flag_entry"].schema()
+    fn = schema["function"]
+    asked = spec.amount_criteria
+    if not asked:
+        fn["description"] = "Record an exception on an entry: criteria code, evidence ids you opened, and rationale."
+        del fn["parameters"]["properties"]["amount"]
+        return schema
+    deviations = [c.code for c in spec.criteria if not c.is_misstatement]
+    fn["description"] = ("Record an exception on an entry: criteria code, evidence ids you opened, rationale, and for "
+                         "a misstatement its amount.")
+    fn["parameters"]["properties"]["amount"]["description"] = (
+        "the misstatement amount, asked for " + "; ".join(f"{c.code}: {c.amount}" for c in asked) + "."
+        + (f" Leave it out for a control deviation ({', '.join(deviations)}): no amount is asked or scored."
+           if deviations else ""))
+    return schema
 
 
 TOOLS: dict[str, Tool] = {

@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 3,
-    "JE-2": 3,
-    "JE-3": 4,
-    "JE-4": 3,
-    "JE-5": 4,
-    "JE-6": 3,
-    "JE-7": 4,
-    "JE-8": 4,
-    "JE-9": 5,
-    "JE-10": 4,
-    "JE-11": 4,
-    "JE-12": 3,
-    "JE-13": 3,
-    "JE-14": 4,
-    "JE-15": 4,
-    "JE-16": 3,
+    "JE-1": 4,
+    "JE-2": 4,
+    "JE-3": 5,
+    "JE-4": 4,
+    "JE-5": 5,
+    "JE-6": 4,
+    "JE-7": 5,
+    "JE-8": 5,
+    "JE-9": 6,
+    "JE-10": 5,
+    "JE-11": 5,
+    "JE-12": 4,
+    "JE-13": 4,
+    "JE-14": 5,
+    "JE-15": 5,
+    "JE-16": 4,
 }
 
 
