@@ -24,7 +24,7 @@ def test_reset_returns_brief_and_info_and_step_returns_five_values():
     env = JEEnv("JE-1")
     brief, info = env.reset(seed=2)
     assert "JE-1" in brief and "submit" in brief
-    assert info["world_hash"] == env.world.world_hash and info["step_budget"] == 40
+    assert info["world_hash"] == env.world.world_hash and info["step_budget"] == get_task("JE-1").step_budget == 60
     assert [t["function"]["name"] for t in info["tools"]] == list(get_task("JE-1").tools)
     out = env.step(Action("list_documents", {}))
     assert len(out) == 5

@@ -336,3 +336,13 @@ def test_careful_solves_the_task_paged_as_a_model_sees_it(task_id, plays):
         assert len(out.steps) <= budget, (task_id, seed, len(out.steps), budget)
         assert sc.outcome >= 0.95, f"{task_id} seed {seed}: outcome {sc.outcome:.3f} paged at {PAGED_CHARS:,} chars"
 
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_the_step_budget_leaves_room_to_think(task_id, plays):
+    """A task's budget is at least 1.5 x the calls careful makes, paged as a model sees it (bench/bench_budgets.py
+    checks the most over 200 seeds): an agent less sure than the reference solver has room to look again."""
+    budget = get_task(task_id).step_budget
+    for seed in PAGED_SEEDS:
+        calls = len(plays(task_id, "careful", seed, (), PAGED_CHARS).steps)
+        assert 1.5 * calls <= budget, (task_id, seed, calls, budget)
+

@@ -18,7 +18,7 @@ def test_catalogue_lists_all_sixteen_tasks_with_tiers_budgets_and_weights():
     weights = {"L1": (0.7, 0.2, 0.1), "L2": (0.6, 0.25, 0.15), "L3": (0.5, 0.25, 0.25), "L4": (0.4, 0.3, 0.3)}
     for t in tasks:
         assert t.tier == ("L1", "L2", "L3", "L4")[(int(t.id[3:]) - 1) // 4]
-        assert t.step_budget == budgets[t.tier]
+        assert t.step_budget >= budgets[t.tier]  # the tier's budget is the floor; a task's own may be higher
         assert (t.weights.outcome, t.weights.process, t.weights.rationale) == weights[t.tier]
         assert t.judges_per_episode == (3 if t.tier == "L4" else 1)
         assert t.sources and t.sources[0] == "general_ledger"
@@ -72,14 +72,14 @@ def test_catalogue_document_is_up_to_date():
 
 
 @pytest.mark.parametrize("task_id, tier, budget, criteria", [
-    ("JE-2", "L1", 40, "SELF_APPROVAL"),
-    ("JE-3", "L1", 40, "INVALID_ACCOUNT"),
+    ("JE-2", "L1", 60, "SELF_APPROVAL"),
+    ("JE-3", "L1", 70, "INVALID_ACCOUNT"),
     ("JE-4", "L1", 40, "UNAUTHORISED_USER"),
-    ("JE-5", "L2", 60, "LIMIT_AVOIDANCE"),
-    ("JE-6", "L2", 60, "OFF_HOURS"),
+    ("JE-5", "L2", 90, "LIMIT_AVOIDANCE"),
+    ("JE-6", "L2", 70, "OFF_HOURS"),
     ("JE-15", "L4", 120, "SHELL_VENDOR"),
 ])
-def test_spec_is_available_with_its_tier_budget_and_criteria(task_id, tier, budget, criteria):
+def test_spec_is_available_with_its_budget_and_criteria(task_id, tier, budget, criteria):
     spec = get_task(task_id)
     assert spec.available and spec.tier == tier and spec.step_budget == budget
     assert spec.criteria_codes == (criteria,)

@@ -58,6 +58,7 @@ SPEC = spec(
     "JE-1",
     "L1",
     'Unbalanced entries',
+    step_budget=60,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find journal entries whose debits and credits do not balance, other than the differences the journal-entry policy accepts.',
     defect='unbalanced upload whose difference is not allocation rounding (a file keyed in whole cents, or more than half a cent per rounded line)',
     decoys='uploads of allocated accruals whose difference is rounding within the policy limit',

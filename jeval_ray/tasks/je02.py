@@ -66,6 +66,7 @@ SPEC = spec(
     "JE-2",
     "L1",
     'Self-approved manual entries',
+    step_budget=60,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find manual journal entries approved by their own preparer, in breach of segregation of duties.',
     defect='manual entry released by its preparer without a valid independent approval',
     decoys="entries released by the preparer under the policy's voucher procedure, signed beforehand by an authorised approver",

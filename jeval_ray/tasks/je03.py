@@ -73,6 +73,7 @@ SPEC = spec(
     "JE-3",
     "L1",
     'Postings to invalid accounts',
+    step_budget=70,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find entries posted to accounts that were not open for posting (not yet opened, closed or blocked) at the posting date.',
     defect='posting dated before the account was opened (keyed after it took effect)',
     decoys='postings to accounts opened, or closed, during the year that were open at the posting date',

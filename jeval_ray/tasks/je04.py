@@ -51,6 +51,7 @@ SPEC = spec(
     "JE-4",
     "L1",
     'Unauthorised posters',
+    step_budget=40,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective="Find entries posted by users who had no right to post them.",
     defect='posted by a user after termination, or after his or her posting rights were withdrawn',
     decoys="postings by leavers and transferred staff dated before their rights ended",

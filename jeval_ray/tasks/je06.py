@@ -62,6 +62,7 @@ SPEC = spec(
     "JE-6",
     "L2",
     'Off-hours manual postings',
+    step_budget=70,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find manual entries posted on weekends, public holidays or outside business hours that no memo authorises.',
     defect='manual posting on a weekend, holiday or after hours',
     decoys='close work on a weekend, holiday or evening authorised by a memo',

@@ -60,6 +60,7 @@ SPEC = spec(
     "JE-7",
     "L2",
     'Duplicate postings',
+    step_budget=80,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find vendor invoices posted twice.',
     defect='duplicate posting of one invoice',
     decoys='a separate invoice of the same amount issued the same day',

@@ -76,6 +76,7 @@ SPEC = spec(
     "JE-8",
     "L2",
     'Unsupported round-amount entries',
+    step_budget=80,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find round-sum manual adjustments keyed in the general ledger that no document supports.',
     defect='round-sum top-side adjustment whose referenced document does not fix it',
     decoys='round amounts backed by a board resolution or contract',

@@ -106,6 +106,7 @@ SPEC = spec(
     "JE-9",
     "L3",
     'Year-end cut-off and close',
+    step_budget=100,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Test the FY2025 year end: sales cut-off, entries posted into FY2025 after the year-end close, and the '
               'year-end top-side adjustments and accruals; state the misstatement amount of each exception.',
     defect='cut-off: revenue recorded before shipment / entry after close; year-end adjustment or accrual beyond its support',

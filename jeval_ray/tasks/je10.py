@@ -126,6 +126,7 @@ SPEC = spec(
     "JE-10",
     "L3",
     'Three-way match',
+    step_budget=100,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective=('Vouch the vendor invoices of the client\'s accounts payable sample to their purchase orders, goods '
                'receipts and the vendor master under the procurement and accounts payable policy, and report the '
                'invoices that should not have been posted or paid as they were.'),

@@ -94,6 +94,7 @@ SPEC = spec(
     "JE-11",
     "L3",
     'Related-party and unusual pairings',
+    step_budget=90,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find related-party transactions or unusual account pairings that were not approved.',
     defect='related-party transaction or non-standard account pairing without the required prior approval',
     decoys='related-party transactions approved in board minutes; non-standard entries approved by the CFO beforehand (a capitalisation of repairs with its basis)',

@@ -77,6 +77,7 @@ SPEC = spec(
     "JE-12",
     "L3",
     'Population outliers',
+    step_budget=120,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Apply the analytics plan in the support pack to the manual journal entries: select the entries whose amount or user-account flow is far outside their population and vouch each selected entry to its source document; report the selected entries their support shows to be misstated. Establish a population baseline before any claim that something is unusual.',
     defect='selected outlier that vouching shows to be misstated (an invoice keyed at another amount than the vendor billed)',
     decoys='selected outliers whose source document agrees with the entry (planted and genuine)',

@@ -80,6 +80,7 @@ SPEC = spec(
     "JE-14",
     "L4",
     'Estimate releases',
+    step_budget=120,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find top-side, post-closing releases of estimates (such as the bad-debt allowance) that the evidence does not support; state the misstatement.',
     defect='top-side post-closing release of an estimate that the documents do not support',
     decoys='a documented, supported estimate change',

@@ -81,6 +81,7 @@ SPEC = spec(
     "JE-15",
     "L4",
     'Shell-vendor scheme',
+    step_budget=120,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective='Find a shell-vendor scheme spread over the year and name the user behind it; flag every entry of the scheme.',
     defect='shell-vendor scheme: invoices of a vendor paid to an employee, keyed by that employee',
     decoys='new legitimate vendors',

@@ -79,6 +79,7 @@ SPEC = spec(
     "JE-16",
     "L4",
     'Mixed engagement with completeness',
+    step_budget=120,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective="Test the full listing against several criteria at once and roll the balances forward to find any entry missing from the listing. Open every flagged entry's evidence before you dispose of it.",
     defect='several criteria at once, plus an entry missing from the listing (roll-forward gap)',
     decoys='all of the above kinds',
