@@ -28,7 +28,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-10": 2,
     "JE-11": 2,
     "JE-12": 2,
-    "JE-13": 2,
+    "JE-13": 3,
     "JE-14": 2,
     "JE-15": 2,
     "JE-16": 2,
