@@ -24,7 +24,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-6": 2,
     "JE-7": 2,
     "JE-8": 2,
-    "JE-9": 4,
+    "JE-9": 5,
     "JE-10": 2,
     "JE-11": 2,
     "JE-12": 2,
