@@ -30,7 +30,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-12": 2,
     "JE-13": 3,
     "JE-14": 2,
-    "JE-15": 2,
+    "JE-15": 3,
     "JE-16": 2,
 }
 
