@@ -7,7 +7,11 @@ the FY2025 year end, in the simulated company's own books. Four procedures, one 
 planted entry; each candidate's kind is drawn first (sales 35 %, post-closing 35 %, top-side 20 %,
 accruals 10 %, within what the books hold: four top-side entries, the December accruals) and its
 label (defect or decoy) independently, so defects and decoys of a kind share one listing surface
-and only the documents tell them apart. Every misstatement in the key is above the brief's clearly
+and only the documents tell them apart. A year end holding fewer candidates than the seed's default
+counts (one unpaid December product sale at seed 40525, 2 of seeds 40000-42999 at the default size)
+takes as many defects and decoys as it holds, still as many decoys as defects and at least
+``MIN_DEFAULT`` (3) of each; counts set by the knobs that the year cannot hold raise a ``ConfigError``
+stating what it holds of each kind. Every misstatement in the key is above the brief's clearly
 trivial amount (sales and accruals are drawn among those above it, a top-side excess is kept above
 it); an unauthorised post-closing entry is reported whatever its amount.
 
@@ -96,6 +100,7 @@ from jeval_ray.books.tables import doc_numbers
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder._base import closing_rerun_time
 from jeval_ray.builder.spec import key, spec
+from jeval_ray.errors import ConfigError
 from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (CLOSED_PERIOD, COUNT, DATE, INT, LINE, MONEY, NAME, REF, TIMESTAMP, TOKEN,
                                      Disposition, Form, Many, SurfaceRule, Task, clear, entry_ref, flag, parse_any,
@@ -492,6 +497,8 @@ def plant(b: WorldBuilder) -> None:
             _delivery_note(b, int(idx), c.post_date[sh_of[idx]])
 
 
+#: the fewest defects (and decoys) of a world at default counts (the default draw is 3-8)
+MIN_DEFAULT = 3
 #: the share of candidates of each kind (drawn within what the books hold)
 _WEIGHTS = {"rev": 0.35, "late": 0.35, "topside": 0.2, "accrual": 0.1}
 
@@ -500,12 +507,13 @@ def _draw_kinds(b: WorldBuilder, pools: dict[str, np.ndarray]) -> dict[str, tupl
     """One surface per kind: each candidate's kind is drawn first (within what the books hold), its
     label independently. {kind: (the entries picked, their labels: True for a defect)}."""
     rng = b.rng
+    room = {k: int(v.sum()) for k, v in pools.items()}
+    _fit_counts(b, room)
     n_all = b.n_defects + b.n_decoys
     labels = rng.permutation(np.array([True] * b.n_defects + [False] * b.n_decoys, dtype=bool))
-    room = {k: int(v.sum()) for k, v in pools.items()}
     drawn = []
     for _ in range(n_all):
-        open_kinds = [k for k in _WEIGHTS if room[k] > 0] or ["rev"]
+        open_kinds = [k for k in _WEIGHTS if room[k] > 0]
         p = np.array([_WEIGHTS[k] for k in open_kinds])
         k = open_kinds[int(rng.choice(len(open_kinds), p=p / p.sum()))]
         room[k] -= 1
@@ -513,6 +521,24 @@ def _draw_kinds(b: WorldBuilder, pools: dict[str, np.ndarray]) -> dict[str, tupl
     kinds = np.array(drawn)
     return {k: (b.pick(int((kinds == k).sum()), pools[k], what=f"{k} candidates"), labels[kinds == k])
             for k in _WEIGHTS}
+
+
+def _fit_counts(b: WorldBuilder, room: dict[str, int]) -> None:
+    """Fit the counts to the year end's candidates: a small year (seed 40525 at the default size: one
+    unpaid December sale) may hold fewer than the seed's default ``n_defects + n_decoys``. Default
+    counts then take the most the year holds, still as many decoys as defects and at least
+    ``MIN_DEFAULT`` of each; counts set by the knobs that the year cannot hold are a ``ConfigError``."""
+    held = sum(room.values())
+    if b.n_defects + b.n_decoys <= held:
+        return
+    if b.knobs.n_defects is None and b.knobs.n_decoys is None and held // 2 >= MIN_DEFAULT:
+        b.n_defects = b.n_decoys = held // 2
+        return
+    raise ConfigError(
+        f"impossible knobs for JE-9: n_defects + n_decoys = {b.n_defects + b.n_decoys} year-end candidates, but the "
+        f"year of {b.n} entries holds {held}: {room['rev']} December product sales unpaid at the year end, "
+        f"{room['late']} manual December entries with nothing after them, {room['topside']} top-side entries and "
+        f"{room['accrual']} December accruals; raise n_entries or lower n_defects/n_decoys")
 
 
 def _plant_sales(b: WorldBuilder, idx_all: np.ndarray, bad_all: np.ndarray, sh_of: np.ndarray, policy: int,

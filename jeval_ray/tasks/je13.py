@@ -27,8 +27,16 @@ invoices without a goods receipt, originally between USD 500 and 3,999.99, paid 
 one payment or not at all, of vendors billing by the job (never rent, subscriptions or premiums:
 a vendor billing one fixed sum every period shows any other sum against its other months). How many are moved is set so that the clerk's digit-4 z-statistic
 reaches about ``Z_SELECT`` + 1 (at least ``MIN_SELECTED``, and the knob counts scaled together when they
-are fewer). Each moved entry's new amount is drawn before it is made a defect or a decoy, so
-the two look the same on the listing:
+are fewer). Two fallbacks keep every default world plantable. When neither clerk's pool holds that
+many invoices (2 of seeds 40000-42999 at the default size), a clerk's whole pool is moved, up to
+that size, if it holds at least ``MIN_SELECTED`` and lifts the z-statistic ``FALLBACK_MARGIN`` (0.5)
+above ``Z_SELECT``; the default counts are scaled together to it (counts the knobs set are never
+scaled down). When the draws run out of invoices a decoy can take (its payment, grown by the
+excess, would overdraw a later month-end cash balance: 5 of those 3,000 seeds), the decoys are
+drawn before the defects, on the drawn clerk and then on the other. A year where neither works
+raises a ``ConfigError`` stating what the scheme needs of each clerk and what the clerk has. Each moved
+entry's new amount is drawn before it is made a defect or a decoy, so the two look the same on the
+listing:
 
 * defect ``invoice_keyed_above_billed`` (criteria ``DIGIT_ANOMALY``): the vendor invoice (the books'
   document) is for the original amount; the clerk keyed more, just under the review threshold.
@@ -115,6 +123,8 @@ MIN_TEST = 50
 Z_SELECT = 4.0
 #: the smallest planted selection
 MIN_SELECTED = 12
+#: how far above ``Z_SELECT`` digit 4's z must reach when no clerk's pool holds the full spike
+FALLBACK_MARGIN = 0.5
 THRESHOLD_CENTS = 5_000_00
 SCHEME_USERS = ("AKIM", "BOKAFOR")
 GUIDE_TITLE = "Internal audit analytics guide - digit tests"
@@ -238,8 +248,12 @@ def _scheme_size(base4: int, n: int, s0: int) -> int:
 
 
 def _scheme_pools(b: WorldBuilder, cents: np.ndarray, pay: np.ndarray,
-                  total: int) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """Per scheme user: the invoices that may be moved below the threshold, and how many must be."""
+                  total: int) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, int]]:
+    """Per scheme user: the invoices that may be moved below the threshold, how many must be (digit 4's
+    z a full point above the selection threshold), and the fallback when the pool holds fewer: the
+    pool's worth, up to that size, when it still lifts digit 4's z ``FALLBACK_MARGIN`` above the
+    threshold with at least ``MIN_SELECTED`` entries and, when the knobs set the counts, at least
+    ``n_defects + n_decoys`` (0 when it does not)."""
     c = b.cols
     tested = c.manual & (cents >= 1000)
     digit = _first_digit_of(cents)
@@ -250,7 +264,9 @@ def _scheme_pools(b: WorldBuilder, cents: np.ndarray, pay: np.ndarray,
         vcat, [i for i, cat in enumerate(md.CATEGORIES) if cat.flow in ("recurring", "prepaid")])
     # the pool: the clerk's manual two-line vendor invoices without a goods receipt, USD 500-3,999.99 and
     # not beginning with 4, of a vendor billing by the job, paid in one payment or not at all in the year
-    pools, sizes = {}, {}
+    # default counts (drawn from the seed) may shrink to the fallback; counts the knobs set never do
+    shrink = b.knobs.n_defects is None and b.knobs.n_decoys is None
+    pools, sizes, fallback = {}, {}, {}
     for u in SCHEME_USERS:
         g = tested & (c.preparer == u)
         n = int(g.sum())
@@ -258,50 +274,109 @@ def _scheme_pools(b: WorldBuilder, cents: np.ndarray, pay: np.ndarray,
             & (digit != 4) & (pay != -2) & ~fixed_fee
         base4 = int((g & (digit == 4)).sum())
         sizes[u] = _scheme_size(base4, n, max(total, MIN_SELECTED)) if n >= MIN_TEST else 10**9
-    return pools, sizes
+        s = min(sizes[u], int(pools[u].sum()))
+        counts = np.zeros(9)
+        counts[3] = base4 + s
+        lifts = n >= MIN_TEST and s >= MIN_SELECTED and (shrink or s >= total) \
+            and digit_z(counts, max(n, 1))[3] >= Z_SELECT + FALLBACK_MARGIN
+        fallback[u] = s if lifts else 0
+    return pools, sizes, fallback
+
+
+Planted = list[tuple[int, bool, int, int]]
+
+
+def _draw_spike(rng: np.random.Generator, pool: np.ndarray, labels: np.ndarray, used: np.ndarray, cents: np.ndarray,
+                pay: np.ndarray, cash: np.ndarray, month: np.ndarray) -> Planted | None:
+    """The spike's draws, one entry per label in order, changing nothing of the world: (entry, defect?,
+    amount billed, amount keyed) each, or None when a label finds no invoice left (a decoy needs one whose
+    payment later month-end cash can grow by the excess). ``used`` and ``cash`` are the caller's copies."""
+    out: Planted = []
+    for bad in labels:
+        cand = pool[~used[pool]]
+        # the amount keyed is drawn before the label: 4,500.00-4,999.99, never a whole hundred
+        keyed = int(rng.integers(4_500_00, 5_000_00))
+        keyed += 17 if keyed % 100_00 == 0 else 0
+        if not bad:
+            cand = cand[cash_covers(cash, month, pay[cand], keyed - cents[cand])]
+        if not len(cand):
+            return None
+        idx = int(rng.choice(cand, size=1, replace=False)[0])
+        used[idx] = True
+        if not bad and pay[idx] >= 0:
+            cash[month[pay[idx]]:] -= keyed - int(cents[idx])
+        out.append((idx, bool(bad), int(cents[idx]), keyed))
+    return out
+
+
+def _spike(b: WorldBuilder, pools: dict[str, np.ndarray], sizes: dict[str, int], fallback: dict[str, int],
+           cents: np.ndarray, pay: np.ndarray, cash: np.ndarray, month: np.ndarray) -> tuple[str, Planted]:
+    """The scheme user and the spike's draws. A clerk whose pool holds the full size is drawn, the labels
+    in random order; when the draws run out of invoices a decoy can take (its payment's later month-end
+    cash too low), the decoys are drawn first, on that clerk and then on the other; when no clerk's pool
+    holds the full size, the fallback size (``_scheme_pools``) is planted the same way."""
+    rng = b.rng
+    fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
+    size = sizes
+    if not fit:
+        fit, size = [u for u in SCHEME_USERS if fallback[u]], fallback
+    if not fit:
+        raise _impossible(b, pools, sizes)
+    user = str(rng.choice(fit))
+    K, D = _planted_counts(b.n_defects, b.n_decoys, size[user])
+    tries = [(user, rng.permutation(np.array([True] * K + [False] * D, dtype=bool)))]
+    for u in [user] + [u for u in fit if u != user]:
+        k, d = _planted_counts(b.n_defects, b.n_decoys, size[u])
+        tries.append((u, np.array([False] * d + [True] * k, dtype=bool)))
+    for u, labels in tries:
+        planted = _draw_spike(rng, np.flatnonzero(pools[u]), labels, b.used.copy(), cents, pay, cash.copy(), month)
+        if planted is not None:
+            return u, planted
+    raise ConfigError(
+        f"impossible knobs for JE-13: the decoys need invoices whose one payment can grow by the amount keyed "
+        f"above the invoice while every later month-end cash balance stays positive (or that are unpaid), and "
+        f"{' and '.join(fit)} {'has' if len(fit) == 1 else 'have'} too few of them in the year of {b.n} entries; "
+        "raise n_entries or lower n_decoys")
+
+
+def _impossible(b: WorldBuilder, pools: dict[str, np.ndarray], sizes: dict[str, int]) -> ConfigError:
+    """The error when no AP clerk can carry the scheme: what the scheme needs of each clerk and what the
+    clerk's year holds."""
+    if all(s >= 10**9 for s in sizes.values()):
+        return ConfigError(f"impossible knobs for JE-13: no AP clerk keys {MIN_TEST} manual entries in the year of "
+                           f"{b.n} entries (the digit test's smallest population); raise n_entries")
+    needs = "; ".join(f"{sizes[u]} of {u}'s, who has {int(pools[u].sum())}" for u in SCHEME_USERS if sizes[u] < 10**9)
+    return ConfigError(
+        f"impossible knobs for JE-13: the scheme moves one AP clerk's invoices to just under the review threshold "
+        f"until the clerk's digit 4 is over-represented (z at least {Z_SELECT + 1:g}, or {Z_SELECT + FALLBACK_MARGIN:g} "
+        f"when the clerk has fewer invoices, with at least {MIN_SELECTED}), and at least n_defects + n_decoys of them, "
+        f"from the clerk's manual two-line invoices of USD 500-3,999.99 of vendors billing by the job, paid in one "
+        f"payment or unpaid; it needs {needs}, in the year of {b.n} entries; raise n_entries or lower "
+        "n_defects/n_decoys")
 
 
 def plant(b: WorldBuilder) -> None:
     """State the digit-test guide and the review thresholds; move one AP clerk's invoices to just under
     the threshold (the keyed amount drawn before the label): a defect's invoice bills the original
     amount, a decoy's the amount keyed (its payment follows); file every selected entry's source document."""
-    rng, c = b.rng, b.cols
+    c = b.cols
     docs = [b.add_document("policy", GUIDE_TITLE, GUIDE.render(Guide(MIN_TEST, int(Z_SELECT))), "2024-11-04"),
             b.add_document("policy", REVIEW_TITLE, REVIEW.render(ReviewThresholds()), "2024-12-02")]
     _acct, cents = first_lines(b)
     total = b.n_defects + b.n_decoys
     pay = _payments(b)
-    pools, sizes = _scheme_pools(b, cents, pay, total)
-    fit = [u for u in SCHEME_USERS if int(pools[u].sum()) >= sizes[u]]
-    if total and not fit:
-        need = min(sizes.values())
-        raise ConfigError(
-            f"impossible knobs for JE-13: no AP clerk keys {MIN_TEST} manual entries in the year of {b.n} entries; "
-            "raise n_entries" if need >= 10**9 else
-            f"impossible knobs for JE-13: the scheme needs {need} of one AP clerk's invoices but the year of {b.n} "
-            f"entries has at most {max(int(p.sum()) for p in pools.values())}; raise n_entries")
-    planted: list[tuple[int, bool, int, int]] = []
+    pools, sizes, fallback = _scheme_pools(b, cents, pay, total)
+    planted: Planted = []
     if total:
-        user = str(rng.choice(fit))
-        K, D = _planted_counts(b.n_defects, b.n_decoys, sizes[user])
-        labels = rng.permutation(np.array([True] * K + [False] * D, dtype=bool))
         cash = b.books.period_end_balances()[:12, 0].astype(np.int64)  # cash is the chart's first account
         month = c.post_date.astype("datetime64[M]").astype(np.int64) % 12
-        pool = np.flatnonzero(pools[user])
-        for bad in labels:
-            cand = pool[~b.used[pool]]
-            # the amount keyed is drawn before the label: 4,500.00-4,999.99, never a whole hundred
-            keyed = int(rng.integers(4_500_00, 5_000_00))
-            keyed += 17 if keyed % 100_00 == 0 else 0
-            if not bad:
-                cand = cand[cash_covers(cash, month, pay[cand], keyed - cents[cand])]
-            idx = int(b.pick(1, among=cand, what=f"invoices of {user} to move below the review threshold")[0])
-            true = int(cents[idx])
+        user, planted = _spike(b, pools, sizes, fallback, cents, pay, cash, month)
+        for idx, bad, true, keyed in planted:
+            b.used[idx] = True
             c.debit_cents[idx] = c.credit_cents[idx] = keyed
             if not bad:
                 pay_more(b, int(pay[idx]), keyed - true, cash, month)
             b.claim("JE-13", entries=[idx] + ([int(pay[idx])] if not bad and pay[idx] >= 0 else []))
-            planted.append((idx, bool(bad), true, keyed))
         docs += _vouchers(b, planted, user)
     b.claim("JE-13", documents=docs + _support(b, planted))
 

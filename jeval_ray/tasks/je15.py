@@ -51,7 +51,11 @@ previous one when the next is in another month, so every line stays on its month
 the balances tie.
 
 Default slice: a year of 800 entries (the L4 default of 600 has too few paid bills of these
-categories for 8 + 8 planted invoices on some seeds).
+categories for 8 + 8 planted invoices on some seeds). The new vendors take their invoices in set-up
+order, each of its drawn category or, when that has too few left after its set-up, of the category
+with the most; when even that is too few for a vendor set up late (seed 40378: four vendors of four
+invoices, the last set up in late April), the vendors set up latest take theirs first. Only a year
+where that fails too raises a ``ConfigError``.
 
 Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the submit
 summary or in the rationales of at least half of the correct flags: outcome = 0.85 * outcome +
@@ -393,26 +397,30 @@ def _invoices(b: WorldBuilder, new: list[dict[str, Any]], pay: dict[str, Any],
     """Name the new vendors and re-point to each its invoices (the books' paid bills of its category,
     spread over the year) with their payments, keyed by its clerk and approved by its approver;
     (invoice entry, vendor) pairs."""
-    rng, c = b.rng, b.cols
-    taken = {v["name"] for v in b.vendors}
+    c = b.cols
     # each entry's vendor category (-1 without a vendor), from the books' partner of the document
     m = b.books.master
     vcat_idx = np.where(c.vendor_id != "", m.vendor_category[b.books.docs.partner[c.books_doc]], -1)
     vcat = np.array(list(md.CATEGORY) + [""])[np.where(vcat_idx >= 0, vcat_idx, len(md.CATEGORY))]
     pool = (c.doc_code == "VN") & pay["paid"] & (c.debit_cents < APPROVER_LIMIT_CENTS)
     names = {v["vendor_id"]: v["name"] for v in b.vendors}
+    by_id = sorted(new, key=lambda v: v["vendor_id"])
+    # the invoices are drawn vendor by vendor in set-up order; when a vendor set up late finds too few
+    # invoices of any category left after its set-up, the vendors set up latest draw first instead
+    plan = _plan_invoices(b, by_id, prefixes, pool, vcat, by_id)
+    if plan is None:
+        latest_first = sorted(by_id, key=lambda v: (-int(v["start"].astype(int)), v["vendor_id"]))
+        plan = _plan_invoices(b, by_id, prefixes, pool, vcat, latest_first)
+    if plan is None:
+        raise ConfigError(
+            f"impossible knobs for JE-15: the shell vendors share n_defects invoices and the other new vendors "
+            f"n_decoys (up to {max(v['n'] for v in new)} a vendor), each vendor's the books' paid invoices of one "
+            f"category under the approver's limit dated after its set-up, and the year of {b.n} entries holds too "
+            "few of them; raise n_entries or lower n_defects/n_decoys")
     paid: list[tuple[int, dict[str, Any]]] = []
-    # named and given their invoices in the order they were set up (their ids), not shells first, so
-    # neither the name (each its own prefix, a stem of its category at random) nor first pick of the
-    # invoices tells the shell from the others
-    for i, v in enumerate(sorted(new, key=lambda v: v["vendor_id"])):
-        n, first = v["n"], v["start"] + 1
-        avail = {k: int((pool & ~b.used & (vcat == k) & (c.doc_date >= first)).sum()) for k in CATEGORIES}
-        if avail[v["category"]] < n:
-            v["category"] = max(CATEGORIES, key=lambda k: (avail[k], k))
-        v["name"] = _new_name(rng, md.CATEGORIES[md.CATEGORY[v["category"]]].stems, prefixes, i, taken)
-        taken.add(v["name"])
-        for idx in _spread(b, n, first, pool & (vcat == v["category"]), v["phase"], v["of"]):
+    for v in by_id:
+        for idx in plan[v["vendor_id"]]:
+            b.used[idx] = True
             old = names[str(c.vendor_id[idx])]
             moved = [idx, *pay["of"](idx)]
             b.claim("JE-15", entries=moved)
@@ -425,6 +433,31 @@ def _invoices(b: WorldBuilder, new: list[dict[str, Any]], pay: dict[str, Any],
             c.approver[idx] = v["approver"]
             paid.append((idx, v))
     return paid
+
+
+def _plan_invoices(b: WorldBuilder, by_id: list[dict[str, Any]], prefixes: list[str], pool: np.ndarray,
+                   vcat: np.ndarray, order: list[dict[str, Any]]) -> dict[str, list[int]] | None:
+    """Each new vendor's category, name and invoices, drawn vendor by vendor in ``order`` (changing
+    nothing of the world but the vendors' category and name): {vendor id: invoice entries}, or None when
+    a vendor finds too few invoices of any category after its set-up. Names are given in set-up order
+    (the ``i``-th vendor the ``i``-th prefix), not shells first, so neither the name (each its own prefix, a
+    stem of its category at random) nor first pick of the invoices tells the shell from the others."""
+    rng, c = b.rng, b.cols
+    taken = {v["name"] for v in b.vendors}
+    used = b.used.copy()
+    plan: dict[str, list[int]] = {}
+    for v in order:
+        n, first = v["n"], v["start"] + 1
+        avail = {k: int((pool & ~used & (vcat == k) & (c.doc_date >= first)).sum()) for k in CATEGORIES}
+        if avail[v["category"]] < n:
+            v["category"] = max(CATEGORIES, key=lambda k: (avail[k], k))
+            if avail[v["category"]] < n:
+                return None
+        v["name"] = _new_name(rng, md.CATEGORIES[md.CATEGORY[v["category"]]].stems, prefixes,
+                              by_id.index(v), taken)
+        taken.add(v["name"])
+        plan[v["vendor_id"]] = _spread(b, used, n, first, pool & (vcat == v["category"]), v["phase"], v["of"])
+    return plan
 
 
 def _master_rows(b: WorldBuilder, new: list[dict[str, Any]], changes: list[dict[str, Any]]) -> None:
@@ -478,10 +511,13 @@ def _new_name(rng: np.random.Generator, stems: tuple[str, ...], prefixes: list[s
                       "category); lower n_decoys or raise n_defects")
 
 
-def _spread(b: WorldBuilder, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0, of: int = 1) -> list[int]:
+def _spread(b: WorldBuilder, used: np.ndarray, n: int, first: np.datetime64, pool: np.ndarray, phase: int = 0,
+            of: int = 1) -> list[int]:
     """``n`` unused invoices of ``pool`` dated from ``first``, posted up to mid-December, one per time
     bin: the period is cut into ``n * of`` equal bins and this vendor takes bins ``phase``,
-    ``phase + of`` … (the vendors of one group interleave, so together they cover the year)."""
+    ``phase + of`` … (the vendors of one group interleave, so together they cover the year). ``used``
+    (the caller's copy of the planted entries) marks those taken; the caller has checked that ``n``
+    unused invoices of ``pool`` are dated from ``first``."""
     if n <= 0:
         return []
     post, doc = b.cols.post_date, b.cols.doc_date
@@ -498,9 +534,11 @@ def _spread(b: WorldBuilder, n: int, first: np.datetime64, pool: np.ndarray, pha
         fresh = ~np.isin(month_c, post[out].astype("datetime64[M]")) if out else np.ones(len(cand), dtype=bool)
         # the bin, else a month the vendor has no invoice in yet, else any invoice after the set-up
         for where in ((post_c >= lo) & (post_c <= hi) & fresh, fresh, np.ones(len(cand), dtype=bool)):
-            if (where & ~b.used[cand]).any():
+            if (where & ~used[cand]).any():
                 break
-        out.append(int(b.pick(1, among=cand[where], what="paid invoices after a new vendor's set-up")[0]))
+        among = cand[where]
+        out.append(int(b.rng.choice(among[~used[among]], size=1, replace=False)[0]))
+        used[out[-1]] = True
     return out
 
 
