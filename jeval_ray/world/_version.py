@@ -16,7 +16,7 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 4,
+    "JE-1": 5,
     "JE-2": 4,
     "JE-3": 5,
     "JE-4": 4,
@@ -31,7 +31,7 @@ WORLD_VERSION: dict[str, int] = {
     "JE-13": 4,
     "JE-14": 5,
     "JE-15": 5,
-    "JE-16": 4,
+    "JE-16": 5,
 }
 
 
