@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 4,
-    "JE-2": 4,
-    "JE-3": 5,
-    "JE-4": 4,
-    "JE-5": 5,
-    "JE-6": 4,
-    "JE-7": 5,
-    "JE-8": 5,
-    "JE-9": 6,
-    "JE-10": 5,
-    "JE-11": 5,
-    "JE-12": 4,
-    "JE-13": 4,
-    "JE-14": 5,
-    "JE-15": 5,
-    "JE-16": 4,
+    "JE-1": 5,
+    "JE-2": 5,
+    "JE-3": 6,
+    "JE-4": 5,
+    "JE-5": 6,
+    "JE-6": 5,
+    "JE-7": 6,
+    "JE-8": 6,
+    "JE-9": 7,
+    "JE-10": 6,
+    "JE-11": 6,
+    "JE-12": 5,
+    "JE-13": 5,
+    "JE-14": 6,
+    "JE-15": 6,
+    "JE-16": 5,
 }
 
 
