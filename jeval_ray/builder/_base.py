@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jeval_ray.books import calendar as cal, chart, master as md, simulate
+from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.books.documents import MANUAL, PARTNER_KIND, TYPE, TYPE_CODES
 from jeval_ray.books.simulate import MIN_SIZE, simulate_year
 from jeval_ray.books.tables import descriptions, doc_numbers
@@ -865,22 +865,23 @@ class WorldBuilder:
     def fund_opening_cash(self) -> int:
         """Re-apply the books' opening-cash rule to the planted year and return the raise in cents.
 
-        The books open with the cash that keeps the account at or above a month of operating
-        expense at the end of every day of the year, in the books and at the bank, in whole
-        thousands of dollars (``books.simulate.opening_cash``). A task that plants payments the books
-        never made (new purchases paid in the payment run) would eat into that cash; calling this
-        after planting raises the opening cash to what the rule's book side gives for the planted
-        year (the books' month of operating expense above the planted year's lowest day end),
-        retained earnings (the opening trial balance's plug, as in the books) taking the other side,
-        so the opening trial balance still balances. Nothing changes when the books' opening cash
-        carries the planted year."""
+        The books open with the cash that keeps the account at or above half a month of payroll at
+        the end of every day of the year, in whole thousands of dollars (``books.simulate``). A task
+        that plants payments the books never made (new purchases paid in the payment run) would
+        overdraw that cash; calling this after planting raises the opening cash to what the same
+        rule gives for the planted year, retained earnings (the opening trial balance's plug, as in
+        the books) taking the other side, so the opening trial balance still balances. Nothing
+        changes when the books' opening cash carries the planted year."""
         le, acct, val, codes = self._final_lines_idx()
         on = acct == _CASH
-        low = simulate.lowest_day_end(self.e.peek("post_date")[le[on]].astype(np.int64), val[on])
-        books = self.books
-        ok = books.period_of_line != 13
-        month = simulate.month_of_operating_expense(books.lines.account[ok], books.lines.value[ok])
-        need = simulate.whole_thousands(max(0, -low) + month)
+        day = self.e.peek("post_date")[le[on]].astype(np.int64)
+        order = np.argsort(day, kind="stable")
+        running = np.cumsum(val[on][order])
+        d = day[order]
+        day_end = np.concatenate([d[1:] != d[:-1], [True]]) if len(d) else np.zeros(0, dtype=bool)
+        low = int(running[day_end].min()) if len(running) else 0
+        need = max(0, -low) + self.books.master.annual_payroll_cents // 24
+        need = -(-need // 100_000) * 100_000  # whole thousands of dollars, as the books round it
         self._cash_raise = max(0, need - int(self.books.opening.balances[_CASH]))
         return self._cash_raise
 
