@@ -651,8 +651,6 @@ class WorldBuilder:
         self.e["reference"] = TextColumn(y["reference"])
         self.e["description"] = TextColumn(desc)
         self._orig = EntryArrays(y["e"].subset(("debit_account", "credit_account", "debit_cents", "credit_cents")))
-        #: accounts outside the chart that ``set_line`` posted lines to (line codes after the chart's)
-        self._line_codes: list[str] = []
 
     def source_document(self, idx: int) -> int:
         """Add the books' own document behind entry ``idx`` (invoice, receipt, accrual …) to the
@@ -663,19 +661,7 @@ class WorldBuilder:
     def lines_of(self, idx: int) -> list[tuple[str, int]]:
         """The books' lines of entry ``idx`` as (account, signed cents), before planting."""
         sel = np.flatnonzero(self._line_entry == idx)
-        codes = list(_CODES.tolist()) + self._line_codes
-        return [(codes[int(self._line_account[i])], int(self._line_value[i])) for i in sel]
-
-    def _code_of(self, account: str) -> int:
-        """The line code of ``account``: its chart index, or (an account the task added to ``accounts``)
-        an index after the chart's, registered on first use."""
-        if account in chart.CODE:
-            return chart.CODE[account]
-        if not any(a["account"] == account for a in self.accounts):
-            raise KeyError(f"account {account} is neither in the chart nor added to the world's accounts")
-        if account not in self._line_codes:
-            self._line_codes.append(account)
-        return len(_CODES) + self._line_codes.index(account)
+        return [(str(_CODES[self._line_account[i]]), int(self._line_value[i])) for i in sel]
 
     def _add_noise_documents(self, k: int) -> None:
         rng = self.rng
@@ -889,12 +875,11 @@ class WorldBuilder:
         """Set entry ``idx``'s line on ``account`` to ``cents`` (signed, + debit), adding the line (before
         the entry's last line) when the entry has none there: a change beside the main lines (a matched
         invoice's price-variance line). The entry's totals follow while its main lines stay put; balance
-        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). ``account`` is a
-        chart account or one the task added to ``accounts`` (a rounding or suspense account). The year's
-        shared line arrays are never written: the builder takes its own copies."""
+        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). The year's shared
+        line arrays are never written: the builder takes its own copies."""
         start = int(self._lines_per_entry[:idx].sum())
         stop = start + int(self._lines_per_entry[idx])
-        code = self._code_of(account)
+        code = chart.CODE[account]
         hit = np.flatnonzero(self._line_account[start:stop] == code)
         if len(hit):
             pos = start + int(hit[0])
@@ -1034,7 +1019,7 @@ class WorldBuilder:
         e, o = self.e, self._orig
         le = self._line_entry
         acct, val = self._line_account, self._line_value  # the year's (read-only) unless an entry changed
-        codes = list(_CODES.tolist()) + self._line_codes
+        codes = list(_CODES.tolist())
         diff = np.zeros(self.n, dtype=bool)
         for k in ("debit_account", "credit_account", "debit_cents", "credit_cents"):
             if e.has_own(k) or o.has_own(k):  # a column neither side copied is the year's, unchanged
