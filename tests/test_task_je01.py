@@ -1,4 +1,4 @@
-"""JE-1 (unbalanced entries): the key an auditor would reach and the extent of the naive rule (what every
+"""JE-1 (upload residuals in the rounding account): the key an auditor would reach and the extent of the naive rule (what every
 task promises is tests/test_task_contract.py).
 
 The checks read the visible world only (ledger lines, the policy, the upload files), independently
@@ -7,8 +7,8 @@ of the task module, so a planting bug cannot hide behind the same code in the te
 
 from __future__ import annotations
 
+import math
 import re
-
 
 from jeval_ray.agents import entries_of
 from conftest import check_naive_flags_only_the_key
@@ -17,17 +17,19 @@ TASK = "JE-1"
 SEEDS = range(5)
 
 
-def unbalanced(world) -> dict[str, dict]:
-    ents = entries_of(world.ledger.to_pylist())
-    return {k: v for k, v in ents.items() if abs(v["total_debit"] - v["total_credit"]) > 0.004}
+def residuals(world) -> dict[str, float]:
+    """Entry id -> the residual (USD, unsigned) the upload tool posted to the rounding account."""
+    rows = [r for r in world.ledger.to_pylist() if r["account"] == "7990" and r["source"] == "manual"]
+    return {k: abs(v["total_debit"] - v["total_credit"]) for k, v in entries_of(rows).items()}
 
 
 def policy_terms(world) -> tuple[float, float]:
-    """(the upload tool's tolerance, the rounding limit per rounded line) stated by the policy."""
+    """(the upload tool's tolerance, the rounding tolerance per square root of the rounded lines) stated by
+    the policy."""
     body = next(d.body for d in world.documents if "balancing and rounding" in d.title)
     tol = float(re.search(r"differ by more than USD ([\d.]+)\.", body).group(1))
-    per_line = float(re.search(r"at most USD ([\d.]+) \(half a cent\) per rounded line", body).group(1))
-    return tol, per_line
+    per_root = float(re.search(r"half-cent roundings, USD ([\d.]+) x sqrt\(n\)", body).group(1))
+    return tol, per_root
 
 
 def upload_file(world, record) -> tuple[str, int, str]:
@@ -42,28 +44,32 @@ def test_the_filter_catches_exactly_the_planted_entries_all_within_the_tools_tol
     templates = set()
     for w in worlds.values():
         tol, _ = policy_terms(w)
-        ents = unbalanced(w)
-        assert set(ents) == w.defect_ids | {d.entry_id for d in w.decoys}
+        res = residuals(w)
+        assert set(res) == w.defect_ids | {d.entry_id for d in w.decoys}
         assert 3 <= len(w.defects) <= 8 and len(w.decoys) == len(w.defects)
-        templates |= {v["reference"].split("-")[0] for v in ents.values()}
-        for v in ents.values():
-            assert 0.03 - 1e-9 <= abs(v["total_debit"] - v["total_credit"]) <= tol + 1e-9
+        refs = {r["entry_id"]: r["reference"] for r in w.ledger.to_pylist() if r["entry_id"] in res}
+        templates |= {refs[e].split("-")[0] for e in res}
+        for v in res.values():
+            assert 0.03 - 1e-9 <= v <= tol + 1e-9
+        # every entry balances: the residual is posted, not left out
+        ents = entries_of(w.ledger.to_pylist())
+        assert all(abs(v["total_debit"] - v["total_credit"]) < 0.005 for v in ents.values())
     assert templates == {"AC", "TS"}, "defects and decoys are accruals and top-side entries alike"
 
 
 def test_the_key_follows_from_the_policy_and_the_upload_files(worlds):
     kinds = set()
     for w in worlds.values():
-        _, per_line = policy_terms(w)
-        ents = unbalanced(w)
+        _, per_root = policy_terms(w)
+        res = residuals(w)
         for d in w.decoys:
             basis, n, _ = upload_file(w, d)
-            diff = abs(ents[d.entry_id]["total_debit"] - ents[d.entry_id]["total_credit"])
-            assert basis == "allocation" and diff <= n * per_line + 1e-9, "a decoy's difference is allocation rounding"
+            assert basis == "allocation" and res[d.entry_id] <= per_root * math.sqrt(n) + 1e-9, \
+                "a decoy's residual is allocation rounding within three standard deviations"
         for d in w.defects:
             basis, n, _ = upload_file(w, d)
-            diff = abs(ents[d.entry_id]["total_debit"] - ents[d.entry_id]["total_credit"])
-            assert basis == "keyed" or diff > n * per_line + 1e-9, "a defect's difference cannot be allocation rounding"
+            assert basis == "keyed" or res[d.entry_id] > per_root * math.sqrt(n) + 1e-9, \
+                "a defect's residual is not allocation rounding within the tolerance"
             assert d.criteria == "UNBALANCED"
             kinds.add(d.defect_type)
     assert kinds == {"keyed_file_not_balanced", "difference_exceeds_rounding_limit"}
@@ -76,7 +82,7 @@ def test_decisive_facts_are_stated_in_the_needed_evidence(worlds):
             doc_id = r.facts[0]
             assert doc_id.startswith("DOC-") and w.document(doc_id).doc_type == "upload_file"
             assert r.facts[1] == basis and f"Basis: {basis}." in text
-            assert f"difference {r.facts[2]}" in text
+            assert f"residual {r.facts[2]} posted to account 7990" in text
             if len(r.facts) > 3:
                 assert float(r.facts[3]) == n
 

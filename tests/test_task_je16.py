@@ -79,7 +79,7 @@ def test_base_population_does_not_trip_the_rules(worlds):
 
 def test_listing_cannot_tell_decoys_from_defects_per_criterion():
     """Within each criterion, the listing fields the rule reads come from one distribution for
-    defects and decoys: over many worlds the imbalance, the time of day and the recording lag overlap
+    defects and decoys: over many worlds the residual posted to suspense, the time of day and the recording lag overlap
     (rank AUC near 0.5; the old tolerance split gave 1.0 for the imbalance)."""
     def auc(a: list[float], b: list[float]) -> float:
         return sum((x > y) + 0.5 * (x == y) for x in a for y in b) / (len(a) * len(b))
@@ -94,7 +94,7 @@ def test_listing_cannot_tell_decoys_from_defects_per_criterion():
                 continue
             crit = rec.criteria if k == 0 else next(c for c in KINDS if rec.entry_id in rule_hits_cache(w)[c])
             if crit == "UNBALANCED":
-                feats["imbalance"][k].append(np.log10(abs(h["total_debit"] - h["total_credit"])))
+                feats["imbalance"][k].append(np.log10(abs(h["residual"])))
             elif crit == "OFF_HOURS":
                 feats["hour"][k].append(int(h["entry_timestamp"][11:13]))
             elif crit == "CUTOFF":

@@ -138,12 +138,13 @@ def test_prompt_injection_knob_adds_a_document_and_is_recorded():
     assert not any("Ignore any previous instructions" in d.body for d in plain.documents)
 
 
-def test_base_population_is_balanced_except_for_planted_entries():
+def test_every_entry_balances_and_only_planted_entries_post_to_the_rounding_account():
     w = generate_world("JE-1", 4)
     led = w.ledger.to_pandas()
     sums = led.groupby("entry_id")[["debit", "credit"]].sum()
-    off = set(sums.index[(sums.debit - sums.credit).abs() > 0.001])
-    assert off == w.defect_ids | {d.entry_id for d in w.decoys}
+    assert ((sums.debit - sums.credit).abs() <= 0.005).all()
+    rounding = set(led.entry_id[(led.account == "7990") & (led.document_type != "YC")])  # YC: the year-end close
+    assert rounding == w.defect_ids | {d.entry_id for d in w.decoys}
 
 
 @pytest.mark.parametrize("task_id", AVAILABLE)

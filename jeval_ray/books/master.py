@@ -32,6 +32,19 @@ CURRENCY = "USD"
 #: the company's one operating bank account (every statement carries it)
 BANK_ACCOUNT = "US44 0210 0002 1987 6543 21"
 BANK_NAME = "First Harbor Bank, N.A."
+#: the state the company is in: every site of the company, and every address the books and the
+#: tasks write for it or for the vendors it remits to, is in this state
+STATE = "CO"
+STATE_NAME = "Colorado"
+#: the company's sites (head office and plant share the Denver campus); documents word them from here
+PLANT = "Denver plant, 1200 Industrial Way, Denver, CO 80216"
+WAREHOUSE = "Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO 80022"
+SALES_OFFICE = "Sales office, 95 Pearl Street, Boulder, CO 80302"
+SITES = (PLANT, WAREHOUSE, SALES_OFFICE)
+#: remit-to addresses of the company's local vendors (the vendor master's address changes)
+VENDOR_ADDRESSES = ("1200 Commerce Blvd, Aurora, CO 80011", "77 Harbor Way, Lakewood, CO 80226",
+                    "410 Industrial Pkwy, Pueblo, CO 81001", "9 Market Street, Fort Collins, CO 80524",
+                    "3300 Lakeview Dr, Colorado Springs, CO 80903")
 
 
 def rng(seed: int, stream: str) -> np.random.Generator:

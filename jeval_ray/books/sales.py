@@ -1,6 +1,8 @@
 """Order-to-cash: sales order -> shipment -> customer invoice -> cash receipt (-> write-off).
 
-Orders come in through the EDI interface. Goods ship in one delivery or in two (never more than
+Orders come in through the EDI interface; a small year's orders are scaled up so that the product
+sales of 2025 reach at least ``MIN_PRODUCT_SALES`` (the company's scale does not shrink with the
+number of entries asked for, only the number of its orders does). Goods ship in one delivery or in two (never more than
 ordered); each shipment relieves finished goods at cost into cost of goods sold and is billed the
 same evening with sales tax at the customer's rate (resellers are exempt). Customers pay through
 the lockbox around the due date, a few in two instalments; about one invoice in a hundred is never
@@ -21,6 +23,16 @@ from jeval_ray.books.documents import DocBuilder
 #: share of invoices never paid (written off after ``WRITE_OFF_DAYS`` past due)
 DOUBTFUL_RATE = 0.012
 WRITE_OFF_DAYS = 180
+#: an invoice left unpaid is at most this share of all the product billing of the simulation
+DOUBTFUL_CAP = 0.02
+
+
+#: the company's product sales a year are at least this (cents): a plant with its staff, premises and
+#: overhead does not run on less; a small year (few orders) has larger orders, not a smaller business
+MIN_PRODUCT_SALES = 6_000_000_00
+#: a year's product sales at that floor lie between 1 and this many times it (drawn per seed from its
+#: own stream, so that a year above the floor draws its orders as if there were none)
+FLOOR_SPREAD = 1.3
 
 
 #: the states the company ships to and their sales tax rates (basis points); state 0 = exempt resellers
@@ -49,7 +61,12 @@ def order_to_cash(b: DocBuilder, g: np.random.Generator, m: md.Master, n: int) -
     cust = _customer_pick(g, m.n_customers, n)
     so_day = np.sort(md.uniform_days(g, md.SIM_START, md.YEAR_END - 3, n))
     qty = g.integers(5, 400, n)
-    net = np.clip(np.rint(np.exp(g.normal(8.7, 1.0, n)) * 100), 50_00, 2_000_000_00).astype(np.int64)
+    draw = np.exp(g.normal(8.7, 1.0, n))
+    # orders are scaled up when the orders of 2025 would sell less than the floor; a year above it
+    # keeps its drawn prices
+    floor = MIN_PRODUCT_SALES / 100 * md.rng(m.seed, "sales.floor").uniform(1.0, FLOOR_SPREAD)
+    scale = max(1.0, floor / max(float(draw[so_day >= md.YEAR_START].sum()), 1.0))
+    net = np.clip(np.rint(draw * scale * 100), 50_00, 2_000_000_00).astype(np.int64)
     price = np.maximum(net // qty, 1_00)
     cost_ratio = g.uniform(0.58, 0.68, n)
     so = b.add("SO", n, doc_date=so_day, entry_date=so_day, entry_time=md.evening_interface(g, n), partner=cust,
@@ -68,7 +85,8 @@ def order_to_cash(b: DocBuilder, g: np.random.Generator, m: md.Master, n: int) -
     ci = b.add("CI", k, doc_date=day, post_date=day, entry_date=day, entry_time=t + 60, due_date=due, partner=c,
                amount=value, tax=tax, account=idx("revenue_product"), quantity=sq, preparer=md.USER["SYS_INTERFACE"],
                parent=sh)
-    doubtful = g.random(k) < DOUBTFUL_RATE
+    # a customer that never pays is a small one: no single bad debt above DOUBTFUL_CAP of the billing
+    doubtful = (g.random(k) < DOUBTFUL_RATE) & (value <= DOUBTFUL_CAP * value.sum())
     receipts(b, g, ci, c, value + tax, day, due, ~doubtful)
     return {"sh_day": day, "sh_cost": cost, "ci": ci, "ci_customer": c, "ci_gross": value + tax, "ci_day": day,
             "ci_due": due, "doubtful": doubtful}

@@ -10,7 +10,8 @@ Phases, in order:
    returns, the allowance review, top-side adjustments);
 3. opening balances from items: the prior-year documents still open (receivables, payables,
    GR/IR, accruals, sales tax, deferred revenue), the asset register, the prepaid schedule, the
-   stock count and the cash needed so the account never goes negative; equity is the only plug;
+   stock count and the cash that keeps a month of operating expense in the account at every day's
+   end, in the books and at the bank (``opening_cash``); equity is the only plug;
 4. entries: every document posted through the one engine, numbered in the order recorded;
 5. the year-end closing entry to retained earnings;
 6. projection (trial balances, subledgers, bank) and validation: a broken invariant raises.
@@ -34,6 +35,9 @@ RAW_SHARE = 0.085
 TWO_WAY_SHARE = 0.050
 BILL_SHARE = 0.042
 MIN_SIZE = 100
+#: raw-material orders at least (October 2024 - December 2025): a plant selling several million a
+#: year orders its materials every few weeks, not in a handful of lots of half a million
+MIN_RAW_ORDERS = 26
 #: above this, monthly tax returns and allowance reviews outgrow the CFO's approval limit
 MAX_SIZE = 2_000_000
 
@@ -43,7 +47,7 @@ def _counts(size: int) -> dict[str, int]:
     return {
         "sales": max(20, int(SALES_SHARE * s)),
         "contracts": max(2, int(0.001 * s)),  # annual service contracts
-        "raw": max(8, int(RAW_SHARE * s)),
+        "raw": max(MIN_RAW_ORDERS, int(RAW_SHARE * s)),
         "capex": max(2, int(0.0008 * s)),  # equipment orders (each receipt becomes an asset)
         "two_way": max(3, int(TWO_WAY_SHARE * s)),
         "bill": max(3, int(BILL_SHARE * s)),
@@ -117,16 +121,10 @@ def _opening(m, docs, prior, year, register, schedule, raw_open, fg_open, allowa
     bal[chart.idx("inventory_raw")] = raw_open
     bal[chart.idx("inventory_fg")] = fg_open
     bal[chart.idx("allowance")] = -allowance_open
-    # cash: enough that the account never goes negative, plus half a month of payroll
+    # cash: a month of operating expense above the lowest the account would reach, in the books
+    # (by posting date) and at the bank (by value date, the prior year's items in flight included)
     cash = chart.idx("cash")
-    on_cash = year.account == cash
-    days = docs.post_date[year.doc[on_cash]]
-    order = np.argsort(days, kind="stable")
-    running = np.cumsum(year.value[on_cash][order])
-    last_of_day = np.concatenate([days[order][1:] != days[order][:-1], [True]]) if len(days) else np.zeros(0, bool)
-    low = int(running[last_of_day].min()) if len(running) else 0
-    need = max(0, -low) + m.annual_payroll_cents // 24
-    bal[cash] = -(-need // 100_000) * 100_000  # whole thousands of dollars
+    bal[cash] = opening_cash(docs, prior, year)
     contra = [chart.idx("allowance"), chart.idx("accumulated_depreciation")]
     assets_total = int(bal[chart.NORMAL > 0].sum() + bal[contra].sum())
     bal[chart.idx("common_stock")] = -max(1, round(assets_total * 0.15 / 10_000_000)) * 10_000_000
@@ -141,3 +139,48 @@ def _opening(m, docs, prior, year, register, schedule, raw_open, fg_open, allowa
     pending, pending_amt = prior.doc[pc_][pend], prior.value[pc_][pend]
     bank_state = BankState(int(bal[cash] - pending_amt.sum()), pending, pending_amt)
     return ledger.Opening(bal, (ap.item, ap.amount), (ar.item, ar.amount), bank_state)
+
+
+#: expenses that are not paid out: left out of a month of operating expense
+NON_CASH_EXPENSES = ("depreciation", "bad_debt")
+
+
+def month_of_operating_expense(account: np.ndarray, value: np.ndarray) -> int:
+    """A twelfth of the year's expenses other than depreciation and bad debt (cents), from the
+    year's lines (``account``, signed ``value``; the closing entry left out)."""
+    expense = np.array([a.type == "expense" for a in chart.ACCOUNTS])
+    expense[[chart.idx(r) for r in NON_CASH_EXPENSES]] = False
+    return int(value[expense[account]].sum()) // 12
+
+
+def lowest_day_end(day: np.ndarray, value: np.ndarray) -> int:
+    """The lowest end-of-day running total of signed ``value`` by ``day`` (0 before the first day)."""
+    if not len(day):
+        return 0
+    order = np.argsort(day, kind="stable")
+    d, run = day[order], np.cumsum(value[order])
+    last_of_day = np.concatenate([d[1:] != d[:-1], [True]])
+    return min(0, int(run[last_of_day].min()))
+
+
+def whole_thousands(cents: int) -> int:
+    """``cents`` rounded up to whole thousands of dollars."""
+    return -(-int(cents) // 100_000) * 100_000
+
+
+def opening_cash(docs, prior, year) -> int:
+    """The opening balance of the operating account: the company's cash policy keeps a month of
+    operating expense in it at every day's end, in the books (by posting date) and at the bank (by
+    value date); whole thousands of dollars."""
+    cash = chart.idx("cash")
+    on = year.account == cash
+    book_low = lowest_day_end(docs.post_date[year.doc[on]], year.value[on])
+    # at the bank: the prior year's payments and receipts still in flight on 1 January clear in the
+    # year; the bank opens at the book balance less them
+    pc = prior.account == cash
+    pend = docs.value_date[prior.doc[pc]] >= md.YEAR_START
+    v_day = np.concatenate([docs.value_date[prior.doc[pc][pend]], docs.value_date[year.doc[on]]])
+    v_amt = np.concatenate([prior.value[pc][pend], year.value[on]])
+    in_year = v_day <= md.YEAR_END
+    bank_low = lowest_day_end(v_day[in_year], v_amt[in_year]) - int(prior.value[pc][pend].sum())
+    return whole_thousands(max(-book_low, -bank_low, 0) + month_of_operating_expense(year.account, year.value))

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jeval_ray.books import calendar as cal, chart, master as md
+from jeval_ray.books import calendar as cal, chart, master as md, simulate
 from jeval_ray.books.documents import MANUAL, PARTNER_KIND, TYPE, TYPE_CODES
 from jeval_ray.books.simulate import MIN_SIZE, simulate_year
 from jeval_ray.books.tables import descriptions, doc_numbers
@@ -651,6 +651,8 @@ class WorldBuilder:
         self.e["reference"] = TextColumn(y["reference"])
         self.e["description"] = TextColumn(desc)
         self._orig = EntryArrays(y["e"].subset(("debit_account", "credit_account", "debit_cents", "credit_cents")))
+        #: accounts outside the chart that ``set_line`` posted lines to (line codes after the chart's)
+        self._line_codes: list[str] = []
 
     def source_document(self, idx: int) -> int:
         """Add the books' own document behind entry ``idx`` (invoice, receipt, accrual …) to the
@@ -661,7 +663,19 @@ class WorldBuilder:
     def lines_of(self, idx: int) -> list[tuple[str, int]]:
         """The books' lines of entry ``idx`` as (account, signed cents), before planting."""
         sel = np.flatnonzero(self._line_entry == idx)
-        return [(str(_CODES[self._line_account[i]]), int(self._line_value[i])) for i in sel]
+        codes = list(_CODES.tolist()) + self._line_codes
+        return [(codes[int(self._line_account[i])], int(self._line_value[i])) for i in sel]
+
+    def _code_of(self, account: str) -> int:
+        """The line code of ``account``: its chart index, or (an account the task added to ``accounts``)
+        an index after the chart's, registered on first use."""
+        if account in chart.CODE:
+            return chart.CODE[account]
+        if not any(a["account"] == account for a in self.accounts):
+            raise KeyError(f"account {account} is neither in the chart nor added to the world's accounts")
+        if account not in self._line_codes:
+            self._line_codes.append(account)
+        return len(_CODES) + self._line_codes.index(account)
 
     def _add_noise_documents(self, k: int) -> None:
         rng = self.rng
@@ -851,23 +865,22 @@ class WorldBuilder:
     def fund_opening_cash(self) -> int:
         """Re-apply the books' opening-cash rule to the planted year and return the raise in cents.
 
-        The books open with the cash that keeps the account at or above half a month of payroll at
-        the end of every day of the year, in whole thousands of dollars (``books.simulate``). A task
-        that plants payments the books never made (new purchases paid in the payment run) would
-        overdraw that cash; calling this after planting raises the opening cash to what the same
-        rule gives for the planted year, retained earnings (the opening trial balance's plug, as in
-        the books) taking the other side, so the opening trial balance still balances. Nothing
-        changes when the books' opening cash carries the planted year."""
+        The books open with the cash that keeps the account at or above a month of operating
+        expense at the end of every day of the year, in the books and at the bank, in whole
+        thousands of dollars (``books.simulate.opening_cash``). A task that plants payments the books
+        never made (new purchases paid in the payment run) would eat into that cash; calling this
+        after planting raises the opening cash to what the rule's book side gives for the planted
+        year (the books' month of operating expense above the planted year's lowest day end),
+        retained earnings (the opening trial balance's plug, as in the books) taking the other side,
+        so the opening trial balance still balances. Nothing changes when the books' opening cash
+        carries the planted year."""
         le, acct, val, codes = self._final_lines_idx()
         on = acct == _CASH
-        day = self.e.peek("post_date")[le[on]].astype(np.int64)
-        order = np.argsort(day, kind="stable")
-        running = np.cumsum(val[on][order])
-        d = day[order]
-        day_end = np.concatenate([d[1:] != d[:-1], [True]]) if len(d) else np.zeros(0, dtype=bool)
-        low = int(running[day_end].min()) if len(running) else 0
-        need = max(0, -low) + self.books.master.annual_payroll_cents // 24
-        need = -(-need // 100_000) * 100_000  # whole thousands of dollars, as the books round it
+        low = simulate.lowest_day_end(self.e.peek("post_date")[le[on]].astype(np.int64), val[on])
+        books = self.books
+        ok = books.period_of_line != 13
+        month = simulate.month_of_operating_expense(books.lines.account[ok], books.lines.value[ok])
+        need = simulate.whole_thousands(max(0, -low) + month)
         self._cash_raise = max(0, need - int(self.books.opening.balances[_CASH]))
         return self._cash_raise
 
@@ -875,11 +888,12 @@ class WorldBuilder:
         """Set entry ``idx``'s line on ``account`` to ``cents`` (signed, + debit), adding the line (before
         the entry's last line) when the entry has none there: a change beside the main lines (a matched
         invoice's price-variance line). The entry's totals follow while its main lines stay put; balance
-        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). The year's shared
-        line arrays are never written: the builder takes its own copies."""
+        the entry by moving a main line as usual (``debit_cents`` / ``credit_cents``). ``account`` is a
+        chart account or one the task added to ``accounts`` (a rounding or suspense account). The year's
+        shared line arrays are never written: the builder takes its own copies."""
         start = int(self._lines_per_entry[:idx].sum())
         stop = start + int(self._lines_per_entry[idx])
-        code = chart.CODE[account]
+        code = self._code_of(account)
         hit = np.flatnonzero(self._line_account[start:stop] == code)
         if len(hit):
             pos = start + int(hit[0])
@@ -1019,7 +1033,7 @@ class WorldBuilder:
         e, o = self.e, self._orig
         le = self._line_entry
         acct, val = self._line_account, self._line_value  # the year's (read-only) unless an entry changed
-        codes = list(_CODES.tolist())
+        codes = list(_CODES.tolist()) + self._line_codes
         diff = np.zeros(self.n, dtype=bool)
         for k in ("debit_account", "credit_account", "debit_cents", "credit_cents"):
             if e.has_own(k) or o.has_own(k):  # a column neither side copied is the year's, unchanged

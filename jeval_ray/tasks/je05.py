@@ -47,10 +47,10 @@ near-limit amounts by statements of work that the ledger contradicted).
 
 Unplanted look-alikes: the rule also catches runs in the books themselves (an AP clerk, limit
 5,000, keying two invoices of one supplier within three days). Over seeds 0-49 at default knobs
-it returns 34 unplanted entries in 16 of 50 worlds (5.6 % of its 608 hits; 0.8 % of the 4,024
+it returns 26 unplanted entries in 11 of 50 worlds (4.4 % of its 586 hits; 0.6 % of the 4,078
 unplanted manual vendor invoices). None is an exception: in most, the user who approved each
 invoice holds a limit covering the whole run (``master:users`` clears them); for the others
-(12 entries) the books' own invoices and purchase orders are added to the pack, and they show
+(16 entries) the books' own invoices and purchase orders are added to the pack, and they show
 separate purchase orders raised on different days or one order approved by a user whose limit
 covers it (at most ``MAX_DOCUMENTED_INVOICES`` invoices: in a slice of a million entries the runs
 merge into chains of thousands, which the pack does not document one by one). ``plant`` keeps planted units from running into the books' invoices (no other invoice
@@ -146,7 +146,7 @@ BUYER = next(u for u in md.USERS if u.posts == ("PO",))
 _USER = {u.user_id: u for u in md.USERS}
 _GOODS = {
     "freight": ("haulage of the relocated press line", "dedicated trucking for the plant shutdown",
-                "expedited deliveries to the Midwest warehouse", "crating and shipping of the test rig"),
+                "expedited deliveries to the Commerce City warehouse", "crating and shipping of the test rig"),
     "maintenance": ("overhaul of production line 2", "roof repairs at the Denver plant", "servicing of the compressors",
                     "replacement of the dock levellers", "repainting of the warehouse floor"),
     "marketing": ("design and print of the product catalogue", "trade-show booth and artwork", "product photography",

@@ -9,7 +9,9 @@ posting, a new entry keyed on the first business day 1-9 days later by an AP cle
 voucher number, with the original's vendor, amount, accounts and invoice (document) date, and a
 vendor invoice number in the description that differs from the original's in its last digit;
 where the original was paid in the year, the second posting is paid too, in the Thursday payment
-run after it was keyed (the next business day when that Thursday is a holiday, as the books pay).
+run after it was keyed (the next business day when that Thursday is a holiday, as the books pay);
+an original paid in two instalments has its second posting paid in both or, when a run would fall
+after the year end, in neither.
 Each second posting is then made a defect or a decoy at random; only the vendor documents scanned
 with the two vouchers differ. Every date a voucher states for the company's own acts (posted,
 approved) is a business day, for defects, decoys and ordinary vouchers alike: where the books date
@@ -102,8 +104,7 @@ CATEGORIES = ("freight", "maintenance", "marketing", "office", "travel")
 MORE_CATEGORIES = ("professional", "utilities")
 AP_KEYERS = ("AKIM", "BOKAFOR", "GSILVA")
 _CHANNELS = ("e-mail (PDF)", "post (paper original)", "supplier portal")
-_DELIVERY = ("Denver plant, 1200 Industrial Way, Denver, CO", "Warehouse Unit 7, Riverside Industrial Park, Commerce City, CO",
-             "Sales office, 95 Pearl Street, Boulder, CO")
+_DELIVERY = md.SITES
 
 
 def _keyed_variant(rng: np.random.Generator, number: int) -> int:
@@ -271,11 +272,11 @@ def plant(b: WorldBuilder) -> None:
         sec.approver = next(a for a in APPROVERS if a != sec.preparer and b.user(a)["approval_limit"] * 100 >= cents)
         changes.append(sec)
         approved2 = _approved_on(max(c.doc_date[o], post - int(rng.integers(0, 3))).astype(np.int64))
-        # its payment: the run after it was keyed, when that is within the year
-        for p in payments.get(bd, []):
-            run = _next_run(max(c.post_date[p], post + 2))
-            if run <= PERIOD_END:
-                pay_jobs.append((p, run, str(c.reference[o]), ref2))
+        # its payment: the run after it was keyed, when that is within the year; an original paid in
+        # two instalments has both copied or neither, so the second posting is paid in full or not at all
+        runs = [(p, _next_run(max(c.post_date[p], post + 2))) for p in payments.get(bd, [])]
+        if all(run <= PERIOD_END for _p, run in runs):
+            pay_jobs += [(p, run, str(c.reference[o]), ref2) for p, run in runs]
         po1 = f"PO-{int(d.parent[bd]):07d}" if d.parent[bd] >= 0 else ""
         po2 = po1 if is_defect[k] or not po1 else f"PO-{next_doc:07d}"
         next_doc += 1

@@ -85,9 +85,9 @@ Every defect kind has a decoy kind of the same face on the listing (price over P
 price difference, quantity over receipt and a short delivery billed as received, payee and verified
 bank change, misclassified and PO-coded), drawn from the same invoices in the same numbers on
 average, and a defect of a decoy's kind is drawn at the decoy's amounts: a price defect's invoice is
-the one whose total as planted is nearest the total of an invoice drawn and planted as a price
-decoy, a quantity defect's (the whole order) nearest what a short delivery billed as received comes
-to. Defects and decoys thus share the amounts, document types, accounts, price-variance lines and
+the one whose total as planted is nearest the total of a price decoy of the sample (paired with it;
+an invoice drawn as one would be where the sample has fewer such decoys than defects), a quantity
+defect's (the whole order) nearest what a short delivery of the sample billed as received comes to. Defects and decoys thus share the amounts, document types, accounts, price-variance lines and
 line counts of the listing; what decides them is in the invoice, the PO and its history, the vendor
 master and the change log.
 
@@ -709,11 +709,16 @@ def _draw(b: WorldBuilder, pool: _Pool) -> _Sample:
 
 def _draw_matched_defects(b: WorldBuilder, pool: _Pool, s: _Sample, n_price: int, n_qty: int) -> None:
     """Price and quantity defects, drawn so that their amounts as planted follow the decoys': a price defect's
-    total is near the total of an invoice planted as a price decoy, a quantity defect's (the whole order) near
-    what a short delivery billed as received comes to."""
+    total is near the total of a price decoy of the sample, a quantity defect's (the whole order) near what a
+    short delivery of the sample billed as received comes to (paired one to one; beyond the decoys, near an
+    invoice drawn as one would be)."""
     rng, amt, d = b.rng, pool.amt, pool.d
-    for _ in range(n_price):
-        c = pool.shadow(pool.price)
+    # each defect follows a decoy of its face in the sample where there is one (paired: the defect is the
+    # invoice nearest that decoy's amount as planted, so the faces share their amounts world by world), else
+    # an invoice drawn as such a decoy would be
+    prices = s.price_dec + s.bank_price
+    for k in range(n_price):
+        c = prices[k] if k < len(prices) else pool.shadow(pool.price)
         u_dec = pool.u_decoy()
         u_def = float(rng.uniform(1.6, 6.0))
         target = int(amt[c]) + pool.decoy_price(c, u_dec) if c >= 0 else 0
@@ -721,8 +726,9 @@ def _draw_matched_defects(b: WorldBuilder, pool: _Pool, s: _Sample, n_price: int
                                 "matched vendor invoices")
         s.price.append(idx)
         s.excess[idx] = int(pool.defect_price(np.array([idx]), u_def)[0])
-    for _ in range(n_qty):
-        c = pool.shadow(pool.qty_ok)
+    shorts = s.short_dec + s.bank_short
+    for k in range(n_qty):
+        c = shorts[k] if k < len(shorts) else pool.shadow(pool.qty_ok)
         target = int(amt[c]) - pool.short_units(c) * (int(amt[c]) // int(d.quantity[pool.po_of[c]])) if c >= 0 else 0
         s.qty.append(pool.take_nearest(pool.qty_ok, lambda cand: amt[cand], target,
                                        "matched invoices of orders received in one delivery"))

@@ -191,7 +191,7 @@ RP_VENDORS = (
     ("Hale Print & Media LLC", "Owned by Robert Hale, non-executive director", "Robert Hale", "marketing",
      "printing of the product catalogue"),
     ("Osei Facility Services", "Controlled by Margaret Osei, chair of the board", "Margaret Osei", "maintenance",
-     "repairs at the Reno plant"),
+     "repairs at the Commerce City warehouse"),
     ("Raman Office Supply Co.", "Majority-owned by Priya Raman, director", "Priya Raman", "office",
      "office supplies and printing"),
     ("Wright & Sons Logistics", "Managed by the brother of James Wright, CFO", "James Wright", "freight",

@@ -547,8 +547,7 @@ def _routine_changes(b: WorldBuilder) -> list[dict[str, Any]]:
     bank change comes with its change form: the vendor's letter and Treasury's call-back (policy 3)."""
     rng = b.rng
     out = []
-    streets = ("1200 Commerce Blvd, Dayton OH", "77 Harbor Way, Toledo OH", "410 Industrial Pkwy, Akron OH",
-               "9 Market Street, Pittsburgh PA", "3300 Lakeview Dr, Cleveland OH")
+    streets = md.VENDOR_ADDRESSES
     # vendors of the categories new vendors come from: their bills look like the new vendors' in the listing
     same = [i for i, v in enumerate(b.vendors) if v["category"] in CATEGORIES]
     for i in sorted(rng.choice(same, size=min(len(same), int(rng.integers(2, 5))), replace=False)):

@@ -11,12 +11,12 @@ them: only the evidence differs. Where the listing field is itself what the rule
 of an imbalance, the time of a keying, the recording date, the preparer), the decisive difference
 sits in evidence the agent must read: the interface's rounding report, an out-of-hours
 authorisation, a close calendar change, an approval log, the user master. Nor does ranking the
-candidates within one world help: every imbalance is within the tolerance, and each leaver's
+candidates within one world help: every residual is within its upload's tolerance, and each leaver's
 entries lie on one side of his or her termination date.
 
 | criteria | planted exception (required evidence) | decoy (clearing evidence) | decisive facts |
 |---|---|---|---|
-| UNBALANCED | a billing-interface customer invoice whose credits differ from its debits (within the policy's tolerance) by a difference that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that difference (same) | debits, credits, the difference, the report; the tolerance |
+| UNBALANCED | a billing-interface customer invoice whose credits differ from its debits (within the policy's tolerance of USD 0.0087 x sqrt(n) for n priced lines, three standard deviations of n half-cent roundings) by a residual, posted by the interface to 2990 Suspense - Interface Differences on a line of its own, that is not on the interface's rounding report of the month, or (near miss) that the report gives as another figure (entry, the report, journal entry policy) | the report lists the upload with exactly that residual, within the tolerance for its priced lines (same) | debits, credits, the residual on suspense, the report and its priced lines; the tolerance |
 | SELF_APPROVAL | a manual entry of the books keyed during a workflow incident, recorded with its preparer as approver and not signed off on the incident's manual approval log, or signed off only after it was posted (the log, `master:users`, policy) | signed off on the log before posting by a second approver whose limit covers it (same) | the preparer, the amount and the log; the approver and the date signed |
 | INVALID_ACCOUNT | a month's bank charges (keyed by the GL team a few business days after the month end, no vendor) posted to a bank-charge sub-account opened after the posting date and on or before the keying day: back-dated before the account existed (`master:accounts`; an ERP rejects postings to blocked, closed or unknown accounts, so none are planted) | posted to a sub-account opened during the year before the posting date (`master:accounts`) | the account, its opening date, the posting date |
 | UNAUTHORISED_USER | an entry of the kind the leaver's role keys (AP clerk: vendor invoices; GL accountant: accruals, bank items, tax returns), keyed in the weeks after his or her termination date (`master:users`) | keyed by another leaver in the weeks before his or her termination date (`master:users`) | the user, the termination date, the posting date |
@@ -37,14 +37,15 @@ control deviations, flagged without an amount: the key keeps the entry's total, 
 an amount given for one is ignored. The gap is reported by flagging the missing id, which
 ``flag_entry`` accepts inside the numbering range. ``premature_penalty`` (0.05 off the process
 score per disposition made before its required or clearing evidence was opened) makes the order
-of work part of the score. ``near_miss`` moves interface differences towards the tolerance,
+of work part of the score. ``near_miss`` moves interface residuals towards their tolerance,
 opened-account decoys towards the opening date, narrows the window of leaver entries around the
 termination dates, brings close extensions down to the recording date, and from 0.5 adds the
 near-miss UNBALANCED, OFF_HOURS, SELF_APPROVAL and CUTOFF variants.
 
 Only what a real exception changes is planted: who approved, which sub-account, who keyed, when an
 entry was recorded (its posting date, amounts and documents stay the books'), or, for an
-imbalance, the revenue line of an interface upload. ``plant`` asserts the properties of the books
+interface residual, the revenue line of an interface upload and the suspense line that balances it
+(every entry and the year balance: ``tests/test_rounding_balance.py``). ``plant`` asserts the properties of the books
 it relies on (balanced entries, manual entries approved by someone else and keyed in office hours
 on business days by users with posting rights, within the close of their period). Unplanted
 look-alikes: the books' honest look-alikes (round amounts, weekend system runs, amounts near a
@@ -71,9 +72,9 @@ from jeval_ray.builder._base import APPROVERS, MONTH_ABBR, PREPARERS
 from jeval_ray.builder.spec import KeyRationale, key, spec
 from jeval_ray.errors import ConfigError
 from jeval_ray.protocol.kit import Kit, Step, entries_of
-from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, HHMM, INT, MONEY, NAME, POSTING_WINDOW, SIGNED_MONEY, TOKEN,
-                                     USER_MAY_POST, Disposition, Form, Many, clear, dispose, doc_ref, entry_ref, flag,
-                                     Task, hhmm, review)
+from jeval_ray.tasks.taskkit import (ACCOUNT_OPEN, DATE, HHMM, INT, MONEY, NAME, POSTING_WINDOW, ROUNDING_LIMIT,
+                                     SIGNED_MONEY, TOKEN, USER_MAY_POST, Disposition, Form, Many, RoundingLimit, clear,
+                                     dispose, doc_ref, entry_ref, fixed, flag, Task, hhmm, review)
 
 SPEC = spec(
     "JE-16",
@@ -87,8 +88,8 @@ SPEC = spec(
     sources=('general_ledger', 'trial_balance', 'user_master', 'chart_of_accounts', 'holiday_calendar', 'close_calendar', 'approval_logs', 'authorisations', 'policies'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'compute_stats', 'get_balances', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', 'debits and credits differ, and the difference is not a reported, tolerated one',
-         'the difference between debits and credits'),
+        ('UNBALANCED', "the upload's debits and credits differ, and the residual posted to suspense is not a reported, "
+         'tolerated one', 'the residual posted to suspense'),
         ('SELF_APPROVAL', 'manual entry approved by its preparer'),
         ('INVALID_ACCOUNT', 'posting to an account not open for posting on the posting date'),
         ('UNAUTHORISED_USER', 'posted without rights or after termination'),
@@ -119,7 +120,8 @@ KEY_RATIONALE = (
        "listed movements by the same amount. The population tested is incomplete; obtain and test the missing entry.",
        "AS 2401.58-.62 (the journal entries tested come from a complete population); ISA 240.32(a)"),
     _k("defect", "unbalanced_not_reported", "the entry, the billing interface's rounding report of its month, the journal "
-       "entry policy", "debits, credits and their difference; the report, which does not list the upload",
+       "entry policy", "debits, credits and their difference, posted to suspense 2990; the report, which does not list "
+       "the upload",
        "A billing upload whose credits differ from its debits by an amount the interface did not report as rounding: a "
        "keying or interface error the policy requires corrected before the close."),
     _k("defect", "unbalanced_reported_otherwise", "the entry, the rounding report, the journal entry policy",
@@ -160,8 +162,10 @@ KEY_RATIONALE = (
        "calendar change", "the posting and recording dates, the close date, the extension's new close date",
        "The period's close was extended, but the entry was recorded after even the extended date.", _LATE),
     _k("decoy", "interface_rounding_reported", "the rounding report, the journal entry policy",
-       "debits, credits, the difference, the report's identical figure, the tolerance",
-       "The difference is the interface's reported rounding, as reported and within the policy's tolerance: no exception."),
+       "debits, credits, the residual on suspense, the report's identical figure and the upload's priced lines n, the "
+       "tolerance USD 0.0087 x sqrt(n)",
+       "The residual is the interface's reported rounding, as reported and within the policy's tolerance for its priced "
+       "lines (three standard deviations of n half-cent roundings): no exception."),
     _k("decoy", "signed_off_on_outage_log", "the manual approval log, master:users, the journal entry policy",
        "the log row: the second approver and the sign-off date on or before posting; the approver's limit",
        "The ERP recorded the preparer as approver during the incident, but a second approver whose limit covers the "
@@ -190,13 +194,17 @@ LEAVERS = (("NWALSH", "Nora Walsh", "AP Clerk", "Accounts Payable", 5_000, ("VI"
            ("OBAKER", "Omar Baker", "GL Accountant", "General Ledger", 10_000, ("AC", "BC", "BI", "TX")),
            ("PROSSI", "Paolo Rossi", "AP Clerk", "Accounts Payable", 5_000, ("VI", "VN")))
 PLANT = "JE-16"
+#: where the billing interface posts an upload's residual (an account the task adds to the chart)
+SUSPENSE = "2990"
+SUSPENSE_NAME = "Suspense - Interface Differences"
 
 
 # ----------------------------------------------------------------------------- documents
 @dataclass(frozen=True)
 class JePolicy:
-    """FIN-POL-010: balancing (the interface rounding it tolerates, in cents) and approval."""
-    tolerance: int
+    """FIN-POL-010: balancing (the interface rounding it tolerates: ten-thousandths of a USD per square
+    root of the upload's priced lines) and approval."""
+    per_root_line: int
 
 
 @dataclass(frozen=True)
@@ -209,8 +217,10 @@ class ClosePolicy:
 
 @dataclass(frozen=True)
 class Rounding:
-    """A line of the interface's rounding report: an upload and its difference (debits - credits, cents)."""
+    """A line of the interface's rounding report: an upload, its priced lines and its difference (debits -
+    credits, cents)."""
     reference: str
+    lines: int
     difference: int
 
 
@@ -271,11 +281,14 @@ class CloseChange:
 JE_POLICY = Form(JePolicy, (
     "1. Scope. All journal entries posted to the general ledger of Northwind Components Inc.\n"
     "2. Balancing. Every journal entry must balance: total debits must equal total credits. Entries uploaded by the "
-    "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface reports "
-    "each such difference, by upload reference, on its monthly rounding report. A difference on the report, as "
-    "reported, of up to USD {tolerance} per entry is tolerated and is cleared monthly to the suspense "
-    "account by the GL team. Any other difference (not on the report, not as reported, or larger) is a keying or "
-    "interface error and must be corrected before period close.\n"
+    "billing interface (SYS_INTERFACE) may carry the interface's unit-price and tax rounding; the interface posts "
+    "each upload's residual (its debits less its credits) on a line of its own to account 2990 Suspense - "
+    "Interface Differences, so that the entry balances, and reports it, by upload reference and number of priced "
+    "lines, on its monthly rounding report. A residual on the report, as reported, of at most USD {per_root_line} "
+    "x sqrt(n) for an upload of n priced lines (three standard deviations of n independent half-cent roundings) "
+    "is tolerated and is cleared monthly from the suspense account by the GL team. Any other residual (not on "
+    "the report, not as reported, or larger) is a keying or interface error and must be corrected before period "
+    "close.\n"
     "3. Approval. Every manual journal entry must be approved in the ERP workflow, before it is posted, by a user "
     "other than its preparer whose approval limit covers the amount. A preparer may never approve his or her own "
     "entry.\n"
@@ -284,7 +297,7 @@ JE_POLICY = Form(JePolicy, (
     "incident's manual approval log, by a second approver whose limit covers the amount. An entry recorded with "
     "its preparer as approver and not so signed off is self-approved.\n"
     "4. Posting rights. Only users with posting rights in the user master may post; access ends on the "
-    "termination date."), tolerance=MONEY)
+    "termination date."), per_root_line=fixed(4))
 CLOSE_POLICY = Form(ClosePolicy, (
     "1. Posting window. Manual journal entries are keyed on business days (Monday to Friday, excluding the "
     "company holidays in the calendar master data) between {start} and {end} local time, "
@@ -302,7 +315,8 @@ CLOSE_POLICY = Form(ClosePolicy, (
     "issued on or before the period's close date, stating the period and the new close date; entries recorded up "
     "to and including the new close date may then be posted into that period.\n"
     "5. The FY2025 year-end close date is {year_end_close}."), start=HHMM, end=HHMM, year_end_close=DATE)
-ROUNDING = Form(Rounding, "{reference} | {difference}", reference=TOKEN, difference=SIGNED_MONEY)
+ROUNDING = Form(Rounding, "{reference} | {lines} priced lines | {difference}", reference=TOKEN, lines=INT,
+                difference=SIGNED_MONEY)
 ROUNDING_REPORT = Form(RoundingReport, (
     "Billing interface (SYS_INTERFACE) - rounding report for period {period}.\n"
     "Uploads whose credits differ from their debits by unit-price or tax rounding; the GL team clears the "
@@ -334,9 +348,7 @@ CLOSE_CHANGE = Form(CloseChange, (
 # ----------------------------------------------------------------------------- world
 @dataclass(frozen=True)
 class _Context:
-    """What every planting phase shares: the interface's tolerance (cents), the two policies' handles and the
-    periods' close dates."""
-    tol: int
+    """What every planting phase shares: the two policies' handles and the periods' close dates."""
     pol_je: int
     pol_close: int
     closes: dict[str, str]
@@ -346,9 +358,12 @@ def plant(b: WorldBuilder) -> None:
     """Plant the missing entry, the exceptions and look-alikes of every criterion, and their documents."""
     rng = b.rng
     _assert_clean_base(b)
-    tol_cents = int(rng.choice([2_500, 5_000, 10_000, 25_000]))  # the interface rounding tolerance
     closes = dict(month_close_dates())
-    pol_je = b.add_document("policy", JE_POLICY_TITLE, JE_POLICY.render(JePolicy(tol_cents)), "2024-11-20")
+    b.accounts.append({"account": SUSPENSE, "name": SUSPENSE_NAME, "type": "liability", "normal_balance": "credit",
+                       "contra_of": None, "status": "active", "opened": "2015-01-01", "closed": None, "blocked_on": None})
+    b.accounts.sort(key=lambda r: r["account"])
+    pol_je = b.add_document("policy", JE_POLICY_TITLE, JE_POLICY.render(JePolicy(ROUNDING_LIMIT.per_root_line)),
+                            "2024-11-20")
     pol_close = b.add_document("policy", CLOSE_POLICY_TITLE, CLOSE_POLICY.render(
         ClosePolicy(*BUSINESS_HOURS, b.facts["year_end_close"])), "2024-11-29")
     b.claim(PLANT, documents=[pol_je, pol_close])
@@ -370,7 +385,7 @@ def plant(b: WorldBuilder) -> None:
 
     if b.n_defects >= 1:
         _plant_gap(b)
-    ctx = _Context(tol_cents, pol_je, pol_close, closes)
+    ctx = _Context(pol_je, pol_close, closes)
     _plant_unbalanced(b, ctx, count(def_kinds, "UNBALANCED"), count(dec_kinds, "UNBALANCED"))
     _plant_self_approval(b, ctx, count(def_kinds, "SELF_APPROVAL"), count(dec_kinds, "SELF_APPROVAL"))
     _plant_accounts(b, count(def_kinds, "INVALID_ACCOUNT"), count(dec_kinds, "INVALID_ACCOUNT"))
@@ -448,39 +463,47 @@ def _split(b: WorldBuilder, n_def: int, n_dec: int, where: np.ndarray, what: str
 
 
 def _plant_unbalanced(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
-    """Billing-interface uploads (customer invoices) whose credits differ from their debits, every difference drawn from one
-    distribution within the policy's tolerance: a decoy's difference is on the interface's rounding
-    report of its month as it stands; a defect's is not (or, with ``near_miss`` >= 0.5, the report
-    shows another figure for the upload). Each month with such an upload has its report, so neither
-    the size of a difference nor the list of reports tells them apart."""
+    """Billing-interface uploads (customer invoices) whose credits differ from their debits, every residual
+    drawn from one distribution within the policy's tolerance for the upload's priced lines (USD 0.0087 x
+    sqrt(n)) and posted by the interface to the suspense account on a line of its own, so the entry and the
+    year balance: a decoy's residual is on the interface's rounding report of its month as it stands; a
+    defect's is not (or, with ``near_miss`` >= 0.5, the report shows another figure for the upload). Each
+    month with such an upload has its report, so neither the size of a residual nor the list of reports
+    tells them apart."""
     rng, c = b.rng, b.cols
-    tol = ctx.tol
     # customer invoices: the interface prices units and computes tax, so rounding can only arise there
-    pool = ~c.manual & (c.doc_code == "CI") & (c.debit_cents > 20 * tol)
+    pool = ~c.manual & (c.doc_code == "CI") & (c.debit_cents > 50_000)
     defects, decoys = _split(b, n_def, n_dec, pool, "billing interface uploads")
     if not defects and not decoys:
         return
     lo = 0.1 + 0.6 * b.knobs.near_miss
+    # per upload: its priced lines and its residual (debits - credits before the suspense line, cents)
+    n_lines: dict[int, int] = {}
+    residual: dict[int, int] = {}
     for idx in defects + decoys:
-        diff = max(1, int(tol * rng.uniform(lo, 1.0)))
+        n = n_lines[idx] = int(rng.integers(4, 121))
+        diff = max(1, int(ROUNDING_LIMIT.limit_cents(n) * rng.uniform(lo, 1.0)))
         c.credit_cents[idx] += diff if rng.random() < 0.5 else -diff
+        residual[idx] = int(c.debit_cents[idx]) - int(c.credit_cents[idx])
+        b.set_line(idx, SUSPENSE, -residual[idx])  # the interface balances the entry on suspense
     variants = ["not_reported"] + (["reported_otherwise"] if b.knobs.near_miss >= 0.5 else [])
     first = int(rng.integers(0, len(variants)))
     kinds = {idx: variants[(first + j) % len(variants)] for j, idx in enumerate(defects)}
-    lines: dict[int, list[tuple[str, int]]] = {}
+    lines: dict[int, list[tuple[str, int, int]]] = {}
     for idx in defects + decoys:
         m = int(str(c.post_date[idx])[5:7])
-        diff = int(c.debit_cents[idx]) - int(c.credit_cents[idx])
+        diff = residual[idx]
         if idx in decoys:
-            lines.setdefault(m, []).append((str(c.reference[idx]), diff))
+            lines.setdefault(m, []).append((str(c.reference[idx]), n_lines[idx], diff))
         elif kinds[idx] == "reported_otherwise":
             other = int(diff * rng.uniform(0.05, 0.5)) or (1 if diff > 0 else -1)
-            lines.setdefault(m, []).append((str(c.reference[idx]), other))
+            other = other if other != diff else diff + (1 if diff > 0 else -1)
+            lines.setdefault(m, []).append((str(c.reference[idx]), n_lines[idx], other))
         else:
             lines.setdefault(m, [])
     reports = {}
     for m, rows in sorted(lines.items()):
-        uploads = tuple(Rounding(ref, d) for ref, d in sorted(rows))
+        uploads = tuple(Rounding(ref, n, d) for ref, n, d in sorted(rows))
         body = ROUNDING_REPORT.render(RoundingReport(f"2025-{m:02d}", uploads, len(uploads)))
         last = (np.datetime64(f"2025-{m:02d}", "M") + 1).astype("datetime64[D]") - 1
         title = f"Billing interface rounding report - {MONTH_ABBR[m - 1]} 2025"
@@ -488,12 +511,13 @@ def _plant_unbalanced(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) ->
     b.claim(PLANT, documents=reports.values())
     for idx in defects + decoys:
         m = int(str(c.post_date[idx])[5:7])
-        dr, cr = int(c.debit_cents[idx]), int(c.credit_cents[idx])
-        diff = abs(dr - cr)
+        diff = abs(residual[idx])
         ev: list = ["entry", reports[m], ctx.pol_je]
-        facts: list = [dr / 100, cr / 100, diff / 100, doc_ref(reports[m])]
+        # the entry's totals as posted (balanced by the suspense line), the residual and the report
+        facts: list = [int(c.debit_cents[idx]) / 100, diff / 100, doc_ref(reports[m])]
         if idx in decoys:
-            b.add_decoy(idx, "interface_rounding_reported", ev, facts=facts + [tol / 100])
+            assert diff <= ROUNDING_LIMIT.limit_cents(n_lines[idx])
+            b.add_decoy(idx, "interface_rounding_reported", ev, facts=facts + [str(n_lines[idx])])
         else:
             b.add_defect(idx, f"unbalanced_{kinds[idx]}", "UNBALANCED", ev, diff, facts=facts)
 
@@ -888,8 +912,8 @@ def _weekday(day: Any) -> str:
 def _plant_cutoff(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> None:
     """The books' month-end entries recorded 1-6 business days after their period's close date (their
     posting date kept: back-dated into a locked period), all drawn alike; a decoy's period has a close calendar change (issued by the close date)
-    extending the close past the recording date, a defect's has none (or, with ``near_miss`` >= 0.5,
-    one that ends before the recording date)."""
+    extending the close past the recording date, a defect's has none or (half the time) one that ends 1-4
+    business days before its recording date (1-2 with ``near_miss`` >= 0.5)."""
     rng, c = b.rng, b.cols
     closes = ctx.closes
     post = c.post_date
@@ -899,9 +923,17 @@ def _plant_cutoff(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> Non
     last_days = post >= cal.last_day_of_month(post) - 9
     pool = c.manual & ~np.isin(c.template, AR_TEMPLATES) & np.isin(c.preparer, PREPARERS) & last_days \
         & (post < np.datetime64("2025-12-01")) & (_children_first_entry(b) > close_of + 16)
-    defects, decoys = _split(b, n_def, n_dec, pool, "manual entries posted late in a month")
+    # decoys first, then defects from the other months where the pool allows: a defect in a decoy's month
+    # would have to be recorded after the extension that covers the decoy, so later than the decoys
+    # (over the listing, defects' recording lags would run longer than decoys')
+    decoys = [int(i) for i in b.pick(n_dec, where=pool, what="manual entries posted late in a month")] if n_dec else []
+    month = post.astype("datetime64[M]")
+    apart = pool & ~np.isin(month, month[decoys])
+    defects = [int(i) for i in b.pick(n_def, where=apart if (apart & ~b.used).sum() >= n_def else pool,
+                                      what="manual entries posted late in a month")] if n_def else []
     if not defects and not decoys:
         return
+    b.claim(PLANT, entries=decoys + defects)
     month_of = {}
     for idx in decoys + defects:
         _record_late(b, idx, cal.business_offset(close_of[idx], int(rng.integers(1, 7))))
@@ -921,9 +953,10 @@ def _plant_cutoff(b: WorldBuilder, ctx: _Context, n_def: int, n_dec: int) -> Non
             if c.entry_date[idx] <= ext[m]:
                 _record_late(b, idx, cal.business_offset(ext[m], int(rng.integers(1, 3))))
             kinds[idx] = "after_extension"
-        elif b.knobs.near_miss >= 0.5 and rng.random() < 0.5 and c.entry_date[idx] > close + 1 \
-                and sum(month_of[j] == m for j in month_of) == 1:
-            new = cal.business_offset(c.entry_date[idx], -int(rng.integers(1, 3)), roll="backward")
+        elif rng.random() < 0.5:  # an extension for the month that ends before its defects were recorded
+            first = min(c.entry_date[j] for j in defects if month_of[j] == m)
+            new = cal.business_offset(first, -int(rng.integers(1, 3 if b.knobs.near_miss >= 0.5 else 5)),
+                                      roll="backward")
             if new > close:
                 ext[m] = new
                 kinds[idx] = "after_extension"
@@ -968,22 +1001,35 @@ class _Books:
 
 @dataclass
 class _Pack(_Books):
-    """The books and the documents careful opened: the tolerance (USD), the two policies, the approval
+    """The books and the documents careful opened: the rounding tolerance, the two policies, the approval
     logs (doc id, log, sign-offs by reference), the authorisations, the close extensions by period and
-    the rounding reports by period (doc id, difference by upload reference, USD)."""
-    tol: float = 0.0
+    the rounding reports by period (doc id, (difference USD, priced lines) by upload reference)."""
+    rule: RoundingLimit = ROUNDING_LIMIT
     je: list[str] = field(default_factory=list)
     close: list[str] = field(default_factory=list)
     logs: list[tuple[str, ApprovalLog, dict[str, SignOff]]] = field(default_factory=list)
     auths: list[tuple[str, OutOfHours]] = field(default_factory=list)
     exts: dict[str, tuple[str, CloseChange]] = field(default_factory=dict)
-    reports: dict[str, tuple[str, dict[str, float]]] = field(default_factory=dict)
+    reports: dict[str, tuple[str, dict[str, tuple[float, int]]]] = field(default_factory=dict)
 
 
 def _scan(kit: Kit) -> Generator[Step, Any, tuple[Listing, list[dict[str, Any]]]]:
     """Every line of the listing, grouped by entry."""
     rows = yield from kit.ledger(columns=_SCAN_COLUMNS)
-    return entries_of(rows), rows
+    return _grouped(rows), rows
+
+
+def _grouped(rows: list[dict[str, Any]]) -> Listing:
+    """Lines grouped by entry, each entry with its ``residual``: what the interface posted to suspense
+    (the upload's debits less its credits, USD; 0 for an entry with no suspense line)."""
+    ents = entries_of(rows)
+    for h in ents.values():
+        h["residual"] = 0.0
+    for r in rows:
+        if r.get("account") == SUSPENSE:
+            h = ents[r["entry_id"]]
+            h["residual"] = round(h["residual"] + (r.get("credit") or 0.0) - (r.get("debit") or 0.0), 2)
+    return ents
 
 
 def _read_books(kit: Kit) -> Generator[Step, Any, _Books]:
@@ -1021,19 +1067,18 @@ def _late_or_odd(kit: Kit, books: _Books) -> Generator[Step, Any, set[str]]:
 def _targeted(kit: Kit, books: _Books, want: set[str]) -> Generator[Step, Any, Listing]:
     """Every entry a red-flag rule could catch, found with server-side filters (never the whole listing):
     ``want`` (from ``_late_or_odd``), the manual entries' headers (self-approval, leavers, off hours) and
-    the billing interface's customer invoices (imbalances); then those entries' lines, grouped."""
-    manual, ci = yield from kit.ledgers([
+    the entries with an interface residual on suspense; then those entries' lines, grouped."""
+    manual, suspense = yield from kit.ledgers([
         ([{"column": "line_no", "op": "eq", "value": 1}, {"column": "source", "op": "eq", "value": "manual"}],
          ["entry_id", "entry_timestamp", "preparer", "approver"]),
-        ([{"column": "document_type", "op": "eq", "value": "CI"}], ["entry_id", "debit", "credit"])])
+        ([{"column": "account", "op": "eq", "value": SUSPENSE}], ["entry_id"])])
     heads = {r["entry_id"]: {**r, "source": "manual"} for r in manual}
     odd_users = {u for u, row in books.users.items() if USER_MAY_POST.suspect(row)}
     off = _outside(heads, sorted(heads), books)
     want = want | {e for e, h in heads.items() if e in off or h["preparer"] in odd_users or h["preparer"] == h.get("approver")}
-    upload = entries_of(ci)
-    want |= {e for e, h in upload.items() if abs(h["total_debit"] - h["total_credit"]) > 0.004}
+    want |= {r["entry_id"] for r in suspense}
     rows = yield from kit.ledger([{"column": "entry_id", "op": "in", "value": sorted(want)}], _SCAN_COLUMNS)
-    return entries_of(rows)
+    return _grouped(rows)
 
 
 def _movements(kit: Kit) -> Generator[Step, Any, tuple[dict[str, float], list[dict[str, Any]]]]:
@@ -1130,7 +1175,7 @@ def _rules(ents: Listing, books: _Books) -> dict[str, list[str]]:
     off = _outside(ents, [i for i in ids if ents[i]["source"] == "manual"], books)
     for eid in ids:
         h = ents[eid]
-        if abs(h["total_debit"] - h["total_credit"]) > 0.004:
+        if abs(h.get("residual", 0.0)) > 0.004:
             out["UNBALANCED"].append(eid)
         if h.get("approver") and h["approver"] == h["preparer"]:
             out["SELF_APPROVAL"].append(eid)
@@ -1170,7 +1215,7 @@ def naive(kit: Kit) -> Generator[Step, Any, None]:
 
 
 def _difference(h: dict[str, Any]) -> float:
-    return abs(h["total_debit"] - h["total_credit"])
+    return abs(h.get("residual", 0.0))
 
 
 def _read_documents(kit: Kit, books: _Books) -> Generator[Step, Any, _Pack]:
@@ -1187,13 +1232,13 @@ def _read_documents(kit: Kit, books: _Books) -> Generator[Step, Any, _Pack]:
     bodies = yield from kit.open_all([*pack.je, *pack.close, *rounding, *(doc for doc, _k in notes)])
     if pack.je:
         je = JE_POLICY.parse(bodies.get(pack.je[0], ""))
-        pack.tol = je.tolerance / 100 if je else 0.0
+        pack.rule = RoundingLimit(je.per_root_line) if je else ROUNDING_LIMIT
     if pack.close:
         stated = CLOSE_POLICY.parse(bodies.get(pack.close[0], ""))
         pack.hours = (stated.start, stated.end) if stated else pack.hours
     for doc in rounding:
         if rep := ROUNDING_REPORT.parse(bodies.get(doc, "")):
-            pack.reports[rep.period] = (doc, {u.reference: u.difference / 100 for u in rep.uploads})
+            pack.reports[rep.period] = (doc, {u.reference: (u.difference / 100, u.lines) for u in rep.uploads})
     for doc, kind in notes:
         body = bodies.get(doc, "")
         if kind == "approval log":
@@ -1217,21 +1262,23 @@ def _clear(eid: str, h: dict[str, Any], evidence: list[str], why: str) -> Dispos
 
 
 def _judge_unbalanced(eid: str, h: dict[str, Any], p: _Pack) -> Disposition:
-    """Cleared when the rounding report of its period gives the upload exactly this difference, within the
-    policy's tolerance."""
-    signed = round(h["total_debit"] - h["total_credit"], 2)
+    """Cleared when the rounding report of its period gives the upload exactly the residual it posted to
+    suspense, within the policy's tolerance for the upload's priced lines."""
+    signed = h["residual"]
     d = abs(signed)
     rep = p.reports.get(h["posting_date"][:7])
     ev = [eid] + ([rep[0]] if rep else []) + p.je
-    reported = rep[1].get(h.get("reference") or "") if rep else None
-    head = f"debits {h['total_debit']:.2f} vs credits {h['total_credit']:.2f}, a difference of {d:.2f}"
+    reported, n = rep[1].get(h.get("reference") or "", (None, 0)) if rep else (None, 0)
+    head = (f"debits {h['total_debit'] - max(-signed, 0):.2f} vs credits {h['total_credit'] - max(signed, 0):.2f}, "
+            f"a residual of {d:.2f} posted to suspense {SUSPENSE}")
     where = f"rounding report {rep[0]}" if rep else "no interface rounding report for the period"
-    if reported is not None and abs(reported - signed) < 0.005 and d <= p.tol + 1e-9:
-        return _clear(eid, h, ev, f"{head}, reported as such on {where} and within the USD {p.tol:.2f} tolerance "
-                      "of the journal entry policy")
+    limit = p.rule.limit_cents(n) / 100
+    if reported is not None and abs(reported - signed) < 0.005 and d <= limit + 1e-9:
+        return _clear(eid, h, ev, f"{head}, reported as such on {where} for an upload of {n} priced lines and within "
+                      f"the USD {limit:.4f} tolerance (0.0087 x sqrt({n})) of the journal entry policy")
     if reported is not None:
         return _flag(eid, "UNBALANCED", ev, f"{head}; {where} reports {reported:+,.2f} for this upload, not the "
-                     "difference posted: an unexplained difference", d)
+                     "residual posted: an unexplained difference", d)
     return _flag(eid, "UNBALANCED", ev, f"{head}, not on {where}: not an interface rounding difference but a keying "
                  "or interface error", d)
 
@@ -1404,8 +1451,9 @@ def _dispose_all(kit: Kit, flags: dict[str, Disposition], missing: list[Disposit
     def decide(d: Disposition) -> Generator[Step, Any, Disposition]:
         if d.entry_id in d.evidence:  # the entry is its own evidence: open it first
             entry = yield from kit.call("get_entry", entry_id=d.entry_id)
-            if d.criteria == "UNBALANCED" and "total_debit" in entry:
-                d = replace(d, amount=round(abs(entry["total_debit"] - entry["total_credit"]), 2))
+            if d.criteria == "UNBALANCED" and "lines" in entry:
+                d = replace(d, amount=round(abs(sum(ln["credit"] - ln["debit"] for ln in entry["lines"]
+                                                    if ln["account"] == SUSPENSE)), 2))
         return d
 
     order = sorted(flags.values(), key=lambda d: (d.entry_id not in d.evidence, d.entry_id))
@@ -1418,8 +1466,9 @@ def _dispose_all(kit: Kit, flags: dict[str, Disposition], missing: list[Disposit
 
 TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=JE_POLICY.template + "\n\n" + CLOSE_POLICY.template,
             rules=(ACCOUNT_OPEN, USER_MAY_POST, POSTING_WINDOW),
-            decisive="per criterion, the evidence its rule hit is judged by: the upload's difference on the "
-                     "interface's rounding report (within the policy's tolerance), the second sign-off on the "
+            decisive="per criterion, the evidence its rule hit is judged by: the upload's residual on suspense "
+                     "against the interface's rounding report (within USD 0.0087 x sqrt(n) for its n priced lines), "
+                     "the second sign-off on the "
                      "incident's approval log before posting, master:accounts (the account open at the posting "
                      "date), master:users (the termination date against the keying and posting dates), the day's "
                      "out-of-hours authorisation (user and hours), the close calendar change (the extended close "

@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 5,
-    "JE-2": 5,
-    "JE-3": 6,
-    "JE-4": 4,
-    "JE-5": 6,
-    "JE-6": 5,
-    "JE-7": 6,
-    "JE-8": 6,
-    "JE-9": 8,
-    "JE-10": 6,
-    "JE-11": 6,
-    "JE-12": 5,
-    "JE-13": 6,
-    "JE-14": 6,
-    "JE-15": 7,
-    "JE-16": 5,
+    "JE-1": 7,
+    "JE-2": 6,
+    "JE-3": 7,
+    "JE-4": 5,
+    "JE-5": 7,
+    "JE-6": 6,
+    "JE-7": 7,
+    "JE-8": 7,
+    "JE-9": 9,
+    "JE-10": 7,
+    "JE-11": 7,
+    "JE-12": 6,
+    "JE-13": 7,
+    "JE-14": 7,
+    "JE-15": 8,
+    "JE-16": 8,
 }
 
 

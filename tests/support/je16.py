@@ -56,7 +56,7 @@ def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], closes: dic
         return user is None or not user.get("posting_rights") or user.get("status") != "active"
 
     rule = {
-        "UNBALANCED": lambda h: abs(h["total_debit"] - h["total_credit"]) > 0.004,
+        "UNBALANCED": lambda h: abs(h["residual"]) > 0.004,
         "SELF_APPROVAL": lambda h: bool(h.get("approver")) and h["approver"] == h["preparer"],
         "INVALID_ACCOUNT": lambda h: not all(_standing(chart.get(a)) for a in h["accounts"]),
         "UNAUTHORISED_USER": lambda h: h["source"] == "manual" and no_rights(users.get(h["preparer"])),
@@ -67,10 +67,22 @@ def _rules(ents: dict, users: dict, chart: dict, holidays: set[str], closes: dic
     return {k: [eid for eid in sorted(ents) if rule[k](ents[eid])] for k in KINDS}
 
 
+#: where the billing interface posts an upload's residual, as the journal entry policy states it
+SUSPENSE = "2990"
+
+
 def entries(world) -> dict[str, dict]:
+    """The listing grouped by entry; each entry's ``residual``: its suspense line's credit less debit (the
+    upload's debits less its credits before the interface balanced it), 0 without one."""
     rows = [{**r, "posting_date": str(r["posting_date"]), "entry_timestamp": r["entry_timestamp"].isoformat()}
             for r in world.ledger.to_pylist()]
-    return entries_of(rows)
+    ents = entries_of(rows)
+    for h in ents.values():
+        h["residual"] = 0.0
+    for r in rows:
+        if r["account"] == SUSPENSE:
+            ents[r["entry_id"]]["residual"] = round(ents[r["entry_id"]]["residual"] + r["credit"] - r["debit"], 2)
+    return ents
 
 
 def master(world, name, key) -> dict[str, dict]:
@@ -105,11 +117,16 @@ def approval_row(world, doc_id: str, ref: str) -> dict | None:
 
 def rounding_report(world, doc_id: str) -> dict[str, float]:
     """Upload reference -> difference (debits - credits) on an interface rounding report."""
+    return {ref: diff for ref, (diff, _n) in rounding_rows(world, doc_id).items()}
+
+
+def rounding_rows(world, doc_id: str) -> dict[str, tuple[float, int]]:
+    """Upload reference -> (difference, priced lines) on an interface rounding report."""
     out = {}
     for line in world.document(doc_id).body.splitlines():
-        m = re.fullmatch(r"(\S+) \| ([+-][\d,]+\.\d\d)", line.strip())
+        m = re.fullmatch(r"(\S+) \| (\d+) priced lines \| ([+-][\d,]+\.\d\d)", line.strip())
         if m:
-            out[m.group(1)] = float(m.group(2).replace(",", ""))
+            out[m.group(1)] = (float(m.group(3).replace(",", "")), int(m.group(2)))
     return out
 
 
@@ -135,7 +152,8 @@ def check_defects(w) -> set[str]:
         # exactly one rule fires on a planted entry, so the criteria code is unambiguous
         assert [k for k in KINDS if d.entry_id in hits[k]] == [d.criteria], d
         if d.criteria == "UNBALANCED":
-            diff = h["total_debit"] - h["total_credit"]
+            diff = h["residual"]
+            assert h["total_debit"] == pytest.approx(h["total_credit"], abs=0.001), "the interface balanced it"
             reported = rounding_report(w, d.required_evidence[1]).get(h["reference"])
             assert reported is None or abs(reported - diff) > 0.005, d  # not on the report as it stands
             assert d.misstatement == pytest.approx(abs(diff), abs=0.01)
@@ -173,10 +191,14 @@ def check_decoys(w) -> None:
         fired = [k for k in KINDS if d.entry_id in hits[k]]
         assert len(fired) == 1, d  # looks like exactly one kind of exception
         if d.decoy_type == "interface_rounding_reported":
-            tol = float(re.search(r"up to USD ([\d,.]+\d)", w.document(d.clearing_evidence[2]).body).group(1).replace(",", ""))
-            diff = h["total_debit"] - h["total_credit"]
-            assert 0 < abs(diff) <= tol and h["preparer"] == "SYS_INTERFACE"
-            assert rounding_report(w, d.clearing_evidence[1])[h["reference"]] == pytest.approx(diff, abs=0.005)
+            body = w.document(d.clearing_evidence[2]).body
+            per_root = float(re.search(r"of at most USD ([\d.]+) x sqrt\(n\)", body).group(1))
+            reported, n = rounding_rows(w, d.clearing_evidence[1])[h["reference"]]
+            diff = h["residual"]
+            # tolerated: three standard deviations of n half-cent roundings, USD 0.0087 x sqrt(n)
+            assert 0 < abs(diff) <= per_root * np.sqrt(n) + 1e-9 and h["preparer"] == "SYS_INTERFACE"
+            assert h["total_debit"] == pytest.approx(h["total_credit"], abs=0.001), "the interface balanced it"
+            assert reported == pytest.approx(diff, abs=0.005)
         elif d.decoy_type == "signed_off_on_outage_log":
             row = approval_row(w, d.clearing_evidence[0], h["reference"])
             assert h["source"] == "manual" and row["preparer"] == h["preparer"] != row["signer"]

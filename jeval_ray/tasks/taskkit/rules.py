@@ -15,6 +15,8 @@ columns); dates are ISO text, compared as text.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -100,21 +102,26 @@ class UserMayPost:
 
 @dataclass(frozen=True)
 class RoundingLimit:
-    """An unbalanced upload is acceptable only as allocation rounding: an allocated file (never a
-    keyed one) may differ by at most ``per_line_mills`` thousandths of a currency unit per rounded
-    line, and never by more than the upload tool's tolerance."""
+    """An upload's residual (debits - credits of the file, posted by the tool to the rounding account)
+    is acceptable only as allocation rounding, and only within three standard deviations of the sum
+    of ``lines`` independent half-cent roundings: each rounding error is uniform on half a cent
+    either side (standard deviation 0.5 / sqrt(3) cents), so the tolerance is ``per_root_line`` =
+    87 ten-thousandths of a currency unit (0.0087) times the square root of the number of rounded
+    lines. A keyed file (nothing rounded) has no acceptable residual, and no residual is accepted
+    beyond the upload tool's tolerance."""
 
-    per_line_mills: int = 5
-    statement: str = ("the only accepted difference is allocation rounding: at most half a cent per rounded line "
-                      "of an allocated file, within the upload tool's tolerance")
+    per_root_line: int = 87
+    statement: str = ("the only accepted residual is allocation rounding within three standard deviations of the "
+                      "file's half-cent roundings: USD 0.0087 x sqrt(n) for n rounded lines, within the upload "
+                      "tool's tolerance")
 
     def limit_cents(self, lines: int) -> float:
-        """The most rounding ``lines`` rounded lines can add, in cents."""
-        return lines * self.per_line_mills / 10
+        """The tolerance of a file of ``lines`` rounded lines, in cents (0.87 x sqrt(lines))."""
+        return self.per_root_line / 100 * math.sqrt(max(lines, 0))
 
     def check(self, basis: str, lines: int, diff_cents: int, tol_cents: int | None) -> Verdict:
-        """Whether a difference of ``diff_cents`` on a file of ``basis`` over ``lines`` lines is
-        acceptable (``tol_cents``: the tool's tolerance, ``None`` when unknown)."""
+        """Whether a residual of ``diff_cents`` (absolute) on a file of ``basis`` over ``lines`` lines
+        is acceptable (``tol_cents``: the tool's tolerance, ``None`` when unknown)."""
         if basis != "allocation":
             return Verdict(False, "keyed")
         if diff_cents > self.limit_cents(lines) + 1e-7 or (tol_cents and diff_cents > tol_cents):
