@@ -1,11 +1,12 @@
-"""Do default-knob worlds always generate? Failures, defect and decoy counts and time per world.
+"""Do default-knob worlds always generate, and balance? Failures, defect and decoy counts, time per world.
 
     python bench/bench_generate.py --tasks JE-13,JE-9 --seeds 40000-41999
     python bench/bench_generate.py --seeds 40000-40999 --jobs 2        # every task, two processes
     python bench/bench_generate.py --tasks JE-9 --seeds 40000-40099 --knobs '{"n_defects": 8}'
 
-For each task: the worlds generated, the failures (a ``ConfigError`` or any other exception; the
-first few seeds and their messages are printed), the min / median / max number of defects and of
+For each task: the worlds generated, the failures (a ``ConfigError`` or any other exception, or a
+world whose year or any entry is out of balance by more than USD 0.005; the first few seeds and
+their messages are printed), the min / median / max number of defects and of
 decoys over the worlds that generated, and the mean milliseconds per world (generation alone, in
 the process that made it). ``--knobs`` is a JSON object of knobs applied to every task (default:
 none, the default knobs). ``--jobs N`` spreads the seeds over N processes (default 1). Seeds are a
@@ -24,6 +25,8 @@ from multiprocessing import Pool
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow.compute as pc  # noqa: E402
 
 from jeval_ray.tasks import TASK_IDS  # noqa: E402
 from jeval_ray.world import generate_world  # noqa: E402
@@ -52,15 +55,33 @@ def _tasks(text: str | None) -> list[str]:
     return tasks
 
 
-def one_world(job: tuple[str, int, dict]) -> tuple[str, int, int, int, float, str | None]:
-    """``(task, seed, n_defects, n_decoys, seconds, error)`` of one world; error is None when it generated."""
+Result = tuple[str, int, int, int, float, str | None]
+
+
+def unbalanced(w) -> str | None:
+    """Why the world's books do not balance (the year's debits less credits, or an entry's, beyond USD
+    0.005), or None when they do."""
+    led = w.ledger
+    year = pc.sum(led["debit"]).as_py() - pc.sum(led["credit"]).as_py()
+    if abs(year) > 0.005:
+        return f"the year's debits less credits are {year:,.2f}"
+    sums = led.group_by("entry_id").aggregate([("debit", "sum"), ("credit", "sum")])
+    off = sums.filter(pc.greater(pc.abs(pc.subtract(sums["debit_sum"], sums["credit_sum"])), 0.005))
+    return f"unbalanced entries {off['entry_id'].to_pylist()[:3]}" if off.num_rows else None
+
+
+def one_world(job: tuple[str, int, dict]) -> Result:
+    """``(task, seed, n_defects, n_decoys, seconds, error)`` of one world; error is None when it generated
+    and balances (the balance check is not timed)."""
     task, seed, knobs = job
     t0 = time.perf_counter()
     try:
         w = generate_world(task, seed, knobs or None)
     except Exception as exc:  # a failure is what this script counts, whatever its class
         return task, seed, -1, -1, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"
-    return task, seed, len(w.defects), len(w.decoys), time.perf_counter() - t0, None
+    took = time.perf_counter() - t0
+    off = unbalanced(w)
+    return task, seed, len(w.defects), len(w.decoys), took, f"out of balance: {off}" if off else None
 
 
 def _range_text(values: list[int]) -> str:
@@ -69,7 +90,7 @@ def _range_text(values: list[int]) -> str:
     return f"{min(values)} / {statistics.median(values):g} / {max(values)}"
 
 
-def table(results: list[tuple[str, int, int, int, float, str | None]], tasks: list[str]) -> tuple[str, int]:
+def table(results: list[Result], tasks: list[str]) -> tuple[str, int]:
     """The markdown table of ``results`` and the number of failures."""
     lines = ["| task | worlds | failures | defects min / median / max | decoys min / median / max | ms / world |",
              "|---|---:|---:|---|---|---:|"]
