@@ -78,7 +78,7 @@ SPEC = spec(
     "JE-5",
     "L2",
     'Approval-limit avoidance',
-    step_budget=90,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
+    step_budget=100,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective="Find purchases recorded in parts so that each part stayed within the approval limit of the user who "
               "released it while the purchase as a whole exceeded it.",
     defect="one purchase split into several orders and invoices, each within the approver's limit, together above it",

@@ -80,7 +80,7 @@ SPEC = spec(
     "JE-13",
     "L4",
     'Digit-pattern anomalies',
-    step_budget=200,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
+    step_budget=230,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
     objective="Run the first-digit (Benford) test on the manual journal entries, for the population and per preparer, as the digit-test guide in the support pack prescribes; select the entries the guide's selection rule calls for, vouch them to their source documents and flag those the support does not bear out.",
     defect="an entry selected by a preparer's over-represented leading digit that its source document does not support",
     decoys='selected entries that vouch clean (planted and genuine)',
