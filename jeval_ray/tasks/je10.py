@@ -79,7 +79,10 @@ Decoys:
   ``master:vendor_changes`` logs the change (old account = the one on the invoice, dated after the
   invoice, verified by call-back) and the vendor master holds the new account. Cleared by the
   invoice, ``master:vendors`` and ``master:vendor_changes``. Decisive facts: the invoice
-  (document), the old and the new account and the date of the change.
+  (document), the old and the new account and the date of the change. Where the vendors drawn hold so
+  many of a small year's two-way invoices that too few are left for the misclassified and PO-coded
+  invoices (seed 47736: 10 of the 13), the decoys are drawn again, each from the invoices whose
+  vendor's change leaves enough; only a year where none does raises a ``ConfigError``.
 
 Every defect kind has a decoy kind of the same face on the listing (price over PO and a tolerated
 price difference, quantity over receipt and a short delivery billed as received, payee and verified
@@ -118,6 +121,7 @@ import numpy as np
 from jeval_ray.books import calendar as cal, chart, master as md
 from jeval_ray.builder import WorldBuilder
 from jeval_ray.builder.spec import key, spec
+from jeval_ray.errors import ConfigError
 from jeval_ray.protocol.kit import Kit, Step, entries_of
 from jeval_ray.tasks.taskkit import (DATE, INT, LINE, MONEY, NAME, TOKEN, Disposition, Form, Kind, Many, Task, clear,
                                      dispose, flag, parse_any, review, tally)
@@ -675,13 +679,22 @@ def _draw(b: WorldBuilder, pool: _Pool) -> _Sample:
     decoy_types = [decoy_kinds[order[i % len(decoy_kinds)]] for i in range(b.n_decoys)]
     spare = (SPEC.step_budget - 10 - 3 * (n + b.n_decoys)) // 3
     n_clean = max(0, min(int(rng.integers(2, 5)), spare))
+    # the misclassified and PO-coded invoices need this many two-way invoices the bank changes leave
+    need = types.count("mis") + decoy_types.count("coded")
+    before = b.rng.bit_generator.state, b.used.copy()
     s.bank_dec = pool.take(decoy_types.count("bank"), pool.two_way, "two-way invoices of distinct vendors",
                            fresh_vendor=True)
-    doc_date = b.cols.doc_date
     for idx in s.bank_dec:
-        when = cal.business_offset(doc_date[idx] + int(rng.integers(2, 20)), 0)
-        s.changed_on[idx] = min(when, np.datetime64("2025-12-31"))
-        pool.locked |= (pool.partner == pool.partner[idx]) & (doc_date <= s.changed_on[idx])
+        _change_bank(b, pool, s, idx)
+    if len(pool.free(pool.two_way)) < need:
+        # the vendors drawn hold most of a small year's two-way invoices (seed 47736): draw again, each
+        # from the invoices whose vendor's bank change leaves enough
+        b.rng.bit_generator.state, b.used[:] = before
+        pool.locked[:] = False
+        pool.vendors.clear()
+        pool.partners.clear()
+        s.changed_on.clear()
+        s.bank_dec = _bank_decoys_sparing(b, pool, s, decoy_types.count("bank"), need)
     # a misclassified invoice (a defect) and one coded per its PO's account assignment (a decoy) look alike on
     # the listing: a two-way vendor posting to another two-way category's account; both are drawn the same way
     s.mis = [pool.miscoded("two-way vendor invoices") for _ in range(types.count("mis"))]
@@ -705,6 +718,40 @@ def _draw(b: WorldBuilder, pool: _Pool) -> _Sample:
     s.bank = pool.take(faces.count("two_way"), pool.two_way, "two-way vendor invoices") + s.bank_price + s.bank_short
     s.clean = pool.take(n_clean, pool.clean, "sampled vendor invoices")
     return s
+
+
+def _change_bank(b: WorldBuilder, pool: _Pool, s: _Sample, idx: int) -> None:
+    """The date of the bank change after bank-change decoy ``idx``; its vendor's invoices dated up to it leave
+    the pool (they name the old account)."""
+    doc_date = b.cols.doc_date
+    when = cal.business_offset(doc_date[idx] + int(b.rng.integers(2, 20)), 0)
+    s.changed_on[idx] = min(when, np.datetime64("2025-12-31"))
+    pool.locked |= (pool.partner == pool.partner[idx]) & (doc_date <= s.changed_on[idx])
+
+
+def _bank_decoys_sparing(b: WorldBuilder, pool: _Pool, s: _Sample, k: int, need: int) -> list[int]:
+    """``k`` bank-change decoys of distinct vendors, each drawn from the two-way invoices whose vendor's change
+    (at its latest date) leaves ``need`` two-way invoices for the coding draws and one for each decoy still to
+    draw; a year where none does is a ``ConfigError``."""
+    doc_date, out = b.cols.doc_date, []
+    latest = np.minimum(cal.business_offset(doc_date + 19, 0), np.datetime64("2025-12-31"))
+    for left in range(k - 1, -1, -1):
+        cand = pool.free(pool.two_way & ~np.isin(pool.partner, sorted(pool.partners)))
+        spare = np.array([len(pool.free(pool.two_way & ~((pool.partner == pool.partner[i])
+                                                         & (doc_date <= latest[i])))) for i in cand], dtype=np.int64)
+        ok = cand[spare >= need + left]
+        if not len(ok):
+            raise ConfigError(
+                f"impossible knobs for JE-10: n_decoys asks for {k} bank-change decoys and, with n_defects, for "
+                f"{need} misclassified or PO-coded two-way invoices, but each vendor's bank change takes its earlier "
+                f"invoices from the {int(pool.two_way.sum())} two-way invoices of the year of {b.n} entries; raise "
+                "n_entries or lower n_defects/n_decoys")
+        mask = np.zeros(b.n, dtype=bool)
+        mask[ok] = True
+        idx = pool.take(1, mask, "two-way invoices of distinct vendors")[0]
+        _change_bank(b, pool, s, idx)
+        out.append(idx)
+    return out
 
 
 def _draw_matched_defects(b: WorldBuilder, pool: _Pool, s: _Sample, n_price: int, n_qty: int) -> None:
