@@ -3,7 +3,7 @@
 Plays the built-in agents and every adversary of ``jeval_ray.agents.adversarial`` on all 16 tasks
 over held-out seeds and asserts the bounds ``docs/scoring.md`` promises:
 
-* no free points: submitting at once, clearing ordinary entries, never flagging: ≤ 0.10 an episode;
+* no free points: submitting at once, clearing ordinary entries, never flagging: exactly 0 an episode;
 * no laundering and no surface rule: neither beats the plain naive rule by more than 0.03 a task;
 * decoys cost: flagging every defect and every decoy (3 + 3) gives an outcome ≤ 0.6;
 * the tasks discriminate: careful − naive ≥ 0.15, careful's outcome ≥ 0.95, random < naive < careful;
@@ -73,7 +73,7 @@ def test_no_free_points_for_doing_nothing_clearing_ordinary_entries_or_never_fla
     task, out, _ = table
     for name in FREE_POINTS:
         worst = max(s.score for s in out[name])
-        assert worst <= 0.10, (task, name, worst)
+        assert worst == 0.0, (task, name, worst)
 
 
 def test_laundering_and_surface_rules_do_not_beat_the_naive_rule(table):
@@ -106,7 +106,7 @@ def test_a_listing_only_classifier_cannot_tell_decoys_from_defects(table):
     assert all(v is not None and v <= MAX_AUC for v in auc.values()), (task, auc)
 
 
-def test_naming_every_staff_member_does_not_name_the_scheme_user():
+def test_naming_every_staff_member_or_naming_in_the_summary_does_not_name_the_scheme_user():
     from jeval_ray.agents import Action
 
     env = JEEnv("JE-15")
@@ -121,6 +121,11 @@ def test_naming_every_staff_member_does_not_name_the_scheme_user():
         env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
                                        "rationale": f"Keyed by one of {everyone}."}))
     assert env.score().verification.extra["scheme_user_named"] is False
+    fresh = JEEnv("JE-15")
+    fresh.reset(seed=5)
+    fresh.step(Action("submit", {"summary": f"The scheme was run by {scheme}."}))
+    named = fresh.score()
+    assert named.verification.extra["scheme_user_named"] is False and named.score == 0.0
     for d in w.defects:
         env.step(Action("flag_entry", {"entry_id": d.entry_id, "criteria": d.criteria, "evidence": [],
                                        "rationale": f"Keyed by {scheme}, whose bank account the vendor uses."}))

@@ -119,21 +119,26 @@ def _adjust(w, st, outcome: float):
     return outcome_adjust(w, st, outcome, final_dispositions(st))
 
 
-def test_outcome_adjust_rewards_naming_the_scheme_user(worlds):
+def test_outcome_adjust_rewards_naming_the_scheme_user_in_right_flags_only(worlds):
     w = worlds[0]
     h = heads(w)
     user = h[w.defects[0].entry_id]["preparer"]
     others = [u["user_id"] for u in table(w, "users") if u["role"] != "System" and u["user_id"] != user]
-    out, extra = _adjust(w, _state(w, f"The scheme was run by {user}.", []), 1.0)
-    assert extra == {"scheme_user_named": True} and out == pytest.approx(1.0)
+    # the summary earns nothing, however precisely it names the user
+    out, extra = _adjust(w, _state(w, f"The scheme was run by {user}.", []), 0.0)
+    assert extra == {"scheme_user_named": False} and out == 0.0
     out, extra = _adjust(w, _state(w, "Invoices of a vendor paying a staff account.", []), 1.0)
     assert extra == {"scheme_user_named": False} and out == pytest.approx(0.85)
     # naming everybody is not naming the user
-    _, extra = _adjust(w, _state(w, " ".join([user, *others]), []), 1.0)
+    everyone = " ".join([user, *others])
+    _, extra = _adjust(w, _state(w, "", [(d.entry_id, everyone) for d in w.defects]), 1.0)
+    assert extra["scheme_user_named"] is False
+    # flags of decoys (not scheme invoices) naming the user earn nothing
+    _, extra = _adjust(w, _state(w, user, [(d.entry_id, f"paid to the account of {user}") for d in w.decoys]), 0.0)
     assert extra["scheme_user_named"] is False
     flags = [(d.entry_id, f"paid to the account of {user}") for d in w.defects]
-    _, extra = _adjust(w, _state(w, "", flags), 1.0)
-    assert extra["scheme_user_named"] is True
+    out, extra = _adjust(w, _state(w, "", flags), 1.0)
+    assert extra["scheme_user_named"] is True and out == pytest.approx(1.0)
 
 
 def test_every_new_vendor_invoice_is_paid_in_the_ledger_as_on_the_statement(worlds):

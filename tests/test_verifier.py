@@ -6,10 +6,10 @@ evidence and decisive facts), so they hold whatever documents the task plants.
 
 import pytest
 
-from jeval_ray.agents import Action
 from jeval_ray.env import JEEnv
 from jeval_ray.scoring import build_judge_packet, combine, reference_judge, verify
 from jeval_ray.scoring.judge import REFERENCE_JUDGE_VERSION, fact_stated
+from support.actions import do, open_evidence
 
 
 @pytest.fixture
@@ -19,17 +19,8 @@ def env():
     return e
 
 
-def _do(env, tool, **args):
-    env.step(Action(tool, args))
-
-
-def _open(env, evidence_id):
-    if evidence_id.startswith("master:"):
-        _do(env, "get_master_data", table=evidence_id.split(":", 1)[1])
-    elif evidence_id.startswith("DOC-"):
-        _do(env, "open_document", doc_id=evidence_id)
-    else:
-        _do(env, "get_entry", entry_id=evidence_id)
+_do = do
+_open = open_evidence
 
 
 def _noise_doc(env):
@@ -152,10 +143,14 @@ def test_process_credit_comes_only_from_right_final_dispositions(env):
     _do(env, "flag_entry", entry_id=decoy.entry_id, criteria=d0.criteria, evidence=list(decoy.clearing_evidence),
         rationale="x")
     assert _v(env).process == 0.0
-    # one right, well-evidenced disposition of six planted entries earns a sixth
+    # one right, well-evidenced disposition of six planted entries would earn a sixth, but the decoy
+    # flagged after its clearing documents were read is a misread and takes that sixth away
     _do(env, "flag_entry", entry_id=d0.entry_id, criteria=d0.criteria, evidence=list(d0.required_evidence), rationale="x")
+    assert _v(env).process == 0.0
+    # clearing the decoy on its evidence turns the misread into a second right decision: two sixths
+    _do(env, "clear_entry", entry_id=decoy.entry_id, evidence=list(decoy.clearing_evidence), rationale="x")
     v = _v(env)
-    assert v.process == pytest.approx((1 / 6) / (1 + v.redundant_calls / 20))
+    assert v.process == pytest.approx((2 / 6) / (1 + v.redundant_calls / 20))
 
 
 def test_doing_nothing_or_clearing_ordinary_entries_earns_nothing(env):

@@ -35,13 +35,16 @@ Process (the environment's six metrics, docs/environment_spec.md, are recorded a
     or anomalous (None when no such claim was made).
   * premature_disposition = non-void dispositions issued before all of their entry's required
     evidence (defects) or clearing evidence (decoys) had been opened.
-  * process = the mean, over the planted entries (defects and decoys), of each one's evidence
-    quality when its final disposition is right (a flagged defect, a decoy not flagged) and 0
-    otherwise; evidence quality is the F1 of (needed evidence cited and opened before / needed)
-    and (cited ids opened before and bearing on the entry / cited). Multiplied by
-    1 / (1 + redundant_calls / 20), halved when an unusual claim came before any baseline, and
-    reduced by ``premature_penalty`` per premature disposition where the task sets one.
-    Dispositions of ordinary entries earn no process credit.
+  * process = max(0, sum of the evidence quality of the planted entries whose final disposition is
+    right (a flagged defect, a decoy not flagged) - misreads) / planted entries. Evidence quality is
+    (needed evidence cited and opened before / needed) x (cited ids opened before and bearing on the
+    entry / cited), and 0 unless a decisive id (``decisive_evidence``) is cited. A misread is a decoy
+    finally flagged citing its decisive id or after opening it (``misreads``): reading what clears it
+    and flagging anyway costs a whole entry, so opening a document and ignoring it never pays more
+    than not opening it. Multiplied by 1 / (1 + redundant_calls / 20), halved when an unusual claim
+    came before any baseline, and reduced by ``premature_penalty`` per premature disposition of an
+    entry decided right, where the task sets one (floor 0). Dispositions of ordinary entries earn no
+    process credit.
 
 Task hook: a task module may define ``outcome_adjust(world, state, outcome, final) -> (outcome, extra)``
 (``final``: ``final_dispositions(state)``) to refine its outcome (documented in the task's module and
@@ -126,10 +129,6 @@ def _f2(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 5 * p * r / (4 * p + r)
 
 
-def _f1(p: float, r: float) -> float:
-    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
-
-
 def _evidence_of(rec) -> tuple[str, ...]:
     """A key record's evidence: a defect's required evidence, a decoy's clearing evidence."""
     return rec.required_evidence if hasattr(rec, "required_evidence") else rec.clearing_evidence
@@ -184,16 +183,44 @@ def bearing_evidence(world: World, entry_id: str) -> frozenset[str]:
     return memo[entry_id]
 
 
+def decisive_evidence(world: World, entry_id: str) -> tuple[str, ...]:
+    """The ids that decide a planted entry: its needed evidence that its key's decisive facts name (the
+    document whose figure, date or person decides); else its needed documents; else (an entry that
+    needs no document, JE-3/JE-4) its needed evidence (the master table)."""
+    idx = _index(world)
+    need = needed_evidence(world, entry_id)
+    rec = idx["key"].get(entry_id)
+    named = tuple(e for e in need if rec is not None and e in rec.facts)
+    return named or tuple(e for e in need if e.startswith("DOC-")) or need
+
+
 def evidence_quality(world: World, d: Disposition, opened: dict[str, int]) -> float:
-    """F1 of the needed evidence cited (opened before) and of the cited evidence bearing on the entry."""
+    """The share of the needed evidence cited (opened before) times the share of the cited evidence that
+    bears on the entry; 0 unless a decisive id (``decisive_evidence``) is among the cited ones."""
     need = needed_evidence(world, d.entry_id)
     before = [e for e in d.evidence if opened.get(e, 1 << 30) < d.step_idx]
     if not d.evidence:
         return 0.0 if need else 1.0
+    decisive = decisive_evidence(world, d.entry_id)
+    if decisive and not any(e in decisive for e in before):
+        return 0.0
     bears = bearing_evidence(world, d.entry_id)
     precision = sum(e in bears for e in before) / len(d.evidence)
     recall = (sum(e in before for e in need) / len(need)) if need else 1.0
-    return _f1(precision, recall)
+    return recall * precision
+
+
+def misreads(world: World, final: dict[str, Disposition], opened: dict[str, int]) -> list[str]:
+    """The decoys flagged after their clearing document was read: a final (non-void) flag of a decoy
+    that cites one of its decisive ids, or issued after one was opened."""
+    out = []
+    for rec in world.decoys:
+        d = final.get(rec.entry_id)
+        if d is None or d.decision != "flag":
+            continue
+        if any(e in d.evidence or opened.get(e, 1 << 30) < d.step_idx for e in decisive_evidence(world, rec.entry_id)):
+            out.append(rec.entry_id)
+    return out
 
 
 def amount_error(defect, got: float | None) -> float:
@@ -260,21 +287,26 @@ def verify(spec: TaskSpec, world: World, state: EpisodeState, steps) -> Verifica
     first_flag = flags[0].step_idx if flags else None
     claims = [d for d in flags if d.criteria in UNUSUAL_CRITERIA or _UNUSUAL.search(d.rationale or "")]
     baseline = None if not claims else any(s < claims[0].step_idx for s in state.stats_steps)
-    premature = 0
+    right = correct_final(world, final)
+    premature = premature_right = 0
     valid = [d for d in state.dispositions if not is_void(d, state.opened)]
     for d in valid:
         if any(state.opened.get(e, 1 << 30) >= d.step_idx for e in needed_evidence(world, d.entry_id)):
             premature += 1
+            premature_right += d.entry_id in right
     key_n = len(defects.keys() | decoys.keys())
-    right = correct_final(world, final)
+    misread = misreads(world, final, state.opened)
     if key_n:
-        process = sum(evidence_quality(world, d, state.opened) for d in right.values()) / key_n
+        # a decoy flagged after reading what clears it costs a whole entry's credit (docs/scoring.md)
+        process = max(0.0, sum(evidence_quality(world, d, state.opened) for d in right.values()) - len(misread)) / key_n
     else:
         process = 1.0
     process *= 1 / (1 + redundant / 20)
     if baseline is False:
         process *= 0.5
-    process = max(0.0, process - spec.premature_penalty * premature)
+    # only dispositions of entries decided right are charged as premature: on a wrong decision the
+    # outcome already pays, and opening the evidence must never lower a cost (it would pay to read and ignore)
+    process = max(0.0, process - spec.premature_penalty * premature_right)
     extra: dict = {}
     adjust = task_value(spec.id).outcome_adjust
     if adjust is not None:

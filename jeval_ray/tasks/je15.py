@@ -57,9 +57,12 @@ with the most; when even that is too few for a vendor set up late (seed 40378: f
 invoices, the last set up in late April), the vendors set up latest take theirs first. Only a year
 where that fails too raises a ``ConfigError``.
 
-Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the submit
-summary or in the rationales of at least half of the correct flags: outcome = 0.85 * outcome +
-0.15 * named. A summary naming more than three staff members does not count (no shotgun naming).
+Scoring hook: ``outcome_adjust`` rewards naming the scheme user (id or full name) in the rationales
+of at least half of the correct flags (at least one correct flag of a scheme invoice, then):
+outcome = 0.85 * outcome + 0.15 * named. A rationale naming more than three staff members does not
+count (no shotgun naming), and the submit summary earns nothing: the user is readable from the
+listing (the preparer of the flagged invoices), so only a right flag that names the user shows the
+finding (issue 30, point 4).
 """
 
 
@@ -685,8 +688,9 @@ def outcome_adjust(world: Any, state: Any, outcome: float, final: dict[str, Any]
     """Reward naming the scheme user: outcome = 0.85 * outcome + 0.15 * named.
 
     The scheme user is the preparer of the scheme's invoices (scorer side, from the defect ledger).
-    Named: the user's id or full name is in the submit summary (which names at most three staff
-    members), or in the rationales of at least half of the correct, non-void flags.
+    Named: the user's id or full name is in the rationales (each naming at most three staff members)
+    of at least half of the correct, non-void flags, so it needs at least one correct flag of a scheme
+    invoice. The submit summary earns nothing: without a right flag there is no finding to credit.
     """
     ids = world.defect_ids
     if not ids:
@@ -696,13 +700,10 @@ def outcome_adjust(world: Any, state: Any, outcome: float, final: dict[str, Any]
     scheme = max(sorted(set(preps)), key=preps.count)
     users = [u for u in world.master["users"].to_pylist() if u.get("role") != "System"]
     user = next(u for u in users if u["user_id"] == scheme)
-    named_staff = sum(_mentions(state.summary, u) for u in users)
-    in_summary = _mentions(state.summary, user) and named_staff <= 3
     tp = [d for k, d in final.items() if k in ids and d.decision == "flag"]
     # a rationale names the user only when it names at most three staff members (listing all is not naming)
-    in_flags = bool(tp) and 2 * sum(_mentions(d.rationale, user) and sum(_mentions(d.rationale, u) for u in users) <= 3
-                                    for d in tp) >= len(tp)
-    named = bool(in_summary or in_flags)
+    named = bool(tp) and 2 * sum(_mentions(d.rationale, user) and sum(_mentions(d.rationale, u) for u in users) <= 3
+                                 for d in tp) >= len(tp)
     return 0.85 * outcome + 0.15 * float(named), {"scheme_user_named": named}
 
 
