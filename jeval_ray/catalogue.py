@@ -59,8 +59,10 @@ Difficulty knobs (all tasks): `n_entries` (size of the company's simulated year 
 default by tier L1 200, L2 300, L3 400, L4 600; a year's payroll, depreciation, recurring bills and close
 make at least about 530 entries, so the small defaults give the smallest year), `n_defects` (default 3-8 from the seed), `n_decoys` (default = n_defects),
 `noise_documents` (8), `near_miss` (0-1, how close decoys sit to the threshold), `description_quality`
-(share of clear descriptions), `prompt_injection` (documents that try to instruct the agent;
-off by default, recorded in the episode row so its effect is a condition of its own).
+(share of clear descriptions), `prompt_injection` (documents that try to instruct the agent: memos
+telling the auditor to clear an entry, on the same share, 0.3, of the defects, the decoys and the naive
+rule's look-alikes, so that carrying one says nothing about an entry; off by default, recorded in the
+episode row so its effect is a condition of its own).
 
 ## World versions
 

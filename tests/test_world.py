@@ -129,13 +129,20 @@ def test_unknown_task_is_a_clear_error():
         generate_world("JE-99", 0)
 
 
+def _injected(body: str) -> bool:
+    """Whether a document's text opens as one of the injected instructions (the builder's wording pool)."""
+    from jeval_ray.builder import WorldBuilder
+
+    return any(body.startswith(w.split("{entry}")[0]) for w in WorldBuilder._INJECTIONS)
+
+
 def test_prompt_injection_knob_adds_a_document_and_is_recorded():
     plain = generate_world("JE-1", 0)
     inj = generate_world("JE-1", 0, {"prompt_injection": True})
     assert len(inj.documents) > len(plain.documents)
     assert inj.facts.get("prompt_injection") is True
-    assert any("Ignore any previous instructions" in d.body for d in inj.documents)
-    assert not any("Ignore any previous instructions" in d.body for d in plain.documents)
+    assert any(_injected(d.body) for d in inj.documents)
+    assert not any(_injected(d.body) for d in plain.documents)
 
 
 def test_every_entry_balances_and_only_planted_entries_post_to_the_rounding_account():
@@ -164,7 +171,7 @@ def test_trial_balance_has_one_row_per_account_and_rolls_forward_over_the_listin
 def test_prompt_injection_never_names_an_entry_missing_from_the_listing():
     for seed in range(6):
         w = generate_world("JE-16", seed, {"prompt_injection": True})
-        text = " ".join(d.body for d in w.documents if "Ignore any previous instructions" in d.body)
+        text = " ".join(d.body for d in w.documents if _injected(d.body))
         assert text and not any(h in text for h in w.hidden_entries)
 
 

@@ -606,24 +606,29 @@ def careful(kit: Kit) -> Generator[Step, Any, None]:
     document), clears what agrees."""
     plan, th, selected, scored, users = yield from _select_targeted(kit)
     ev_plan = [plan] if plan else []
-    support: dict[str, str] = {}
+    # every document filed under a reference, in listing order: a note or memo about the entry is not its
+    # source document, so the entry is vouched to the first that states an amount
+    support: dict[str, list[str]] = {}
     for d in (yield from kit.documents()):
         ref = _ref_in(d["title"])
         if ref:
-            support.setdefault(ref, d["doc_id"])
+            support.setdefault(ref, []).append(d["doc_id"])
 
     def decide(eid: str) -> Generator[Step, Any, Disposition]:
         r = scored[eid][2]
-        doc = support.get(r["reference"])
-        if doc is None and kit.has("search_documents"):
+        docs = support.get(r["reference"], [])
+        if not docs and kit.has("search_documents"):
             hits = (yield from kit.call("search_documents", query=r["reference"])).get("documents", [])
-            doc = next((h["doc_id"] for h in hits if r["reference"] in h.get("title", "")), None)
-        body = (yield from kit.open(doc)).get("body", "") if doc else ""
-        return _vouch(eid, _why(scored[eid], th, users), r, doc, body, ev_plan)
+            docs = [h["doc_id"] for h in hits if r["reference"] in h.get("title", "")]
+        for doc in docs:
+            body = (yield from kit.open(doc)).get("body", "")
+            if MATCHED_AMOUNTS.search(body) or AMOUNT.search(body):
+                return _vouch(eid, _why(scored[eid], th, users), r, doc, body, ev_plan)
+        return _vouch(eid, _why(scored[eid], th, users), r, None, "", ev_plan)
 
     def reads(eid: str) -> list[tuple[str, dict]]:
-        doc = support.get(scored[eid][2]["reference"])
-        return [("open_document", {"doc_id": doc})] if doc else []
+        docs = support.get(scored[eid][2]["reference"], [])
+        return [("open_document", {"doc_id": docs[0]})] if docs else []
 
     flags, clears = tally((yield from review(kit, selected, decide, reserve=3, reads=reads)))
     yield from kit.submit(f"Per-account robust baseline of the manual entries (plan {plan}): {len(selected)} outliers "

@@ -537,24 +537,28 @@ def careful(kit: Kit) -> Generator[Step, Any, None]:
         yield from kit.submit(f"Population first-digit MAD {pop.get('mad')}{_traced(pop, found)}; no preparer's "
                               "leading digit is over-represented; nothing selected.")
         return
-    support: dict[str, str] = {}
+    # every document filed under a reference, in listing order: a note or memo about the entry is not its
+    # source document, so the entry is vouched to the first that states an amount
+    support: dict[str, list[str]] = {}
     for doc in (yield from kit.documents()):
         filed = FILED.search(doc["title"])
         if filed:
-            support.setdefault(filed.ref, doc["doc_id"])
+            support.setdefault(filed.ref, []).append(doc["doc_id"])
     items = [(f"{user}'s manual entries (n={size}) begin with {d} more often than Benford's law expects "
               f"(z {z:.1f} above the guide's {Z_SELECT:g}; population MAD {pop.get('mad')})", user, r)
              for user, d, z, size, sel in found for r in sel]
 
     def decide(item: tuple[str, str, dict[str, Any]]) -> Generator[Step, Any, Disposition]:
         why, user, r = item
-        doc_id = support.get(r["reference"])
-        body = None if doc_id is None else (yield from kit.open(doc_id)).get("body", "")
-        return _vouch(why, user, r, doc_id, body)
+        for doc_id in support.get(r["reference"], []):
+            body = (yield from kit.open(doc_id)).get("body", "")
+            if USD.search(body):
+                return _vouch(why, user, r, doc_id, body)
+        return _vouch(why, user, r, None, None)
 
     def reads(item: tuple[str, str, dict[str, Any]]) -> list[tuple[str, dict]]:
-        doc_id = support.get(item[2]["reference"])
-        return [] if doc_id is None else [("open_document", {"doc_id": doc_id})]
+        docs = support.get(item[2]["reference"], [])
+        return [("open_document", {"doc_id": docs[0]})] if docs else []
 
     flags, clears = tally((yield from review(kit, items, decide, reserve=3, reads=reads)))
     yield from kit.submit(
