@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 7,
-    "JE-2": 6,
-    "JE-3": 7,
-    "JE-4": 5,
-    "JE-5": 8,
-    "JE-6": 6,
-    "JE-7": 7,
-    "JE-8": 7,
-    "JE-9": 9,
-    "JE-10": 7,
-    "JE-11": 7,
-    "JE-12": 6,
-    "JE-13": 8,
-    "JE-14": 7,
-    "JE-15": 8,
-    "JE-16": 8,
+    "JE-1": 8,
+    "JE-2": 7,
+    "JE-3": 8,
+    "JE-4": 6,
+    "JE-5": 9,
+    "JE-6": 7,
+    "JE-7": 8,
+    "JE-8": 8,
+    "JE-9": 10,
+    "JE-10": 8,
+    "JE-11": 8,
+    "JE-12": 7,
+    "JE-13": 9,
+    "JE-14": 8,
+    "JE-15": 9,
+    "JE-16": 9,
 }
 
 
