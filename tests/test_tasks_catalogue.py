@@ -75,7 +75,7 @@ def test_catalogue_document_is_up_to_date():
     ("JE-2", "L1", 60, "SELF_APPROVAL"),
     ("JE-3", "L1", 70, "INVALID_ACCOUNT"),
     ("JE-4", "L1", 40, "UNAUTHORISED_USER"),
-    ("JE-5", "L2", 90, "LIMIT_AVOIDANCE"),
+    ("JE-5", "L2", 100, "LIMIT_AVOIDANCE"),
     ("JE-6", "L2", 70, "OFF_HOURS"),
     ("JE-15", "L4", 120, "SHELL_VENDOR"),
 ])
