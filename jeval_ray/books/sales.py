@@ -35,8 +35,9 @@ MIN_PRODUCT_SALES = 6_000_000_00
 FLOOR_SPREAD = 1.3
 
 
-#: the states the company ships to and their sales tax rates (basis points); state 0 = exempt resellers
-STATES = ("exempt (resale certificate)", "Michigan", "Illinois", "Indiana", "California")
+#: the states the company ships to and their sales tax rates (basis points); state 0 = exempt resellers.
+#: Colorado, its home state, is one (the rate a combined state and local one)
+STATES = ("exempt (resale certificate)", "Colorado", "Illinois", "Indiana", "California")
 STATE_RATES = np.array([0, 600, 625, 700, 725])
 
 

@@ -16,22 +16,22 @@ from jeval_ray.errors import UnknownTaskError
 
 #: task id -> version of its worlds (a positive int; only ever goes up)
 WORLD_VERSION: dict[str, int] = {
-    "JE-1": 8,
-    "JE-2": 7,
-    "JE-3": 8,
-    "JE-4": 6,
-    "JE-5": 9,
-    "JE-6": 7,
-    "JE-7": 8,
-    "JE-8": 8,
-    "JE-9": 10,
-    "JE-10": 8,
-    "JE-11": 8,
-    "JE-12": 7,
-    "JE-13": 9,
-    "JE-14": 8,
-    "JE-15": 9,
-    "JE-16": 9,
+    "JE-1": 9,
+    "JE-2": 8,
+    "JE-3": 9,
+    "JE-4": 7,
+    "JE-5": 10,
+    "JE-6": 8,
+    "JE-7": 9,
+    "JE-8": 9,
+    "JE-9": 11,
+    "JE-10": 9,
+    "JE-11": 9,
+    "JE-12": 8,
+    "JE-13": 10,
+    "JE-14": 9,
+    "JE-15": 10,
+    "JE-16": 10,
 }
 
 
