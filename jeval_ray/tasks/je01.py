@@ -1,4 +1,4 @@
-"""JE-1 (L1): upload residuals in the rounding account.
+"""JE-1 (L1): upload residuals in the rounding and suspense accounts.
 
 The ERP posts only balanced documents. Month-end accruals and year-end top-side adjustments are
 prepared in spreadsheets (the expense allocated across cost centres and projects) and reach the
@@ -6,40 +6,78 @@ ledger through the GL upload tool, which posts each upload file as one entry (ea
 lines summarised on one ledger line). A file whose debit and credit totals differ by up to the
 tool's tolerance (USD 0.25, 0.50 or 1.00, drawn per seed and stated in the journal-entry policy)
 is accepted and its residual is posted on a line of its own to account 7990 Rounding Differences
-(credited when the file's debits exceed its credits, debited otherwise), so every entry and the
-year balance. What auditors test is what lands there: each residual in the rounding account
-against the policy's rounding tolerance. Every residual sits on an accrual (``AC``) or top-side
-adjustment (``TS``) upload, and its size alone does not tell an error from a rounding.
+(credited when the file's debits exceed its credits, debited otherwise); a file whose residual
+exceeds the tolerance is accepted only with its residual posted, the same way, to account 2991
+Suspense - GL Upload Differences pending investigation; so every entry and the year balance. What
+auditors test is what lands there: each residual in the rounding account against the policy's
+rounding tolerance, and each suspense item for its clearing by year end. Every residual sits on
+an accrual (``AC``) or top-side adjustment (``TS``) upload, and its size alone does not tell an
+error from a rounding, nor an open suspense item from a cleared one.
 
-What does is the upload file (one document per residual, titled with the entry's reference,
-dated the day it was uploaded, naming the entry, its accounts, its totals and the residual). The
-policy accepts one cause only: allocation rounding within three standard deviations of the
-file's roundings. A file that allocates a balanced amount by percentage rounds each of its n
-lines to the cent; each rounding is uniform within half a cent (standard deviation 0.29 cents),
-so the policy accepts a residual of at most USD 0.0087 x sqrt(n) (``ROUNDING_LIMIT``). A file
-whose lines were keyed as whole-cent amounts has no rounding at all.
+Accounts. 2991 is the upload tool's own suspense account (a liability, credit normal), not JE-16's
+2990 Suspense - Interface Differences: each interface has its own suspense account, reconciled and
+cleared by its owner, so neither task's items hide among the other's and a world composing both
+plants adds two distinct accounts.
+
+Rounding (section 4.3 of the policy). What decides is the upload file (one document per residual,
+titled with the entry's reference, dated the day it was uploaded, naming the entry, its accounts,
+its totals, the residual and the account it went to). The policy accepts one cause only:
+allocation rounding within three standard deviations of the file's roundings. A file that
+allocates a balanced amount by percentage rounds each of its n lines to the cent; each rounding
+is uniform within half a cent (standard deviation 0.29 cents), so the policy accepts a residual of
+at most USD 0.0087 x sqrt(n) (``ROUNDING_LIMIT``). A file whose lines were keyed as whole-cent
+amounts has no rounding at all.
+
+Suspense (section 4.4). Every suspense item is investigated; the investigation record (one per
+item, titled ``Suspense investigation <upload reference>``, dated the day of the investigation)
+names the upload and entry, the residual, who investigated it when, the cause found and the
+correction: a journal (its reference and posting date) moving the residual out of 2991 to the
+account found, the debited expense or the credited liability. The policy requires every item
+cleared by such a journal posted in the fiscal year (on or before 2025-12-31), for the residual and
+to the account the record states. A clearing journal is a top-side adjustment (``TS``, described
+``Suspense clearing upload <reference>``), two lines: 2991 and the account it moves the residual to.
+The record states who, when and what only; the agent compares it with the ledger.
 
 Planted, all drawn from one pool (the year's accruals and top-side adjustments of USD 240 or more;
-the same residual, timing, amount and text distributions) and made a defect or a decoy at random.
-The debit total of the file changes and the residual is posted to 7990 (the accrued liability is
+the same residual, timing, amount and text distributions), each made a defect or a decoy at random
+and, independently of that, a rounding item or (``SUSPENSE_SHARE``) a suspense item. The debit
+total of the file changes and the residual is posted to 7990 or 2991 (the accrued liability is
 what the file states; an accrual's automatic reversal reverses that liability and is left as the
-books posted it):
+books posted it). A suspense item's residual is drawn above the tolerance up to six times it, its
+file keyed or an allocation at random (the file decides nothing there), the account its record
+finds the debited or the credited one at random, for defects and decoys alike:
 
-* Decoys (``allocation_rounding_within_limit``): an allocation of the credited amount over
+* Decoys ``allocation_rounding_within_limit`` (rounding): an allocation of the credited amount over
   enough lines that the tolerance covers the residual. Decisive facts: the upload file, its basis
   (allocation), the residual and the number of rounded lines.
-* Defects ``keyed_file_not_balanced``: a file keyed line by line in whole cents, so nothing was
-  rounded and the residual is a keying error. Decisive facts: the file, its basis (keyed), the
-  residual.
-* Defects ``difference_exceeds_rounding_limit``: an allocation over so few lines that the
-  tolerance (USD 0.0087 x sqrt(n)) does not cover the residual. Decisive facts: the file, its basis,
-  the residual and the number of lines.
+* Decoys ``suspense_cleared_as_investigated``: the record's clearing journal is in the ledger,
+  posted by year end, moving the residual to the account the record found. Decisive facts: the
+  record, the journal, the account, its posting date, the residual.
+* Defects ``keyed_file_not_balanced`` (rounding): a file keyed line by line in whole cents, so
+  nothing was rounded and the residual is a keying error. Decisive facts: the file, its basis
+  (keyed), the residual.
+* Defects ``difference_exceeds_rounding_limit`` (rounding): an allocation over so few lines that
+  the tolerance (USD 0.0087 x sqrt(n)) does not cover the residual. Decisive facts: the file, its
+  basis, the residual and the number of lines.
+* Defects ``suspense_open_at_year_end``: the record was made after the year-end close and gives
+  its correction journal a 2026 posting date; no journal clears the item in the year. Decisive
+  facts: the record, the journal, its posting date, the residual.
+* Defects ``suspense_cleared_to_other_account``: the record's journal is in the ledger, posted by
+  year end, but moves the residual to the other of the upload's two accounts (the same
+  distribution of clearing accounts as the decoys'). Decisive facts: the record, the journal, the
+  account found and the account posted, the residual.
 
-Red-flag rule (postings to the rounding account): the books post no rounding, so the rule catches
-no unplanted entry (``tests/test_key_audit_je01.py`` measures it), and every world's ledger
-balances (``tests/test_rounding_balance.py``). Required evidence (and clearing evidence): the
-policy and the entry's upload file. ``near_miss`` moves decoys' residuals closer to their files'
-tolerance (and the line-limit defects' closer from above).
+Every defect is a misstatement of the residual (``misstatement_cents``); the task asks no amount
+(``asks_amount=False``, as before: the residual is the entry's own line on 7990 or 2991, read from
+the listing, so asking it would score nothing the flag does not).
+
+Red-flag rule (uploads posting to the rounding or suspense account, the clearing journals aside):
+the books post no rounding and no suspense, so the rule catches no unplanted entry
+(``tests/test_key_audit_je01.py`` measures it); the clearing journals are top-side adjustments
+that name their upload, not uploads. Every world's ledger balances
+(``tests/test_rounding_balance.py``). Required evidence (and clearing evidence): the policy and the
+entry's upload file (rounding) or investigation record (suspense). ``near_miss`` moves rounding
+decoys' residuals closer to their files' tolerance (and the line-limit defects' closer from above).
 """
 
 from __future__ import annotations
@@ -61,17 +99,19 @@ from jeval_ray.tasks.taskkit import (DATE, MONEY, NAME, REF, ROUNDING_LIMIT, TOK
 SPEC = spec(
     "JE-1",
     "L1",
-    'Upload residuals in the rounding account',
+    'Upload residuals in the rounding and suspense accounts',
     step_budget=60,  # 1.5 x the most calls careful needs over 200 seeds (bench/bench_budgets.py)
-    objective='Review the upload residuals posted to the rounding account and find those the journal-entry policy does not accept as rounding within its tolerance.',
-    defect='upload residual posted to rounding that is not allocation rounding within tolerance (a file keyed in whole cents, or more than USD 0.0087 x sqrt(n) for n rounded lines)',
-    decoys='residuals of allocated accruals that are rounding within the policy tolerance',
-    required_evidence="the journal-entry policy and the entry's upload file",
-    sources=('general_ledger', 'je_policy', 'upload_files'),
+    objective='Review the upload residuals posted to the rounding and suspense accounts and find those the journal-entry policy does not accept: a residual in rounding that is not allocation rounding within its tolerance, or a residual in suspense not cleared by year end to the account its investigation found.',
+    defect='upload residual posted to rounding that is not allocation rounding within tolerance (a file keyed in whole cents, or more than USD 0.0087 x sqrt(n) for n rounded lines), or posted to suspense and still open at year end or cleared to another account than its investigation record found',
+    decoys='residuals of allocated accruals that are rounding within the policy tolerance; suspense residuals cleared in the year to the account their investigation found',
+    required_evidence="the journal-entry policy and the entry's upload file (rounding) or suspense investigation record (suspense)",
+    sources=('general_ledger', 'je_policy', 'upload_files', 'suspense_investigations'),
     tools=('list_documents', 'open_document', 'search_documents', 'query_ledger', 'get_entry', 'get_master_data', 'flag_entry', 'clear_entry', 'submit'),
     criteria=(
-        ('UNBALANCED', "the upload file's debits and credits differ, and the residual posted to the rounding account is "
-         'not rounding the journal-entry policy accepts', 'the residual posted to the rounding account'),
+        ('UNBALANCED', "the upload file's debits and credits differ, and the residual is one the journal-entry policy "
+         'does not accept: in the rounding account, not allocation rounding within its tolerance; in the suspense '
+         'account, not cleared in the year to the account its investigation record found',
+         'the residual posted to the rounding or suspense account'),
     ),
     withheld_variant=('search_documents',),
     asks_amount=False,
@@ -93,6 +133,29 @@ KEY_RATIONALE = (
               "than the tolerance USD 0.0087 x sqrt(N) (three standard deviations of N half-cent roundings)",
         conclusion="Rounding of N lines does not plausibly reach the residual, so a line was changed after the "
                    "allocation. Exception: the residual is an error the policy does not accept.",
+        standard=_STD),
+    key("defect", "suspense_open_at_year_end",
+        evidence="the suspense investigation record of the upload, read against the journal-entry policy (section "
+                 "4.4) and the year's ledger",
+        facts="the residual went to 2991 Suspense - GL Upload Differences; the record gives the correction journal "
+              "for posting after 31 December 2025, and no journal clears the item in the year's ledger",
+        conclusion="The item was open at year end: the residual sits in suspense instead of the account the "
+                   "investigation found. Exception: misstatement of the residual.",
+        standard=_STD),
+    key("defect", "suspense_cleared_to_other_account",
+        evidence="the suspense investigation record of the upload, read against the journal-entry policy (section "
+                 "4.4) and the clearing journal it names",
+        facts="the record found the correction belongs to account A (the debited expense or the credited "
+              "liability); the clearing journal in the ledger moves the residual out of 2991 to account B, the other",
+        conclusion="The item was cleared without the basis the record gives: the residual sits in an account it "
+                   "does not belong to. Exception: misstatement of the residual.",
+        standard=_STD),
+    key("decoy", "suspense_cleared_as_investigated",
+        evidence="the suspense investigation record of the upload, read against the journal-entry policy (section "
+                 "4.4) and the clearing journal it names",
+        facts="the clearing journal the record names is in the year's ledger, posted on or before 31 December 2025, "
+              "and moves the residual out of 2991 to the account the record found",
+        conclusion="The suspense item was investigated and cleared as the policy requires; no exception.",
         standard=_STD),
     key("decoy", "allocation_rounding_within_limit",
         evidence="the entry's upload file, read against the journal-entry policy (section 4.3)",
@@ -233,7 +296,7 @@ class Investigation:
 INVESTIGATION = Form(Investigation, "Suspense item investigation for upload {ref} (entry {entry}): residual "
                      f"{{difference}} posted to account {SUSPENSE_ACCOUNT} {SUSPENSE_NAME} for posting on {{posting}}.\n"
                      "Investigated by {investigator} on {investigated}.\nCause found: {cause}.\nCorrection: journal "
-                     "{journal} for posting on {cleared}; {side} account {found} {difference} against account "
+                     "{journal} with posting date {cleared}; {side} account {found} {difference} against account "
                      f"{SUSPENSE_ACCOUNT}.",
                      ref=TOKEN, entry=REF, difference=fixed(2), posting=DATE, investigator=TOKEN, investigated=DATE,
                      cause=NAME, journal=TOKEN, cleared=DATE, side=WORD, found=TOKEN)
@@ -362,6 +425,9 @@ def _suspense_item(b: WorldBuilder, idx: int, kind: str, d: int, sign: int, poli
     journal_keyed = np.busday_offset(investigated + int(rng.integers(0, 4)), 0, roll="forward")
     cleared = journal_keyed if kind == "open" else max(min(journal_keyed, year_end), np.datetime64(c.post_date[idx], "D"))
     number = 900_000 + int(idx)
+    # the clearing journal is keyed and approved as the books' top-side adjustments are
+    ts = np.flatnonzero((c.doc_code == "TS") & c.manual)
+    like = int(ts[int(rng.integers(0, len(ts)))]) if len(ts) else idx
     rec = Investigation(ref=up.ref, entry=entry_ref(idx), difference=d, posting=up.posting,
                         investigator=str(c.approver[idx]), investigated=b.date_str(investigated),
                         cause=str(rng.choice(CAUSES[found_side])), journal=f"TS-{number:07d}", cleared=b.date_str(cleared),
@@ -374,8 +440,8 @@ def _suspense_item(b: WorldBuilder, idx: int, kind: str, d: int, sign: int, poli
         # Dr suspense / Cr the account when the tool credited suspense (sign +1), the other way round otherwise
         new = int(b.add_entries([{
             "doc_code": "TS", "post_date": cleared, "entry_date": journal_keyed,
-            "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": str(c.preparer[idx]),
-            "approver": str(c.approver[idx]), "reference": rec.journal,
+            "time_s": int(rng.integers(9 * 3600, 17 * 3600)), "preparer": str(c.preparer[like]),
+            "approver": str(c.approver[like]), "reference": rec.journal,
             "description": f"{CLEARING_TEXT} upload {up.ref}",
             "lines": [(posted_to, sign * d), (posted_to, -sign * d)]}])[0])
         b.e["debit_account" if sign > 0 else "credit_account"][new] = SUSPENSE_ACCOUNT
@@ -478,7 +544,7 @@ def _judge_suspense(eid: str, d: float, rec: str, policy: str | None, inv: Inves
     if not lines or posted > YEAR_END:
         return flag(eid, "UNBALANCED", ev, f"Entry {eid}: the residual of {d:.2f} posted to suspense {SUSPENSE_ACCOUNT} "
                     f"was still open at {YEAR_END}: investigation record {rec} gives correction journal "
-                    f"{inv.journal} for posting on {inv.cleared}, and no such journal is in the year's ledger; the "
+                    f"{inv.journal} with posting date {inv.cleared}, and no such journal is in the year's ledger; the "
                     f"suspense balance is misstated by {d:.2f} ({policy}, section 4.4).")
     moved = {str(r["account"]): round((r.get("debit") or 0.0) - (r.get("credit") or 0.0), 2)
              for r in lines if str(r["account"]) != SUSPENSE_ACCOUNT}
@@ -517,4 +583,6 @@ def _judge(eid: str, d: float, doc: str, policy: str | None, up: Upload | None, 
 TASK = Task(SPEC, plant, careful, naive, KEY_RATIONALE, policy=POLICY.template, rules=(ROUNDING_LIMIT,),
             decisive="the upload file's basis and number of rounded lines against the residual posted to the "
                      "rounding account: allocation rounding within USD 0.0087 x sqrt(n) (section 4.3 of the "
-                     "journal-entry policy)")
+                     "journal-entry policy); for a residual in suspense, the investigation record's correction "
+                     "against the clearing journal in the ledger: posted by year end, to the account found "
+                     "(section 4.4)")
