@@ -145,13 +145,17 @@ def test_prompt_injection_knob_adds_a_document_and_is_recorded():
     assert not any(_injected(d.body) for d in plain.documents)
 
 
-def test_every_entry_balances_and_only_planted_entries_post_to_the_rounding_account():
+def test_every_entry_balances_and_only_planted_uploads_post_to_rounding_or_suspense():
     w = generate_world("JE-1", 4)
     led = w.ledger.to_pandas()
     sums = led.groupby("entry_id")[["debit", "credit"]].sum()
     assert ((sums.debit - sums.credit).abs() <= 0.005).all()
-    rounding = set(led.entry_id[(led.account == "7990") & (led.document_type != "YC")])  # YC: the year-end close
-    assert rounding == w.defect_ids | {d.entry_id for d in w.decoys}
+    # 7990 Rounding Differences and 2991 Suspense - GL Upload Differences, less the year-end close (YC) and the
+    # journals that clear suspense items
+    clearing = led.description.str.startswith("Suspense clearing")
+    residuals = set(led.entry_id[led.account.isin(["7990", "2991"]) & (led.document_type != "YC") & ~clearing])
+    assert residuals == w.defect_ids | {d.entry_id for d in w.decoys}
+    assert led.account.eq("2991").any() and clearing.any()  # this world has suspense items, one cleared at least
 
 
 @pytest.mark.parametrize("task_id", AVAILABLE)
