@@ -259,7 +259,11 @@ def _deal(rng: np.random.Generator, streams: dict[str, _Stream], n_defects: int,
     n_closed = min(len(order), sum(shut for _, shut in kinds))
     opened = [d for d, shut in kinds if not shut] + [False] * (sum(shut for _, shut in kinds) - n_closed)
     months: dict[str, int | None] = {base: None for base in order}
-    ends = {base: sorted(m for m in streams[base].plantable if m >= 1) for base in order}
+    # a closed account's last month: one the stream can plant in, with two postings or more up to it (no
+    # changed account has a single posting)
+    ends = {base: sorted(m for m in streams[base].plantable
+                         if m >= 1 and sum(len(streams[base].by_month[k]) for k in range(m + 1)) >= 2)
+            for base in order}
     for base in order[:n_closed]:
         if ends[base]:
             months[base] = ends[base][int(rng.integers(0, len(ends[base])))]

@@ -689,6 +689,12 @@ def _plant_users(b: WorldBuilder, n_def: int, n_dec: int) -> None:
 
         while int((window(w) & ~b.used).sum()) < n and w < 400:
             w += 14
+        for _ in range(20):  # a date the leaver's entries cannot reach (an early termination): another date
+            if int((window(w) & ~b.used).sum()) >= n:
+                break
+            term, w = np.datetime64("2025-03-03") + int(rng.integers(0, 220)), w0
+            while int((window(w) & ~b.used).sum()) < n and w < 400:
+                w += 14
         idxs = [int(i) for i in b.pick(n, where=window(w), what="manual entries around a termination")] if n else []
         for idx in idxs:
             c.preparer[idx] = uid
