@@ -383,10 +383,14 @@ def _head(b: WorldBuilder, idx: int, kind: str, d: int, sign: int, most: int, su
 
 def _file(b: WorldBuilder, head: dict[str, Any], keyed: bool) -> tuple[int, Upload]:
     """Add the upload file (keyed or an allocation); its handle and fields."""
-    up: Upload = (KeyedUpload(**head) if keyed
-                  else AllocatedUpload(**head, allocation=BASES.get(head["debit_account"], "headcount by cost centre")))
-    form = KEYED if keyed else ALLOCATED
-    return b.add_document("upload_file", f"{UPLOAD_TITLE} {up.ref}", form.render(up), head["uploaded"]), up
+    up: Upload
+    if keyed:
+        up = keyed_up = KeyedUpload(**head)
+        body = KEYED.render(keyed_up)
+    else:
+        up = allocated = AllocatedUpload(**head, allocation=BASES.get(head["debit_account"], "headcount by cost centre"))
+        body = ALLOCATED.render(allocated)
+    return b.add_document("upload_file", f"{UPLOAD_TITLE} {up.ref}", body, head["uploaded"]), up
 
 
 def _upload(b: WorldBuilder, idx: int, kind: str, d: int, sign: int, policy: int, most: int) -> int:
@@ -482,6 +486,21 @@ RULE = SurfaceRule(f"uploads posting a residual to the rounding account {ROUNDIN
 naive = surface_naive(RULE)
 
 
+
+def _read_residuals(kit: Kit) -> Generator[Step, Any, tuple[dict[str, dict], dict[str, list[dict]]]]:
+    """The upload residuals posted to rounding or suspense (entry id -> its entry, with its residual and
+    account) and the suspense clearing journals by reference, read in one reply."""
+    rows, clearing = yield from kit.ledgers([
+        ([{"column": "account", "op": "in", "value": [ROUNDING_ACCOUNT, SUSPENSE_ACCOUNT]},
+          {"column": "source", "op": "eq", "value": "manual"}], [*_COLUMNS, "account"]),
+        ([{"column": "description", "op": "startswith", "value": CLEARING_TEXT}], [*_COLUMNS, "account"])])
+    ents = {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"]), "account": v["accounts"][0]}
+            for k, v in entries_of(rows).items() if not str(v.get("description") or "").startswith(CLEARING_TEXT)}
+    journals: dict[str, list[dict]] = {}
+    for r in clearing:
+        journals.setdefault(str(r.get("reference")), []).append(r)
+    return ents, journals
+
 def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy (tool tolerance, USD 0.0087 x sqrt(n) rounding tolerance), then each upload
     file behind a residual in the rounding account: clears allocation rounding within the tolerance,
@@ -495,15 +514,7 @@ def careful(kit: Kit) -> Generator[Step, Any, None]:
     files = {d["title"][len(UPLOAD_TITLE) + 1:]: d["doc_id"] for d in docs if d["title"].startswith(UPLOAD_TITLE)}
     records = {d["title"][len(INVESTIGATION_TITLE) + 1:]: d["doc_id"] for d in docs
                if d["title"].startswith(INVESTIGATION_TITLE)}
-    ents, clearing = yield from kit.ledgers([
-        ([{"column": "account", "op": "in", "value": [ROUNDING_ACCOUNT, SUSPENSE_ACCOUNT]},
-          {"column": "source", "op": "eq", "value": "manual"}], [*_COLUMNS, "account"]),
-        ([{"column": "description", "op": "startswith", "value": CLEARING_TEXT}], [*_COLUMNS, "account"])])
-    ents = {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"]), "account": v["accounts"][0]}
-            for k, v in entries_of(ents).items() if not str(v.get("description") or "").startswith(CLEARING_TEXT)}
-    journals: dict[str, list[dict]] = {}
-    for r in clearing:
-        journals.setdefault(str(r.get("reference")), []).append(r)
+    ents, journals = yield from _read_residuals(kit)
 
     def decide(eid: str) -> Generator[Step, Any, Disposition]:
         v = ents[eid]
