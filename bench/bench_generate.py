@@ -5,9 +5,9 @@
     python bench/bench_generate.py --tasks JE-9 --seeds 40000-40099 --knobs '{"n_defects": 8}'
 
 For each task: the worlds generated, the failures (a ``ConfigError`` or any other exception, or a
-world whose year or any entry is out of balance by more than USD 0.005; the first few seeds and
-their messages are printed), the min / median / max number of defects and of
-decoys over the worlds that generated, and the mean milliseconds per world (generation alone, in
+world whose year, an entry or the closing trial balance is out of balance by more than USD 0.005,
+``jeval_ray.world.out_of_balance``; the first few seeds and their messages are printed), the min /
+median / max number of defects and of decoys over the worlds that generated, and the mean milliseconds per world (generation alone, in
 the process that made it). ``--knobs`` is a JSON object of knobs applied to every task (default:
 none, the default knobs). ``--jobs N`` spreads the seeds over N processes (default 1). Seeds are a
 range ``A-B`` or one seed; seeds 7000-39999 are held out: measure on them, do not tune on them.
@@ -26,10 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow.compute as pc  # noqa: E402
-
 from jeval_ray.tasks import TASK_IDS  # noqa: E402
-from jeval_ray.world import generate_world  # noqa: E402
+from jeval_ray.world import generate_world, out_of_balance  # noqa: E402
 
 SHOWN_FAILURES = 5
 
@@ -58,18 +56,6 @@ def _tasks(text: str | None) -> list[str]:
 Result = tuple[str, int, int, int, float, str | None]
 
 
-def unbalanced(w) -> str | None:
-    """Why the world's books do not balance (the year's debits less credits, or an entry's, beyond USD
-    0.005), or None when they do."""
-    led = w.ledger
-    year = pc.sum(led["debit"]).as_py() - pc.sum(led["credit"]).as_py()
-    if abs(year) > 0.005:
-        return f"the year's debits less credits are {year:,.2f}"
-    sums = led.group_by("entry_id").aggregate([("debit", "sum"), ("credit", "sum")])
-    off = sums.filter(pc.greater(pc.abs(pc.subtract(sums["debit_sum"], sums["credit_sum"])), 0.005))
-    return f"unbalanced entries {off['entry_id'].to_pylist()[:3]}" if off.num_rows else None
-
-
 def one_world(job: tuple[str, int, dict]) -> Result:
     """``(task, seed, n_defects, n_decoys, seconds, error)`` of one world; error is None when it generated
     and balances (the balance check is not timed)."""
@@ -80,7 +66,7 @@ def one_world(job: tuple[str, int, dict]) -> Result:
     except Exception as exc:  # a failure is what this script counts, whatever its class
         return task, seed, -1, -1, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"
     took = time.perf_counter() - t0
-    off = unbalanced(w)
+    off = out_of_balance(w)
     return task, seed, len(w.defects), len(w.decoys), took, f"out of balance: {off}" if off else None
 
 

@@ -9,13 +9,12 @@ names the knobs and the fix.
 
 from __future__ import annotations
 
-import pyarrow.compute as pc
 import pytest
 
 from jeval_ray.errors import ConfigError
 from jeval_ray.tasks import TASK_IDS
 from jeval_ray.tasks.je13 import MIN_SELECTED
-from jeval_ray.world import generate_world
+from jeval_ray.world import generate_world, out_of_balance
 
 #: how many consecutive seeds per task the sweep generates and checks (the one knob of this module's cost:
 #: about 90 s of one core; ``bench/bench_generate.py`` runs the same checks over 10,000 seeds per task)
@@ -59,25 +58,6 @@ def test_a_short_year_end_takes_what_it_holds_and_keeps_decoys_equal_to_defects(
     assert (len(w.defects), len(w.decoys)) == (7, 7)
 
 
-def _unbalanced(w) -> str | None:
-    """Why ``w``'s books do not balance (the year, an entry or the closing trial balance off by more than
-    USD 0.005), or None."""
-    led = w.ledger
-    year = pc.sum(led["debit"]).as_py() - pc.sum(led["credit"]).as_py()
-    if abs(year) > 0.005:
-        return f"the year's debits less credits are {year:,.2f}"
-    sums = led.group_by("entry_id").aggregate([("debit", "sum"), ("credit", "sum")])
-    off = sums.filter(pc.greater(pc.abs(pc.subtract(sums["debit_sum"], sums["credit_sum"])), 0.005))
-    if off.num_rows:
-        return f"unbalanced entries {off['entry_id'].to_pylist()[:3]}"
-    tb = w.master["trial_balance"]
-    for period in (12, 13):
-        closing = pc.sum(tb.filter(pc.equal(tb["fiscal_period"], period))["closing_balance"]).as_py()
-        if abs(closing) > 0.005:
-            return f"the period {period} trial balance nets to {closing:,.2f}"
-    return None
-
-
 def test_default_knobs_generate_balanced_worlds_with_the_stated_counts_on_every_task_and_seed():
     """``SEEDS_PER_TASK`` seeds per task (issue 29, points 3 and 4): each world generates, its counts are in
     the stated range, every entry and the year balance and the closing trial balance nets to zero. Seeds
@@ -92,7 +72,7 @@ def test_default_knobs_generate_balanced_worlds_with_the_stated_counts_on_every_
                 continue
             if not _counts_in_range(task, len(w.defects), len(w.decoys)):
                 bad.setdefault(task, []).append((seed, f"{len(w.defects)} defects, {len(w.decoys)} decoys"))
-            elif why := _unbalanced(w):
+            elif why := out_of_balance(w):
                 bad.setdefault(task, []).append((seed, why))
     assert not bad, {task: (len(fails), fails[:3]) for task, fails in bad.items()}
 

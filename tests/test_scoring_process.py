@@ -59,18 +59,18 @@ def test_a_decoy_flagged_after_reading_its_clearing_document_scores_lower_proces
 
 
 @pytest.mark.parametrize("task", TASK_IDS)
-def test_a_right_decision_citing_half_its_evidence_earns_half_its_credit_and_nothing_without_the_decisive_one(task):
+def test_a_right_decision_citing_part_of_its_evidence_earns_that_share_and_nothing_without_the_decisive_one(task):
     env = _env(task)
-    rec = next((r for r in (*env.world.defects, *env.world.decoys)
-                if len(needed_evidence(env.world, r.entry_id)) % 2 == 0 and needed_evidence(env.world, r.entry_id)
-                and len(decisive_evidence(env.world, r.entry_id)) < len(needed_evidence(env.world, r.entry_id))), None)
-    if rec is None:
-        pytest.skip(f"{task}: no planted entry with an even number of needed ids, not all decisive")
-    need = list(needed_evidence(env.world, rec.entry_id))
-    decisive = decisive_evidence(env.world, rec.entry_id)
-    half = [decisive[0], *[e for e in need if e not in decisive][: len(need) // 2 - 1]]
-    half += [e for e in need if e not in half][: len(need) // 2 - len(half)]
-    assert len(half) == len(need) // 2 and decisive[0] in half
+    w = env.world
+    # an entry needing two ids or more, preferring one whose needed ids are not all decisive
+    recs = [r for r in (*w.defects, *w.decoys) if len(needed_evidence(w, r.entry_id)) >= 2]
+    recs.sort(key=lambda r: len(decisive_evidence(w, r.entry_id)) == len(needed_evidence(w, r.entry_id)))
+    if not recs:  # JE-3, JE-4: every planted entry needs one master table, so there is no part to cite
+        pytest.skip(f"{task}: every planted entry needs one id; the share rule is tested on the other tasks")
+    rec = recs[0]
+    need = list(needed_evidence(w, rec.entry_id))
+    decisive = decisive_evidence(w, rec.entry_id)
+    part = [decisive[0], *[e for e in need if e != decisive[0]]][: len(need) // 2]
     without = [e for e in need if e not in decisive]
     for e in need:
         _open(env, e)
@@ -86,8 +86,9 @@ def test_a_right_decision_citing_half_its_evidence_earns_half_its_credit_and_not
     # the same calls before each decision: only the evidence cited differs (redundancy is equal)
     full = decide(need)
     assert full > 0
-    assert decide(half) == pytest.approx(full / 2), task
-    assert decide(without) == 0.0, task
+    assert decide(part) == pytest.approx(full * len(part) / len(need)), task
+    if without:  # ids that bear on the entry but decide nothing: citing only them earns nothing
+        assert decide(without) == 0.0, task
 
 
 @pytest.mark.parametrize("task", TASK_IDS)

@@ -466,17 +466,26 @@ def _suspense_item(b: WorldBuilder, idx: int, kind: str, d: int, sign: int, poli
 _COLUMNS = ("entry_id", "debit", "credit", "reference", "description", "posting_date")
 
 
+def _residual_filters(filters: list[dict] | None = None) -> list[dict]:
+    """``query_ledger`` filters for the uploads (manual entries) with a line on the rounding or the suspense account."""
+    return [{"column": "account", "op": "in", "value": [ROUNDING_ACCOUNT, SUSPENSE_ACCOUNT]},
+            {"column": "source", "op": "eq", "value": "manual"}, *(filters or [])]
+
+
+def _residual_entries(rows: list[dict]) -> dict[str, dict[str, Any]]:
+    """The uploads among ``rows``' entries, each with its residual (USD, unsigned) and ``account`` (where it went);
+    the suspense clearing journals aside (the year-end closing entry, which closes the rounding account, is
+    automated)."""
+    return {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"]), "account": v["accounts"][0]}
+            for k, v in entries_of(rows).items() if not str(v.get("description") or "").startswith(CLEARING_TEXT)}
+
+
 def _residuals(kit: Kit, filters: list[dict] | None = None,
                columns: tuple[str, ...] = _COLUMNS,
                ) -> Generator[Step, Any, dict[str, dict[str, Any]]]:
-    """The uploads (manual entries) with a line on the rounding or the suspense account, each with its
-    residual (USD, unsigned) and ``account`` (where it went); the suspense clearing journals aside, and
-    the year-end closing entry, which closes the rounding account, is automated."""
-    rows = yield from kit.ledger([{"column": "account", "op": "in", "value": [ROUNDING_ACCOUNT, SUSPENSE_ACCOUNT]},
-                                  {"column": "source", "op": "eq", "value": "manual"}, *(filters or [])],
-                                 columns=list(columns) + ["account"])
-    return {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"]), "account": v["accounts"][0]}
-            for k, v in entries_of(rows).items() if not str(v.get("description") or "").startswith(CLEARING_TEXT)}
+    """The uploads with a residual on the rounding or the suspense account (``_residual_entries``)."""
+    rows = yield from kit.ledger(_residual_filters(filters), columns=list(columns) + ["account"])
+    return _residual_entries(rows)
 
 
 RULE = SurfaceRule(f"uploads posting a residual to the rounding account {ROUNDING_ACCOUNT} or the suspense account "
@@ -486,20 +495,18 @@ RULE = SurfaceRule(f"uploads posting a residual to the rounding account {ROUNDIN
 naive = surface_naive(RULE)
 
 
-
 def _read_residuals(kit: Kit) -> Generator[Step, Any, tuple[dict[str, dict], dict[str, list[dict]]]]:
-    """The upload residuals posted to rounding or suspense (entry id -> its entry, with its residual and
-    account) and the suspense clearing journals by reference, read in one reply."""
+    """The upload residuals (``_residual_entries``) and the suspense clearing journals by reference, read in one
+    reply."""
     rows, clearing = yield from kit.ledgers([
-        ([{"column": "account", "op": "in", "value": [ROUNDING_ACCOUNT, SUSPENSE_ACCOUNT]},
-          {"column": "source", "op": "eq", "value": "manual"}], [*_COLUMNS, "account"]),
+        (_residual_filters(), [*_COLUMNS, "account"]),
         ([{"column": "description", "op": "startswith", "value": CLEARING_TEXT}], [*_COLUMNS, "account"])])
-    ents = {k: {**v, "difference": abs(v["total_debit"] - v["total_credit"]), "account": v["accounts"][0]}
-            for k, v in entries_of(rows).items() if not str(v.get("description") or "").startswith(CLEARING_TEXT)}
+    ents = _residual_entries(rows)
     journals: dict[str, list[dict]] = {}
     for r in clearing:
         journals.setdefault(str(r.get("reference")), []).append(r)
     return ents, journals
+
 
 def careful(kit: Kit) -> Generator[Step, Any, None]:
     """Reads the policy (tool tolerance, USD 0.0087 x sqrt(n) rounding tolerance), then each upload

@@ -682,20 +682,25 @@ def _plant_users(b: WorldBuilder, n_def: int, n_dec: int) -> None:
         term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
         # entries of the kinds the leaver's role keys, recorded on their posting day
         ok = c.manual & np.isin(c.doc_code, posts) & (c.entry_date == c.post_date)
-        w = w0
 
-        def window(w: int) -> np.ndarray:
+        def window(term: np.datetime64, w: int) -> np.ndarray:
             return ok & ((post > term) & (post <= term + w) if after else (post < term) & (post >= term - w))
 
-        while int((window(w) & ~b.used).sum()) < n and w < 400:
-            w += 14
-        for _ in range(20):  # a date the leaver's entries cannot reach (an early termination): another date
-            if int((window(w) & ~b.used).sum()) >= n:
-                break
-            term, w = np.datetime64("2025-03-03") + int(rng.integers(0, 220)), w0
-            while int((window(w) & ~b.used).sum()) < n and w < 400:
+        def widened(term: np.datetime64) -> int:
+            """The window's days: from ``w0`` by two weeks until it holds ``n`` free entries (at most 400)."""
+            w = w0
+            while int((window(term, w) & ~b.used).sum()) < n and w < 400:
                 w += 14
-        idxs = [int(i) for i in b.pick(n, where=window(w), what="manual entries around a termination")] if n else []
+            return w
+
+        w = widened(term)
+        for _ in range(20):  # a date the leaver's entries cannot reach (an early termination): another date
+            if int((window(term, w) & ~b.used).sum()) >= n:
+                break
+            term = np.datetime64("2025-03-03") + int(rng.integers(0, 220))
+            w = widened(term)
+        idxs = [int(i) for i in b.pick(n, where=window(term, w), what="manual entries around a termination")
+                ] if n else []
         for idx in idxs:
             c.preparer[idx] = uid
             if c.approver[idx] == uid:
